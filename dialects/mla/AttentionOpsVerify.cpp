@@ -1,0 +1,163 @@
+//===- AttentionOpsVerify.cpp - Verifiers of the attention ops ------------===//
+
+#include "OperandChecker.h"
+#include "mla/Dialect/MLADialect.h"
+
+using namespace mlir;
+using namespace mla;
+using namespace mla::detail;
+
+/// Decode kernels tile heads in groups of 64 rows; 128 heads per device is
+/// the largest DeepSeek configuration (no tensor parallelism).
+static constexpr int64_t kMaxDecodeHeads = 128;
+
+LogicalResult PrefillAttentionOp::verify() {
+  if (failed(verifySoftmaxScale(*this, getSoftmaxScale().convertToFloat())))
+    return failure();
+  int64_t heads = getNumHeads(), qk = getQkHeadDim(), vd = getVHeadDim();
+  OperandChecker c(*this);
+  if (failed(c.check(getQ(), "q",
+                     {sym("tokens"), fixed("heads", heads, "num_heads"),
+                      fixed("qk_head_dim", qk, "qk_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getK(), "k",
+                     {sym("kv_tokens"), fixed("heads", heads, "num_heads"),
+                      fixed("qk_head_dim", qk, "qk_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getV(), "v",
+                     {sym("kv_tokens"), fixed("heads", heads, "num_heads"),
+                      fixed("v_head_dim", vd, "v_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getCuSeqlensQ(), "cu_seqlens_q", {symPlusOne("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getCuSeqlensK(), "cu_seqlens_k", {symPlusOne("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getOut(), "out",
+                     {sym("tokens"), fixed("heads", heads, "num_heads"),
+                      fixed("v_head_dim", vd, "v_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getLse(), "lse",
+                     {fixed("heads", heads, "num_heads"), sym("tokens")},
+                     ElementKind::F32)))
+    return failure();
+  return success();
+}
+
+LogicalResult DecodeAttentionOp::verify() {
+  int64_t heads = getNumHeads(), latent = getKvLoraRank(),
+          rope = getRopeDim(), page = getBlockSize();
+  if (heads > kMaxDecodeHeads)
+    return emitOpError() << "num_heads must be at most " << kMaxDecodeHeads
+                         << ", got " << heads;
+  if (failed(verifySoftmaxScale(*this, getSoftmaxScale().convertToFloat())) ||
+      failed(verifyCacheDtype(*this, getCacheDtype())))
+    return failure();
+  int64_t entry = latent + rope;
+  OperandChecker c(*this);
+  if (failed(c.check(getQ(), "q",
+                     {sym("batch"), sym("query_len"),
+                      fixed("heads", heads, "num_heads"),
+                      fixed("qk_dim", entry, "kv_lora_rank + rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getKvCache(), "kv_cache",
+                     {sym("num_blocks"),
+                      fixed("block_size", page, "block_size"),
+                      fixed("entry", entry, "kv_lora_rank + rope_dim")},
+                     ElementKind::Float)) ||
+      failed(c.elementTypeIs(getKvCache(), "kv_cache", getCacheDtype(),
+                             "cache_dtype")) ||
+      failed(c.check(getBlockTable(), "block_table",
+                     {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
+      failed(c.check(getSeqLens(), "seq_lens", {sym("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getOut(), "out",
+                     {sym("batch"), sym("query_len"),
+                      fixed("heads", heads, "num_heads"),
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getLse(), "lse",
+                     {sym("batch"), fixed("heads", heads, "num_heads"),
+                      sym("query_len")},
+                     ElementKind::F32)))
+    return failure();
+  return success();
+}
+
+LogicalResult MergeAttnStatesOp::verify() {
+  OperandChecker c(*this);
+  auto outputDims = {sym("tokens"), sym("heads"), sym("head_dim")};
+  auto lseDims = {sym("heads"), sym("tokens")};
+  if (failed(c.check(getPrefixOutput(), "prefix_output", outputDims,
+                     ElementKind::Activation)) ||
+      failed(c.check(getPrefixLse(), "prefix_lse", lseDims,
+                     ElementKind::F32)) ||
+      failed(c.check(getSuffixOutput(), "suffix_output", outputDims,
+                     ElementKind::Activation)) ||
+      failed(c.check(getSuffixLse(), "suffix_lse", lseDims,
+                     ElementKind::F32)) ||
+      failed(c.check(getOutput(), "output", outputDims,
+                     ElementKind::Activation)))
+    return failure();
+  if (getOutputLse() &&
+      failed(c.check(getOutputLse(), "output_lse", lseDims, ElementKind::F32)))
+    return failure();
+  return success();
+}
+
+LogicalResult ChunkedPrefillOp::verify() {
+  int64_t heads = getNumHeads(), latent = getKvLoraRank(),
+          nope = getQkNopeHeadDim(), rope = getRopeDim(), vd = getVHeadDim(),
+          page = getBlockSize();
+  if (failed(verifySoftmaxScale(*this, getSoftmaxScale().convertToFloat())) ||
+      failed(verifyCacheDtype(*this, getCacheDtype())))
+    return failure();
+  OperandChecker c(*this);
+  Dim headsDim = fixed("heads", heads, "num_heads");
+  if (failed(c.check(getQ(), "q",
+                     {sym("tokens"), headsDim,
+                      fixed("qk_head_dim", nope + rope,
+                            "qk_nope_head_dim + rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getKvC(), "kv_c",
+                     {sym("tokens"),
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getKPe(), "k_pe",
+                     {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getCuSeqlensQ(), "cu_seqlens_q", {symPlusOne("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getKvCache(), "kv_cache",
+                     {sym("num_blocks"),
+                      fixed("block_size", page, "block_size"),
+                      fixed("entry", latent + rope,
+                            "kv_lora_rank + rope_dim")},
+                     ElementKind::Float)) ||
+      failed(c.elementTypeIs(getKvCache(), "kv_cache", getCacheDtype(),
+                             "cache_dtype")) ||
+      failed(c.check(getBlockTable(), "block_table",
+                     {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
+      failed(c.check(getChunkCuSeqLens(), "chunk_cu_seq_lens",
+                     {sym("chunks"), symPlusOne("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getChunkStarts(), "chunk_starts",
+                     {sym("chunks"), sym("batch")}, ElementKind::I32)) ||
+      failed(c.check(getKvBProj(), "kv_b_proj",
+                     {fixed("kv_lora_rank", latent, "kv_lora_rank"), headsDim,
+                      fixed("nope_plus_v", nope + vd,
+                            "qk_nope_head_dim + v_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getWorkspace(), "workspace",
+                     {sym("workspace_rows"),
+                      fixed("entry", latent + rope,
+                            "kv_lora_rank + rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getOut(), "out",
+                     {sym("tokens"), headsDim,
+                      fixed("v_head_dim", vd, "v_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getLse(), "lse", {headsDim, sym("tokens")},
+                     ElementKind::F32)))
+    return failure();
+  return success();
+}

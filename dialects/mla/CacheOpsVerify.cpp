@@ -1,0 +1,55 @@
+//===- CacheOpsVerify.cpp - Verifiers of the paged-cache ops --------------===//
+
+#include "OperandChecker.h"
+#include "mla/Dialect/MLADialect.h"
+
+using namespace mlir;
+using namespace mla;
+using namespace mla::detail;
+
+LogicalResult GatherCacheOp::verify() {
+  OperandChecker c(*this);
+  int64_t page = getBlockSize();
+  if (failed(c.check(getKvCache(), "kv_cache",
+                     {sym("num_blocks"),
+                      fixed("block_size", page, "block_size"), sym("entry")},
+                     ElementKind::Float)) ||
+      failed(c.check(getBlockTable(), "block_table",
+                     {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
+      failed(c.check(getCuSeqLens(), "cu_seq_lens", {symPlusOne("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getSeqStarts(), "seq_starts", {sym("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(getWorkspace(), "workspace",
+                     {sym("workspace_rows"), sym("entry")},
+                     ElementKind::Float)))
+    return failure();
+  return success();
+}
+
+LogicalResult ConcatAndCacheOp::verify() {
+  if (failed(verifyCacheDtype(*this, getCacheDtype())))
+    return failure();
+  int64_t latent = getKvLoraRank(), rope = getRopeDim(),
+          page = getBlockSize();
+  OperandChecker c(*this);
+  if (failed(c.check(getKvC(), "kv_c",
+                     {sym("tokens"),
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getKPe(), "k_pe",
+                     {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getSlotMapping(), "slot_mapping", {sym("tokens")},
+                     ElementKind::I64)) ||
+      failed(c.check(getKvCache(), "kv_cache",
+                     {sym("num_blocks"),
+                      fixed("block_size", page, "block_size"),
+                      fixed("entry", latent + rope,
+                            "kv_lora_rank + rope_dim")},
+                     ElementKind::Float)) ||
+      failed(c.elementTypeIs(getKvCache(), "kv_cache", getCacheDtype(),
+                             "cache_dtype")))
+    return failure();
+  return success();
+}

@@ -1,0 +1,154 @@
+//===- OperandChecker.cpp - Shape checks shared by mla verifiers ----------===//
+
+#include "OperandChecker.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace mla::detail {
+
+bool isSupportedFloat(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
+}
+
+static std::string describeDims(ArrayRef<Dim> dims) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (i)
+      text += ", ";
+    text += dim.name.str();
+    if (dim.plusOne)
+      text += "+1";
+  }
+  return text + "]";
+}
+
+LogicalResult OperandChecker::check(Value value, StringRef role,
+                                    ArrayRef<Dim> dims, ElementKind kind) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type)
+    return op->emitOpError() << "'" << role << "' must be a ranked memref "
+                             << describeDims(dims) << ", got "
+                             << value.getType();
+  if (type.getRank() != static_cast<int64_t>(dims.size()))
+    return op->emitOpError()
+           << "'" << role << "' must have rank " << dims.size() << " "
+           << describeDims(dims) << ", got " << type;
+  if (failed(checkElement(value, role, kind)))
+    return failure();
+
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return op->emitOpError() << "'" << role
+                             << "' must have a strided layout, got " << type;
+  if (!strides.empty() && strides.back() != 1)
+    return op->emitOpError()
+           << "'" << role
+           << "' must be contiguous in its innermost dimension (stride 1), got "
+           << type;
+
+  for (auto [i, dim] : llvm::enumerate(dims))
+    if (failed(checkDim(role, i, type.getDimSize(i), dim)))
+      return failure();
+  return success();
+}
+
+LogicalResult OperandChecker::checkDim(StringRef role, unsigned index,
+                                       int64_t size, const Dim &dim) {
+  if (ShapedType::isDynamic(size))
+    return success();
+  if (dim.expected && size != *dim.expected)
+    return op->emitOpError()
+           << "'" << role << "' dimension " << index << " (" << dim.name
+           << ") is " << size << ", but " << dim.source << " is "
+           << *dim.expected;
+  int64_t base = dim.plusOne ? size - 1 : size;
+  if (dim.plusOne && size < 1)
+    return op->emitOpError() << "'" << role << "' dimension " << index
+                             << " must hold " << dim.name
+                             << "+1 entries, got 0";
+  std::string where = ("'" + role + "' dimension " + Twine(index)).str();
+  auto [it, inserted] = bound.try_emplace(dim.name, Binding{base, where});
+  if (!inserted && it->second.size != base) {
+    auto diag = op->emitOpError()
+                << "'" << role << "' dimension " << index << " (" << dim.name
+                << (dim.plusOne ? "+1" : "") << ") is " << size
+                << ", inconsistent with " << it->second.source << " ("
+                << dim.name << " = " << it->second.size << ")";
+    return diag;
+  }
+  return success();
+}
+
+LogicalResult OperandChecker::checkElement(Value value, StringRef role,
+                                           ElementKind kind) {
+  Type element = cast<MemRefType>(value.getType()).getElementType();
+  switch (kind) {
+  case ElementKind::Activation:
+    if (!isSupportedFloat(element))
+      return op->emitOpError() << "'" << role
+                               << "' must hold f32, f16 or bf16, got "
+                               << element;
+    if (!activationType) {
+      activationType = {element, role.str()};
+    } else if (activationType->first != element) {
+      return op->emitOpError()
+             << "'" << role << "' holds " << element << " but '"
+             << activationType->second << "' holds " << activationType->first
+             << "; activations must share one element type";
+    }
+    return success();
+  case ElementKind::Float:
+    if (!isSupportedFloat(element))
+      return op->emitOpError() << "'" << role
+                               << "' must hold f32, f16 or bf16, got "
+                               << element;
+    return success();
+  case ElementKind::F32:
+    if (!element.isF32())
+      return op->emitOpError() << "'" << role << "' must hold f32, got "
+                               << element;
+    return success();
+  case ElementKind::I32:
+    if (!element.isSignlessInteger(32))
+      return op->emitOpError() << "'" << role << "' must hold i32, got "
+                               << element;
+    return success();
+  case ElementKind::I64:
+    if (!element.isSignlessInteger(64))
+      return op->emitOpError() << "'" << role << "' must hold i64, got "
+                               << element;
+    return success();
+  }
+  return success();
+}
+
+LogicalResult OperandChecker::elementTypeIs(Value value, StringRef role,
+                                            Type type, StringRef source) {
+  Type element = cast<MemRefType>(value.getType()).getElementType();
+  if (element != type)
+    return op->emitOpError() << "'" << role << "' holds " << element
+                             << ", but " << source << " is " << type;
+  return success();
+}
+
+LogicalResult verifySoftmaxScale(Operation *op, float scale) {
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return op->emitOpError()
+           << "softmax_scale must be finite and positive, got " << scale;
+  return success();
+}
+
+LogicalResult verifyCacheDtype(Operation *op, Type type) {
+  if (!isSupportedFloat(type))
+    return op->emitOpError() << "cache_dtype must be f32, f16 or bf16, got "
+                             << type;
+  return success();
+}
+
+} // namespace mla::detail

@@ -1,0 +1,81 @@
+//===- ProjectionOpsVerify.cpp - Verifiers of the up-projection ops -------===//
+
+#include "OperandChecker.h"
+#include "mla/Dialect/MLADialect.h"
+
+using namespace mlir;
+using namespace mla;
+using namespace mla::detail;
+
+LogicalResult KvUpProjOp::verify() {
+  int64_t heads = getNumHeads(), latent = getKvLoraRank(),
+          nope = getQkNopeHeadDim(), rope = getRopeDim(), vd = getVHeadDim();
+  OperandChecker c(*this);
+  Dim headsDim = fixed("heads", heads, "num_heads");
+  if (failed(c.check(getKvC(), "kv_c",
+                     {sym("tokens"),
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getKPe(), "k_pe",
+                     {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getKvBProj(), "kv_b_proj",
+                     {fixed("kv_lora_rank", latent, "kv_lora_rank"), headsDim,
+                      fixed("nope_plus_v", nope + vd,
+                            "qk_nope_head_dim + v_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getK(), "k",
+                     {sym("tokens"), headsDim,
+                      fixed("qk_head_dim", nope + rope,
+                            "qk_nope_head_dim + rope_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getV(), "v",
+                     {sym("tokens"), headsDim,
+                      fixed("v_head_dim", vd, "v_head_dim")},
+                     ElementKind::Activation)))
+    return failure();
+  return success();
+}
+
+LogicalResult QAbsorbOp::verify() {
+  int64_t heads = getNumHeads(), nope = getQkNopeHeadDim(),
+          latent = getKvLoraRank();
+  OperandChecker c(*this);
+  Dim headsDim = fixed("heads", heads, "num_heads");
+  if (failed(c.check(getQNope(), "q_nope",
+                     {sym("tokens"), headsDim,
+                      fixed("qk_nope_head_dim", nope, "qk_nope_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getWUkT(), "w_uk_t",
+                     {headsDim,
+                      fixed("qk_nope_head_dim", nope, "qk_nope_head_dim"),
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getQlNope(), "ql_nope",
+                     {sym("tokens"), headsDim,
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)))
+    return failure();
+  return success();
+}
+
+LogicalResult VUpProjOp::verify() {
+  int64_t heads = getNumHeads(), latent = getKvLoraRank(),
+          vd = getVHeadDim();
+  OperandChecker c(*this);
+  Dim headsDim = fixed("heads", heads, "num_heads");
+  if (failed(c.check(getOLatent(), "o_latent",
+                     {sym("tokens"), headsDim,
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getWUv(), "w_uv",
+                     {headsDim, fixed("kv_lora_rank", latent, "kv_lora_rank"),
+                      fixed("v_head_dim", vd, "v_head_dim")},
+                     ElementKind::Activation)) ||
+      failed(c.check(getOut(), "out",
+                     {sym("tokens"), headsDim,
+                      fixed("v_head_dim", vd, "v_head_dim")},
+                     ElementKind::Activation)))
+    return failure();
+  return success();
+}

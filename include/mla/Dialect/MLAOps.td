@@ -1,0 +1,354 @@
+//===- MLAOps.td - Operations of the mla dialect -----------*- tablegen -*-===//
+//
+// Each operation's description is its reference; docs/dialect.md collects
+// them with the conventions they share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_OPS_TD
+#define MLA_OPS_TD
+
+include "mla/Dialect/MLADialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Operand roles with their memory effects.
+class MLA_In<string desc> : Arg<AnyMemRef, desc, [MemRead]>;
+class MLA_Out<string desc> : Arg<AnyMemRef, desc, [MemWrite]>;
+class MLA_InOut<string desc> : Arg<AnyMemRef, desc, [MemRead, MemWrite]>;
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def MLA_PrefillAttentionOp : MLA_Op<"prefill_attention"> {
+  let summary = "varlen multi-head attention with LSE (the MHA form of MLA prefill)";
+  let description = [{
+    Attention over packed variable-length sequences. Sequence `b` owns query
+    rows `[cu_seqlens_q[b], cu_seqlens_q[b+1])` of `q` and key/value rows
+    `[cu_seqlens_k[b], cu_seqlens_k[b+1])` of `k` and `v`. The qk head dim
+    (`P + R`, 192 for DeepSeek) and the v head dim (128) are independent.
+
+    With `causal`, masking is bottom-right aligned: query `i` of a sequence
+    with `Sq` queries and `Skv` keys sees keys `0 .. i + (Skv - Sq)`.
+
+    Writes `out[t, h, :]` and `lse[h, t]` (natural log, f32). A row that sees
+    no key gets `out = 0` and `lse = -inf`.
+
+    Shapes: q [T, N, Dqk], k [S, N, Dqk], v [S, N, Dv], cu_seqlens_q and
+    cu_seqlens_k [B+1] i32, out [T, N, Dv], lse [N, T] f32. q, k, v and out
+    share one element type (f32, f16 or bf16); arithmetic is f32.
+
+    ```mlir
+    mla.prefill_attention
+        ins(%q, %k, %v, %cu_q, %cu_k : memref<?x16x192xbf16>, memref<?x16x192xbf16>,
+            memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>)
+        outs(%out, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
+        {num_heads = 16 : i64, qk_head_dim = 192 : i64, v_head_dim = 128 : i64,
+         softmax_scale = 0.0722 : f32, causal}
+    ```
+  }];
+  let arguments = (ins
+    MLA_In<"queries [T, N, Dqk]">:$q,
+    MLA_In<"keys [S, N, Dqk]">:$k,
+    MLA_In<"values [S, N, Dv]">:$v,
+    MLA_In<"query offsets per sequence [B+1]">:$cu_seqlens_q,
+    MLA_In<"key offsets per sequence [B+1]">:$cu_seqlens_k,
+    MLA_Out<"attention output [T, N, Dv]">:$out,
+    MLA_Out<"log-sum-exp [N, T]">:$lse,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    ConfinedAttr<I64Attr, [IntPositive]>:$qk_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
+    F32Attr:$softmax_scale,
+    UnitAttr:$causal
+  );
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $k `,` $v `,` $cu_seqlens_q `,` $cu_seqlens_k `:`
+      type($q) `,` type($k) `,` type($v) `,` type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`
+    `outs` `(` $out `,` $lse `:` type($out) `,` type($lse) `)`
+    attr-dict
+  }];
+}
+
+def MLA_DecodeAttentionOp : MLA_Op<"decode_attention"> {
+  let summary = "absorbed MLA decode attention over a paged latent KV cache";
+  let description = [{
+    The data-movement friendly form: every head attends over the shared
+    latent cache (multi-query attention) with qk dim `kv_lora_rank +
+    rope_dim` (576) and v dim `kv_lora_rank` (512); the value of a cached
+    token is the first `kv_lora_rank` entries of its cache row.
+
+    Request `b` has `seq_lens[b]` cached tokens, which already include its
+    `Sq` new tokens. Token `j` lives in page `block_table[b, j / block_size]`
+    at row `j % block_size`. With `causal` (the usual case for `Sq > 1`,
+    speculative tokens), query `s` sees tokens `0 .. seq_lens[b] - Sq + s`;
+    without it every query sees all `seq_lens[b]` tokens. A query that sees
+    no token gets `out = 0` and `lse = -inf`.
+
+    Shapes: q [B, Sq, N, 576] (absorbed q_nope followed by q_pe), kv_cache
+    [num_blocks, block_size, 576] of `cache_dtype`, block_table
+    [B, max_blocks] i32, seq_lens [B] i32, out [B, Sq, N, 512], lse
+    [B, N, Sq] f32 (natural log). Heads: 1 to 128.
+  }];
+  let arguments = (ins
+    MLA_In<"absorbed queries [B, Sq, N, Lkv + R]">:$q,
+    MLA_In<"paged latent cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
+    MLA_In<"page ids per request [B, max_blocks]">:$block_table,
+    MLA_In<"cached tokens per request, new ones included [B]">:$seq_lens,
+    MLA_Out<"latent output [B, Sq, N, Lkv]">:$out,
+    MLA_Out<"log-sum-exp [B, N, Sq]">:$lse,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$block_size,
+    TypeAttr:$cache_dtype,
+    F32Attr:$softmax_scale,
+    UnitAttr:$causal
+  );
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $kv_cache `,` $block_table `,` $seq_lens `:`
+      type($q) `,` type($kv_cache) `,` type($block_table) `,` type($seq_lens) `)`
+    `outs` `(` $out `,` $lse `:` type($out) `,` type($lse) `)`
+    attr-dict
+  }];
+}
+
+def MLA_MergeAttnStatesOp : MLA_Op<"merge_attn_states"> {
+  let summary = "merges two partial attention states through their LSEs";
+  let description = [{
+    Combines the attention of the same queries over two disjoint key sets:
+    with `m = max(lse_p, lse_s)`,
+    `out = (exp(lse_p - m) * out_p + exp(lse_s - m) * out_s) /
+           (exp(lse_p - m) + exp(lse_s - m))` and
+    `output_lse = m + log(exp(lse_p - m) + exp(lse_s - m))`.
+
+    An LSE of `+inf` is read as `-inf` (an empty state, as some kernels
+    write it). Merging two empty states gives `out = 0`, `lse = -inf`, never
+    NaN. The output may alias either input: the operation is elementwise.
+
+    Shapes: outputs [T, N, D], LSEs [N, T] f32. `prefix_lse`, `suffix_lse`
+    and `output_lse` may be strided differently from one another.
+  }];
+  let arguments = (ins
+    MLA_In<"prefix output [T, N, D]">:$prefix_output,
+    MLA_In<"prefix log-sum-exp [N, T]">:$prefix_lse,
+    MLA_In<"suffix output [T, N, D]">:$suffix_output,
+    MLA_In<"suffix log-sum-exp [N, T]">:$suffix_lse,
+    MLA_Out<"merged output [T, N, D]">:$output,
+    Arg<Optional<AnyMemRef>, "merged log-sum-exp [N, T]", [MemWrite]>:$output_lse
+  );
+  let assemblyFormat = [{
+    `ins` `(` $prefix_output `,` $prefix_lse `,` $suffix_output `,` $suffix_lse `:`
+      type($prefix_output) `,` type($prefix_lse) `,` type($suffix_output) `,` type($suffix_lse) `)`
+    `outs` `(` $output (`,` $output_lse^)? `:` type($output) (`,` type($output_lse)^)? `)`
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Paged cache movement
+//===----------------------------------------------------------------------===//
+
+def MLA_GatherCacheOp : MLA_Op<"gather_cache"> {
+  let summary = "gathers a chunk of cached context into a contiguous workspace";
+  let description = [{
+    For request `b`, copies `cu_seq_lens[b+1] - cu_seq_lens[b]` consecutive
+    cached tokens, starting at token `seq_starts[b]` of its context, into
+    workspace rows `[cu_seq_lens[b], cu_seq_lens[b+1])`. Token `j` of request
+    `b` is row `j % block_size` of page `block_table[b, j / block_size]`.
+    Entries are converted from the cache dtype to the workspace's.
+
+    Shapes: kv_cache [num_blocks, block_size, E], block_table [B, max_blocks]
+    i32, cu_seq_lens [B+1] i32, seq_starts [B] i32, workspace [W, E].
+  }];
+  let arguments = (ins
+    MLA_In<"paged cache [num_blocks, block_size, E]">:$kv_cache,
+    MLA_In<"page ids per request [B, max_blocks]">:$block_table,
+    MLA_In<"workspace offsets per request [B+1]">:$cu_seq_lens,
+    MLA_In<"first context token to copy per request [B]">:$seq_starts,
+    MLA_Out<"contiguous rows [W, E]">:$workspace,
+    ConfinedAttr<I64Attr, [IntPositive]>:$block_size
+  );
+  let assemblyFormat = [{
+    `ins` `(` $kv_cache `,` $block_table `,` $cu_seq_lens `,` $seq_starts `:`
+      type($kv_cache) `,` type($block_table) `,` type($cu_seq_lens) `,` type($seq_starts) `)`
+    `outs` `(` $workspace `:` type($workspace) `)`
+    attr-dict
+  }];
+}
+
+def MLA_ConcatAndCacheOp : MLA_Op<"concat_and_cache"> {
+  let summary = "writes new latent and rope entries into the paged cache";
+  let description = [{
+    For each new token `t` with `slot = slot_mapping[t] >= 0`, writes
+    `concat(kv_c[t], k_pe[t])` (converted to the cache dtype) into row
+    `slot % block_size` of page `slot / block_size`. Slots of `-1` are
+    padding and are skipped; so is any slot past the end of the cache, which
+    the runtime's metadata validation reports before a launch.
+
+    Shapes: kv_c [T, Lkv], k_pe [T, R], kv_cache [num_blocks, block_size,
+    Lkv + R] of `cache_dtype`, slot_mapping [T] i64.
+  }];
+  let arguments = (ins
+    MLA_In<"new latent entries [T, Lkv]">:$kv_c,
+    MLA_In<"new rope keys [T, R]">:$k_pe,
+    MLA_In<"cache slot per token, -1 for padding [T]">:$slot_mapping,
+    MLA_InOut<"paged cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$block_size,
+    TypeAttr:$cache_dtype
+  );
+  let assemblyFormat = [{
+    `ins` `(` $kv_c `,` $k_pe `,` $slot_mapping `:`
+      type($kv_c) `,` type($k_pe) `,` type($slot_mapping) `)`
+    `outs` `(` $kv_cache `:` type($kv_cache) `)`
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Up-projections (batched matrix products)
+//===----------------------------------------------------------------------===//
+
+def MLA_KvUpProjOp : MLA_Op<"kv_up_proj"> {
+  let summary = "expands latent entries into per-head keys and values (kv_b_proj)";
+  let description = [{
+    `k_nope[s, h, :] = kv_c[s, :] x kv_b_proj[:, h, 0:P]` and
+    `v[s, h, :] = kv_c[s, :] x kv_b_proj[:, h, P:P+V]`. The keys of the MHA
+    form are written whole: `k[s, h, 0:P] = k_nope[s, h]` and
+    `k[s, h, P:P+R] = k_pe[s]` (the rope key is shared by every head).
+
+    Shapes: kv_c [S, Lkv], k_pe [S, R], kv_b_proj [Lkv, N, P + V],
+    k [S, N, P + R], v [S, N, V]; one element type throughout.
+  }];
+  let arguments = (ins
+    MLA_In<"latent entries [S, Lkv]">:$kv_c,
+    MLA_In<"rope keys [S, R]">:$k_pe,
+    MLA_In<"up-projection weight [Lkv, N, P + V]">:$kv_b_proj,
+    MLA_Out<"keys [S, N, P + R]">:$k,
+    MLA_Out<"values [S, N, V]">:$v,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim
+  );
+  let assemblyFormat = [{
+    `ins` `(` $kv_c `,` $k_pe `,` $kv_b_proj `:` type($kv_c) `,` type($k_pe) `,` type($kv_b_proj) `)`
+    `outs` `(` $k `,` $v `:` type($k) `,` type($v) `)`
+    attr-dict
+  }];
+}
+
+def MLA_QAbsorbOp : MLA_Op<"q_absorb"> {
+  let summary = "projects q_nope into the latent space with W_UK_T";
+  let description = [{
+    `ql_nope[t, h, :] = q_nope[t, h, :] x w_uk_t[h]`, per head a
+    [P] x [P, Lkv] product: the query side of the absorbed decode.
+
+    Shapes: q_nope [T, N, P], w_uk_t [N, P, Lkv], ql_nope [T, N, Lkv]
+    (typically a strided view of the decode query's first Lkv columns).
+  }];
+  let arguments = (ins
+    MLA_In<"non-rope queries [T, N, P]">:$q_nope,
+    MLA_In<"absorbed key weight [N, P, Lkv]">:$w_uk_t,
+    MLA_Out<"latent queries [T, N, Lkv]">:$ql_nope,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank
+  );
+  let assemblyFormat = [{
+    `ins` `(` $q_nope `,` $w_uk_t `:` type($q_nope) `,` type($w_uk_t) `)`
+    `outs` `(` $ql_nope `:` type($ql_nope) `)`
+    attr-dict
+  }];
+}
+
+def MLA_VUpProjOp : MLA_Op<"v_up_proj"> {
+  let summary = "projects the latent attention output to V with W_UV";
+  let description = [{
+    `out[t, h, :] = o_latent[t, h, :] x w_uv[h]`, per head a [Lkv] x
+    [Lkv, V] product: the output side of the absorbed decode.
+
+    Shapes: o_latent [T, N, Lkv], w_uv [N, Lkv, V], out [T, N, V].
+  }];
+  let arguments = (ins
+    MLA_In<"latent attention output [T, N, Lkv]">:$o_latent,
+    MLA_In<"value up-projection weight [N, Lkv, V]">:$w_uv,
+    MLA_Out<"per-head values [T, N, V]">:$out,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim
+  );
+  let assemblyFormat = [{
+    `ins` `(` $o_latent `,` $w_uv `:` type($o_latent) `,` type($w_uv) `)`
+    `outs` `(` $out `:` type($out) `)`
+    attr-dict
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Composite: the chunked-context prefill of a batch
+//===----------------------------------------------------------------------===//
+
+def MLA_ChunkedPrefillOp : MLA_Op<"chunked_prefill"> {
+  let summary = "the whole MLA prefill: new tokens causal, cached context in chunks, merged";
+  let description = [{
+    For each prefill request, attention of its new tokens over its cached
+    context followed by the new tokens themselves, computed as the chunked
+    loop of the compute-friendly form:
+
+    1. up-project the new tokens' latent entries (`kv_up_proj`) and attend
+       causally with LSE: the running state;
+    2. for each context chunk `c`: gather the chunk's cached entries into the
+       workspace (`gather_cache` with `chunk_cu_seq_lens[c]` and
+       `chunk_starts[c]`), up-project them, attend non-causally with LSE and
+       merge into the running state.
+
+    The result equals causal attention of the new tokens over context plus
+    new tokens. `mla-expand-chunked-prefill` rewrites the operation into that
+    loop of primitive operations; the chunk plan comes from the runtime and
+    must keep every chunk's total within the workspace rows.
+
+    Shapes: q [T, N, P + R], kv_c [T, Lkv], k_pe [T, R], cu_seqlens_q [B+1]
+    i32, kv_cache [num_blocks, block_size, Lkv + R] of `cache_dtype`,
+    block_table [B, max_blocks] i32, chunk_cu_seq_lens [C, B+1] i32,
+    chunk_starts [C, B] i32, kv_b_proj [Lkv, N, P + V], workspace
+    [W, Lkv + R], out [T, N, V], lse [N, T] f32.
+  }];
+  let arguments = (ins
+    MLA_In<"queries of the new tokens [T, N, P + R]">:$q,
+    MLA_In<"latent entries of the new tokens [T, Lkv]">:$kv_c,
+    MLA_In<"rope keys of the new tokens [T, R]">:$k_pe,
+    MLA_In<"new-token offsets per request [B+1]">:$cu_seqlens_q,
+    MLA_In<"paged latent cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
+    MLA_In<"page ids per request [B, max_blocks]">:$block_table,
+    MLA_In<"workspace offsets per chunk and request [C, B+1]">:$chunk_cu_seq_lens,
+    MLA_In<"first context token per chunk and request [C, B]">:$chunk_starts,
+    MLA_In<"up-projection weight [Lkv, N, P + V]">:$kv_b_proj,
+    MLA_InOut<"gather workspace [W, Lkv + R]">:$workspace,
+    MLA_Out<"attention output [T, N, V]">:$out,
+    MLA_Out<"log-sum-exp [N, T]">:$lse,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
+    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
+    ConfinedAttr<I64Attr, [IntPositive]>:$block_size,
+    TypeAttr:$cache_dtype,
+    F32Attr:$softmax_scale
+  );
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $kv_c `,` $k_pe `,` $cu_seqlens_q `:`
+      type($q) `,` type($kv_c) `,` type($k_pe) `,` type($cu_seqlens_q) `)`
+    `cache` `(` $kv_cache `,` $block_table `:` type($kv_cache) `,` type($block_table) `)`
+    `chunks` `(` $chunk_cu_seq_lens `,` $chunk_starts `:`
+      type($chunk_cu_seq_lens) `,` type($chunk_starts) `)`
+    `weights` `(` $kv_b_proj `:` type($kv_b_proj) `)`
+    `workspace` `(` $workspace `:` type($workspace) `)`
+    `outs` `(` $out `,` $lse `:` type($out) `,` type($lse) `)`
+    attr-dict
+  }];
+}
+
+#endif // MLA_OPS_TD

@@ -1,0 +1,211 @@
+//===- KernelEmitter.cpp - Vectorized loop building blocks ----------------===//
+
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace mla::loops {
+
+Value KernelEmitter::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value KernelEmitter::f32(double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value KernelEmitter::negInf() {
+  return f32(-std::numeric_limits<double>::infinity());
+}
+
+Value KernelEmitter::loadIndex(Value memref, ValueRange indices) {
+  Value v = memref::LoadOp::create(b, loc, memref, indices);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+
+Value KernelEmitter::loadF32(Value memref, ValueRange indices) {
+  Value v = memref::LoadOp::create(b, loc, memref, indices);
+  if (!v.getType().isF32())
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
+}
+
+void KernelEmitter::storeF32(Value value, Value memref, ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  if (element != value.getType())
+    value = arith::TruncFOp::create(b, loc, element, value);
+  memref::StoreOp::create(b, loc, value, memref, indices);
+}
+
+Value KernelEmitter::minIndex(Value a, Value c) {
+  return arith::MinSIOp::create(b, loc, a, c);
+}
+
+Value KernelEmitter::maxIndex(Value a, Value c) {
+  return arith::MaxSIOp::create(b, loc, a, c);
+}
+
+Value KernelEmitter::clampIndex(Value v, Value lo, Value hi) {
+  return minIndex(maxIndex(v, lo), hi);
+}
+
+Value KernelEmitter::dim(Value memref, int64_t d) {
+  return memref::DimOp::create(b, loc, memref, d);
+}
+
+Value KernelEmitter::allocaF32(int64_t length) {
+  return memref::AllocaOp::create(
+      b, loc, MemRefType::get({length}, b.getF32Type()));
+}
+
+SmallVector<Value> KernelEmitter::indices(const Row &row, Value column) {
+  SmallVector<Value> idx(row.prefix.begin(), row.prefix.end());
+  if (row.firstColumn != 0)
+    column = arith::AddIOp::create(b, loc, column, index(row.firstColumn));
+  idx.push_back(column);
+  return idx;
+}
+
+Value KernelEmitter::load(const Row &row, Value column, int64_t lanes) {
+  SmallVector<Value> idx = indices(row, column);
+  Type element = cast<MemRefType>(row.memref.getType()).getElementType();
+  if (lanes == 1)
+    return loadF32(row.memref, idx);
+  Value v = vector::LoadOp::create(b, loc, VectorType::get({lanes}, element),
+                                   row.memref, idx);
+  if (!element.isF32())
+    v = arith::ExtFOp::create(b, loc,
+                              VectorType::get({lanes}, b.getF32Type()), v);
+  return v;
+}
+
+void KernelEmitter::store(Value value, const Row &row, Value column,
+                          int64_t lanes) {
+  SmallVector<Value> idx = indices(row, column);
+  Type element = cast<MemRefType>(row.memref.getType()).getElementType();
+  if (lanes == 1)
+    return storeF32(value, row.memref, idx);
+  if (!element.isF32())
+    value = arith::TruncFOp::create(b, loc, VectorType::get({lanes}, element),
+                                    value);
+  vector::StoreOp::create(b, loc, value, row.memref, idx);
+}
+
+Value KernelEmitter::splat(Value scalar, int64_t lanes) {
+  if (lanes == 1)
+    return scalar;
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
+}
+
+void KernelEmitter::forLoop(Value lb, Value ub, int64_t step,
+                            const std::function<void(Value)> &body) {
+  auto loop = scf::ForOp::create(b, loc, lb, ub, index(step));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
+SmallVector<Value> KernelEmitter::forLoop(
+    Value lb, Value ub, int64_t step, ValueRange init,
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
+  auto loop = scf::ForOp::create(b, loc, lb, ub, index(step), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next =
+        body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
+void KernelEmitter::columns(int64_t length,
+                            const std::function<void(Value, int64_t)> &body) {
+  int64_t full = (length / width) * width;
+  if (full > 0)
+    forLoop(index(0), index(full), width,
+            [&](Value c) { body(c, width); });
+  if (full < length)
+    forLoop(index(full), index(length), 1, [&](Value c) { body(c, 1); });
+}
+
+Value KernelEmitter::dot(const Row &x, const Row &y, int64_t length) {
+  int64_t full = (length / width) * width;
+  Value sum = f32(0.0);
+  if (full > 0) {
+    Value zero = splat(f32(0.0), width);
+    Value acc = forLoop(index(0), index(full), width, {zero},
+                        [&](Value c, ValueRange iter) -> SmallVector<Value> {
+                          Value p = load(x, c, width), q = load(y, c, width);
+                          return {vector::FMAOp::create(b, loc, p, q,
+                                                        iter[0])};
+                        })[0];
+    sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc);
+  }
+  if (full < length)
+    sum = forLoop(index(full), index(length), 1, {sum},
+                  [&](Value c, ValueRange iter) -> SmallVector<Value> {
+                    Value p = load(x, c, 1), q = load(y, c, 1);
+                    return {math::FmaOp::create(b, loc, p, q, iter[0])};
+                  })[0];
+  return sum;
+}
+
+void KernelEmitter::axpy(const Row &acc, Value alpha, const Row &x,
+                         int64_t length) {
+  columns(length, [&](Value c, int64_t lanes) {
+    Value a = splat(alpha, lanes);
+    Value updated = lanes == 1
+                        ? math::FmaOp::create(b, loc, a, load(x, c, 1),
+                                              load(acc, c, 1))
+                              .getResult()
+                        : vector::FMAOp::create(b, loc, a, load(x, c, lanes),
+                                                load(acc, c, lanes))
+                              .getResult();
+    store(updated, acc, c, lanes);
+  });
+}
+
+void KernelEmitter::scaledCopy(const Row &dst, Value alpha, const Row &src,
+                               int64_t length) {
+  columns(length, [&](Value c, int64_t lanes) {
+    Value v = arith::MulFOp::create(b, loc, splat(alpha, lanes),
+                                    load(src, c, lanes));
+    store(v, dst, c, lanes);
+  });
+}
+
+void KernelEmitter::copy(const Row &dst, const Row &src, int64_t length) {
+  columns(length, [&](Value c, int64_t lanes) {
+    store(load(src, c, lanes), dst, c, lanes);
+  });
+}
+
+void KernelEmitter::linearCombination(const Row &dst, Value alpha,
+                                      const Row &x, Value beta, const Row &y,
+                                      int64_t length) {
+  columns(length, [&](Value c, int64_t lanes) {
+    Value xv = arith::MulFOp::create(b, loc, splat(alpha, lanes),
+                                     load(x, c, lanes));
+    Value yv = arith::MulFOp::create(b, loc, splat(beta, lanes),
+                                     load(y, c, lanes));
+    store(arith::AddFOp::create(b, loc, xv, yv), dst, c, lanes);
+  });
+}
+
+void KernelEmitter::fill(const Row &dst, Value value, int64_t length) {
+  columns(length, [&](Value c, int64_t lanes) {
+    store(splat(value, lanes), dst, c, lanes);
+  });
+}
+
+} // namespace mla::loops

@@ -1,0 +1,102 @@
+//===- KernelEmitter.h - Vectorized loop building blocks --------*- C++ -*-===//
+//
+// The CPU lowering of every mla operation is built from a few row-level
+// primitives over memrefs: dot products, axpy updates, scaled copies and
+// fills, each written as a vector loop of `width` f32 lanes plus a scalar
+// tail. Row lengths are static (head dims are attributes), so no masks are
+// needed. Values are converted to f32 on load and back on store.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOLOOPS_KERNELEMITTER_H
+#define MLA_LIB_CONVERSION_MLATOLOOPS_KERNELEMITTER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+#include <functional>
+
+namespace mla::loops {
+
+/// A contiguous run of elements: memref[prefix..., firstColumn + c] for c
+/// in [0, length). The innermost dimension has unit stride (verified).
+struct Row {
+  mlir::Value memref;
+  llvm::SmallVector<mlir::Value, 3> prefix;
+  int64_t firstColumn = 0;
+
+  Row shifted(int64_t columns) const {
+    Row r = *this;
+    r.firstColumn += columns;
+    return r;
+  }
+};
+
+class KernelEmitter {
+public:
+  KernelEmitter(mlir::OpBuilder &b, mlir::Location loc, int64_t width)
+      : b(b), loc(loc), width(width) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() const { return loc; }
+
+  // Constants.
+  mlir::Value index(int64_t v);
+  mlir::Value f32(double v);
+  mlir::Value negInf();
+
+  // Scalar helpers.
+  mlir::Value loadIndex(mlir::Value memref, mlir::ValueRange indices);
+  mlir::Value loadF32(mlir::Value memref, mlir::ValueRange indices);
+  void storeF32(mlir::Value value, mlir::Value memref,
+                mlir::ValueRange indices);
+  mlir::Value minIndex(mlir::Value a, mlir::Value b);
+  mlir::Value maxIndex(mlir::Value a, mlir::Value b);
+  /// clamp(v, lo, hi) on index values.
+  mlir::Value clampIndex(mlir::Value v, mlir::Value lo, mlir::Value hi);
+  mlir::Value dim(mlir::Value memref, int64_t d);
+  mlir::Value allocaF32(int64_t length);
+
+  // Row primitives (length is static).
+  /// sum_c a[c] * b[c], in f32.
+  mlir::Value dot(const Row &a, const Row &b, int64_t length);
+  /// acc[c] += alpha * x[c]; acc holds f32.
+  void axpy(const Row &acc, mlir::Value alpha, const Row &x, int64_t length);
+  /// dst[c] = alpha * src[c] (element types converted).
+  void scaledCopy(const Row &dst, mlir::Value alpha, const Row &src,
+                  int64_t length);
+  /// dst[c] = src[c] (element types converted).
+  void copy(const Row &dst, const Row &src, int64_t length);
+  /// dst[c] = alpha * x[c] + beta * y[c].
+  void linearCombination(const Row &dst, mlir::Value alpha, const Row &x,
+                         mlir::Value beta, const Row &y, int64_t length);
+  void fill(const Row &dst, mlir::Value value, int64_t length);
+
+  /// Emits `for (i = lb; i < ub; i += step) body(i)`.
+  void forLoop(mlir::Value lb, mlir::Value ub, int64_t step,
+               const std::function<void(mlir::Value)> &body);
+  /// Emits a loop carrying f32/index values; returns the final values.
+  llvm::SmallVector<mlir::Value>
+  forLoop(mlir::Value lb, mlir::Value ub, int64_t step, mlir::ValueRange init,
+          const std::function<llvm::SmallVector<mlir::Value>(
+              mlir::Value, mlir::ValueRange)> &body);
+
+private:
+  /// Visits [0, length) as full vectors then scalars: body(column, lanes)
+  /// with lanes == width or 1.
+  void columns(int64_t length,
+               const std::function<void(mlir::Value, int64_t)> &body);
+  mlir::Value load(const Row &row, mlir::Value column, int64_t lanes);
+  void store(mlir::Value value, const Row &row, mlir::Value column,
+             int64_t lanes);
+  mlir::Value splat(mlir::Value scalar, int64_t lanes);
+  llvm::SmallVector<mlir::Value> indices(const Row &row, mlir::Value column);
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  int64_t width;
+};
+
+} // namespace mla::loops
+
+#endif // MLA_LIB_CONVERSION_MLATOLOOPS_KERNELEMITTER_H

@@ -1,0 +1,76 @@
+//===- OnlineSoftmax.cpp - One attention row, blocked online softmax ------===//
+
+#include "OnlineSoftmax.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+
+namespace mla::loops {
+
+void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
+                      const AttentionScratch &scratch, const Row &out,
+                      Value lse, ValueRange lseIndices) {
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  Row acc{scratch.accumulator, {}, 0};
+  e.fill(acc, e.f32(0.0), row.vDim);
+
+  Value scale = e.f32(row.softmaxScale);
+  Value block = e.index(scratch.keyBlock);
+  SmallVector<Value> state = e.forLoop(
+      e.index(0), row.numKeys, scratch.keyBlock, {e.negInf(), e.f32(0.0)},
+      [&](Value kb, ValueRange iter) -> SmallVector<Value> {
+        Value runningMax = iter[0], runningSum = iter[1];
+        Value remaining = arith::SubIOp::create(b, loc, row.numKeys, kb);
+        Value count = e.minIndex(block, remaining);
+
+        // Score the block and find its maximum.
+        Value blockMax =
+            e.forLoop(e.index(0), count, 1, {e.negInf()},
+                      [&](Value j, ValueRange it) -> SmallVector<Value> {
+                        Value key = arith::AddIOp::create(b, loc, kb, j);
+                        Value s = e.dot(row.query, row.keyRow(key), row.qkDim);
+                        s = arith::MulFOp::create(b, loc, s, scale);
+                        e.storeF32(s, scratch.scores, {j});
+                        return {arith::MaximumFOp::create(b, loc, it[0], s)};
+                      })[0];
+
+        // Rescale what was accumulated under the old maximum. The new
+        // maximum is finite (the block is not empty), so a first block
+        // turns exp(-inf) into a harmless 0.
+        Value newMax = arith::MaximumFOp::create(b, loc, runningMax, blockMax);
+        Value alpha = math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, runningMax, newMax));
+        e.scaledCopy(acc, alpha, acc, row.vDim);
+        Value sum = arith::MulFOp::create(b, loc, runningSum, alpha);
+
+        sum = e.forLoop(
+            e.index(0), count, 1, {sum},
+            [&](Value j, ValueRange it) -> SmallVector<Value> {
+              Value key = arith::AddIOp::create(b, loc, kb, j);
+              Value s = e.loadF32(scratch.scores, {j});
+              Value p = math::ExpOp::create(
+                  b, loc, arith::SubFOp::create(b, loc, s, newMax));
+              e.axpy(acc, p, row.valueRow(key), row.vDim);
+              return {arith::AddFOp::create(b, loc, it[0], p)};
+            })[0];
+        return {newMax, sum};
+      });
+
+  // Normalize. An empty row has sum 0 and a zero accumulator.
+  Value maxScore = state[0], sum = state[1];
+  Value zero = e.f32(0.0);
+  Value hasKeys = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                        sum, zero);
+  Value inverse = arith::SelectOp::create(
+      b, loc, hasKeys, arith::DivFOp::create(b, loc, e.f32(1.0), sum), zero);
+  e.scaledCopy(out, inverse, acc, row.vDim);
+  Value logSum = arith::AddFOp::create(
+      b, loc, maxScore, math::LogOp::create(b, loc, sum));
+  e.storeF32(arith::SelectOp::create(b, loc, hasKeys, logSum, e.negInf()),
+             lse, lseIndices);
+}
+
+} // namespace mla::loops

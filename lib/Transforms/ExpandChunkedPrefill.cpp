@@ -1,0 +1,154 @@
+//===- ExpandChunkedPrefill.cpp - mla.chunked_prefill to its loop ---------===//
+//
+// Writes out the chunked-context prefill as primitive mla ops:
+//
+//   kv_up_proj(new tokens) ; prefill_attention causal      -> running state
+//   for c in chunks:
+//     gather_cache(chunk c) -> workspace[0:total_c]
+//     kv_up_proj(workspace)  -> k_ctx, v_ctx
+//     prefill_attention non-causal (new-token queries over the chunk)
+//     merge_attn_states(chunk state, running state) -> running state
+//
+// The running state lives in the op's own out/lse buffers; merging is
+// elementwise, so it is merged in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Dialect/MLADialect.h"
+#include "mla/Transforms/Passes.h"
+
+namespace mla {
+#define GEN_PASS_DEF_EXPANDCHUNKEDPREFILL
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+
+namespace mla {
+namespace {
+
+/// Rows [0, rows) of a rank-2 or rank-3 buffer, all other dims whole;
+/// for rank 2, columns [firstColumn, firstColumn + columns) only.
+Value leadingRows(OpBuilder &b, Location loc, Value source, Value rows,
+                  int64_t firstColumn = 0, int64_t columns = -1) {
+  auto type = cast<MemRefType>(source.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  sizes.push_back(rows);
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  if (columns >= 0) {
+    offsets.back() = b.getIndexAttr(firstColumn);
+    sizes.back() = b.getIndexAttr(columns);
+  }
+  return memref::SubViewOp::create(b, loc, source, offsets, sizes, strides);
+}
+
+/// Row `index` of a rank-2 buffer as a rank-1 view.
+Value rowOf(OpBuilder &b, Location loc, Value source, Value index) {
+  auto type = cast<MemRefType>(source.getType());
+  SmallVector<OpFoldResult> offsets{index, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
+                                  memref::getMixedSize(b, loc, source, 1)};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  auto resultType = memref::SubViewOp::inferRankReducedResultType(
+      {type.getDimSize(1)}, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(resultType),
+                                   source, offsets, sizes, strides);
+}
+
+Value allocLike(OpBuilder &b, Location loc, ArrayRef<Value> dynamicSizes,
+                ArrayRef<int64_t> shape, Type element) {
+  return memref::AllocOp::create(b, loc, MemRefType::get(shape, element),
+                                 dynamicSizes);
+}
+
+void expand(ChunkedPrefillOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
+          nope = op.getQkNopeHeadDim(), rope = op.getRopeDim(),
+          vDim = op.getVHeadDim();
+  int64_t dyn = ShapedType::kDynamic;
+  Type act = cast<MemRefType>(op.getQ().getType()).getElementType();
+  IntegerAttr headsAttr = b.getI64IntegerAttr(heads);
+  auto scale = op.getSoftmaxScaleAttr();
+
+  auto upProject = [&](Value kvC, Value kPe, Value k, Value v) {
+    KvUpProjOp::create(b, loc, kvC, kPe, op.getKvBProj(), k, v, headsAttr,
+                       op.getKvLoraRankAttr(), op.getQkNopeHeadDimAttr(),
+                       op.getRopeDimAttr(), op.getVHeadDimAttr());
+  };
+  auto attend = [&](Value k, Value v, Value cuK, Value out, Value lse,
+                    bool causal) {
+    PrefillAttentionOp::create(
+        b, loc, op.getQ(), k, v, op.getCuSeqlensQ(), cuK, out, lse, headsAttr,
+        b.getI64IntegerAttr(nope + rope), op.getVHeadDimAttr(), scale,
+        causal ? b.getUnitAttr() : UnitAttr());
+  };
+
+  // New tokens: causal attention over themselves is the initial state.
+  Value numTokens = memref::DimOp::create(b, loc, op.getQ(), 0);
+  Value kNew = allocLike(b, loc, {numTokens}, {dyn, heads, nope + rope}, act);
+  Value vNew = allocLike(b, loc, {numTokens}, {dyn, heads, vDim}, act);
+  upProject(op.getKvC(), op.getKPe(), kNew, vNew);
+  attend(kNew, vNew, op.getCuSeqlensQ(), op.getOut(), op.getLse(),
+         /*causal=*/true);
+
+  // Context chunks, each merged into the running state.
+  Value rows = memref::DimOp::create(b, loc, op.getWorkspace(), 0);
+  Value kCtx = allocLike(b, loc, {rows}, {dyn, heads, nope + rope}, act);
+  Value vCtx = allocLike(b, loc, {rows}, {dyn, heads, vDim}, act);
+  Value oChunk = allocLike(b, loc, {numTokens}, {dyn, heads, vDim}, act);
+  Value lseChunk = allocLike(b, loc, {numTokens}, {heads, dyn}, b.getF32Type());
+
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value numChunks = memref::DimOp::create(b, loc, op.getChunkStarts(), 0);
+  Value batch = memref::DimOp::create(b, loc, op.getChunkStarts(), 1);
+  auto loop = scf::ForOp::create(b, loc, zero, numChunks, one);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    Value cuChunk = rowOf(b, loc, op.getChunkCuSeqLens(), c);
+    Value startsChunk = rowOf(b, loc, op.getChunkStarts(), c);
+    Value total = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, cuChunk, ValueRange{batch}));
+    // A plan that overflows the workspace is cut to it rather than
+    // written past it; the runtime rejects such plans before this point.
+    total = arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, total, zero), rows);
+
+    Value chunkRows = leadingRows(b, loc, op.getWorkspace(), total);
+    GatherCacheOp::create(b, loc, op.getKvCache(), op.getBlockTable(),
+                          cuChunk, startsChunk, chunkRows,
+                          op.getBlockSizeAttr());
+    Value kChunk = leadingRows(b, loc, kCtx, total);
+    Value vChunk = leadingRows(b, loc, vCtx, total);
+    upProject(leadingRows(b, loc, chunkRows, total, 0, latent),
+              leadingRows(b, loc, chunkRows, total, latent, rope), kChunk,
+              vChunk);
+    attend(kChunk, vChunk, cuChunk, oChunk, lseChunk, /*causal=*/false);
+    MergeAttnStatesOp::create(b, loc, oChunk, lseChunk, op.getOut(),
+                              op.getLse(), op.getOut(), op.getLse());
+  }
+
+  for (Value buffer : {kNew, vNew, kCtx, vCtx, oChunk, lseChunk})
+    memref::DeallocOp::create(b, loc, buffer);
+  op.erase();
+}
+
+struct ExpandChunkedPrefill
+    : public impl::ExpandChunkedPrefillBase<ExpandChunkedPrefill> {
+  void runOnOperation() override {
+    SmallVector<ChunkedPrefillOp> ops;
+    getOperation()->walk([&](ChunkedPrefillOp op) { ops.push_back(op); });
+    for (ChunkedPrefillOp op : ops)
+      expand(op);
+  }
+};
+
+} // namespace
+} // namespace mla
