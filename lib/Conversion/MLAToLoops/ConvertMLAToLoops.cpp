@@ -45,17 +45,16 @@ struct ConvertMLAToLoops
       return op->emitOpError()
              << "is a composite; run mla-expand-chunked-prefill first";
 
-    // Scratch buffers are stack allocations; the scope releases them when
-    // the op's loops finish, also when the op itself sits inside a loop.
+    // Scratch buffers are fixed-size stack allocations hoisted to the
+    // enclosing function's entry block.
+    Operation *scope =
+        op->getParentWithTrait<OpTrait::AutomaticAllocationScope>();
+    if (!scope || scope->getNumRegions() == 0 || scope->getRegion(0).empty())
+      return op->emitOpError()
+             << "must be nested in a function (an allocation scope)";
     OpBuilder b(op);
-    Location loc = op->getLoc();
-    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-    Block *body = b.createBlock(&scope.getBodyRegion());
-    b.setInsertionPointToStart(body);
-    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
-    b.setInsertionPointToStart(body);
-
-    loops::KernelEmitter e(b, loc, options.vectorWidth);
+    loops::KernelEmitter e(b, op->getLoc(), options.vectorWidth,
+                           &scope->getRegion(0).front());
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](PrefillAttentionOp o) {
           loops::lowerPrefillAttention(o, e, options);

@@ -62,8 +62,9 @@ Value KernelEmitter::dim(Value memref, int64_t d) {
 }
 
 Value KernelEmitter::allocaF32(int64_t length) {
+  OpBuilder entry = OpBuilder::atBlockBegin(scratchBlock);
   return memref::AllocaOp::create(
-      b, loc, MemRefType::get({length}, b.getF32Type()));
+      entry, loc, MemRefType::get({length}, b.getF32Type()));
 }
 
 SmallVector<Value> KernelEmitter::indices(const Row &row, Value column) {

@@ -34,8 +34,12 @@ struct Row {
 
 class KernelEmitter {
 public:
-  KernelEmitter(mlir::OpBuilder &b, mlir::Location loc, int64_t width)
-      : b(b), loc(loc), width(width) {}
+  /// Scratch allocas go to the start of `scratchBlock`, the entry block of
+  /// the enclosing allocation scope, so that they are made once even when
+  /// the lowered op sits inside a loop.
+  KernelEmitter(mlir::OpBuilder &b, mlir::Location loc, int64_t width,
+                mlir::Block *scratchBlock)
+      : b(b), loc(loc), width(width), scratchBlock(scratchBlock) {}
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location location() const { return loc; }
@@ -55,6 +59,7 @@ public:
   /// clamp(v, lo, hi) on index values.
   mlir::Value clampIndex(mlir::Value v, mlir::Value lo, mlir::Value hi);
   mlir::Value dim(mlir::Value memref, int64_t d);
+  /// A stack buffer of `length` f32, allocated once per function call.
   mlir::Value allocaF32(int64_t length);
 
   // Row primitives (length is static).
@@ -95,6 +100,7 @@ private:
   mlir::OpBuilder &b;
   mlir::Location loc;
   int64_t width;
+  mlir::Block *scratchBlock;
 };
 
 } // namespace mla::loops

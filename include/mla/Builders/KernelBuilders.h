@@ -1,0 +1,114 @@
+//===- KernelBuilders.h - One-op kernel modules -----------------*- C++ -*-===//
+//
+// Builds, for one mla operation and one specialization (dims, dtypes,
+// flags), a module holding `func.func @kernel` whose arguments are the op's
+// operands in operand order, with dynamic token, batch and block counts.
+// These are the units the runtime compiles and caches, and what tests and
+// tools run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_BUILDERS_KERNELBUILDERS_H
+#define MLA_BUILDERS_KERNELBUILDERS_H
+
+#include "mla/Support/DType.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace mla {
+
+/// The MLA dimensions of a model (DeepSeek-V2/V3/R1 defaults) and the
+/// head count one device sees.
+struct MlaDims {
+  int64_t numHeads = 128;
+  int64_t kvLoraRank = 512;    ///< Lkv
+  int64_t qkNopeHeadDim = 128; ///< P
+  int64_t ropeDim = 64;        ///< R
+  int64_t vHeadDim = 128;      ///< V
+
+  int64_t qkHeadDim() const { return qkNopeHeadDim + ropeDim; }
+  int64_t cacheEntry() const { return kvLoraRank + ropeDim; }
+};
+
+/// Name of the function every builder creates.
+inline constexpr const char *kKernelEntry = "kernel";
+
+struct PrefillAttentionSpec {
+  int64_t numHeads, qkHeadDim, vHeadDim;
+  DType activation;
+  bool causal;
+  float softmaxScale;
+};
+/// @kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse)
+mlir::OwningOpRef<mlir::ModuleOp>
+buildPrefillAttention(mlir::MLIRContext &ctx, const PrefillAttentionSpec &s);
+
+struct DecodeAttentionSpec {
+  MlaDims dims;
+  DType activation, cache;
+  int64_t blockSize;
+  bool causal;
+  float softmaxScale;
+};
+/// @kernel(q, kv_cache, block_table, seq_lens, out, lse)
+mlir::OwningOpRef<mlir::ModuleOp>
+buildDecodeAttention(mlir::MLIRContext &ctx, const DecodeAttentionSpec &s);
+
+struct MergeAttnStatesSpec {
+  int64_t numHeads, headDim;
+  DType activation;
+  bool withOutputLse;
+};
+/// @kernel(prefix_output, prefix_lse, suffix_output, suffix_lse, output
+///         [, output_lse])
+mlir::OwningOpRef<mlir::ModuleOp>
+buildMergeAttnStates(mlir::MLIRContext &ctx, const MergeAttnStatesSpec &s);
+
+struct GatherCacheSpec {
+  int64_t entry, blockSize;
+  DType cache, workspace;
+};
+/// @kernel(kv_cache, block_table, cu_seq_lens, seq_starts, workspace)
+mlir::OwningOpRef<mlir::ModuleOp>
+buildGatherCache(mlir::MLIRContext &ctx, const GatherCacheSpec &s);
+
+struct ConcatAndCacheSpec {
+  int64_t kvLoraRank, ropeDim, blockSize;
+  DType activation, cache;
+};
+/// @kernel(kv_c, k_pe, slot_mapping, kv_cache)
+mlir::OwningOpRef<mlir::ModuleOp>
+buildConcatAndCache(mlir::MLIRContext &ctx, const ConcatAndCacheSpec &s);
+
+struct ProjectionSpec {
+  MlaDims dims;
+  DType activation;
+};
+/// @kernel(kv_c, k_pe, kv_b_proj, k, v)
+mlir::OwningOpRef<mlir::ModuleOp> buildKvUpProj(mlir::MLIRContext &ctx,
+                                                const ProjectionSpec &s);
+/// @kernel(q_nope, w_uk_t, ql_nope)
+mlir::OwningOpRef<mlir::ModuleOp> buildQAbsorb(mlir::MLIRContext &ctx,
+                                               const ProjectionSpec &s);
+/// @kernel(o_latent, w_uv, out)
+mlir::OwningOpRef<mlir::ModuleOp> buildVUpProj(mlir::MLIRContext &ctx,
+                                               const ProjectionSpec &s);
+
+struct ChunkedPrefillSpec {
+  MlaDims dims;
+  DType activation, cache;
+  int64_t blockSize;
+  float softmaxScale;
+};
+/// @kernel(q, kv_c, k_pe, cu_seqlens_q, kv_cache, block_table,
+///         chunk_cu_seq_lens, chunk_starts, kv_b_proj, workspace, out, lse)
+mlir::OwningOpRef<mlir::ModuleOp>
+buildChunkedPrefill(mlir::MLIRContext &ctx, const ChunkedPrefillSpec &s);
+
+/// Loads the dialects every built module needs into `ctx`.
+void loadKernelDialects(mlir::MLIRContext &ctx);
+
+} // namespace mla
+
+#endif // MLA_BUILDERS_KERNELBUILDERS_H

@@ -1,0 +1,226 @@
+//===- KernelBuilders.cpp - One-op kernel modules -------------------------===//
+
+#include "mla/Builders/KernelBuilders.h"
+#include "mla/Dialect/MLADialect.h"
+#include "mla/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectRegistry.h"
+
+using namespace mlir;
+
+namespace mla {
+
+void loadKernelDialects(MLIRContext &ctx) {
+  DialectRegistry registry;
+  registerMLADialects(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+}
+
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+Type elementType(OpBuilder &b, DType t) {
+  switch (t) {
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I64:
+    return b.getI64Type();
+  }
+  return {};
+}
+
+/// A module with an empty @kernel over memrefs of the given shapes.
+struct KernelModule {
+  OwningOpRef<ModuleOp> module;
+  OpBuilder b;
+  SmallVector<Value> args;
+
+  KernelModule(MLIRContext &ctx,
+               ArrayRef<std::pair<SmallVector<int64_t>, DType>> params)
+      : b(&ctx) {
+    loadKernelDialects(ctx);
+    Location loc = b.getUnknownLoc();
+    module = ModuleOp::create(loc);
+    SmallVector<Type> types;
+    for (auto &[shape, dtype] : params)
+      types.push_back(MemRefType::get(shape, elementType(b, dtype)));
+    b.setInsertionPointToEnd(module->getBody());
+    auto func = func::FuncOp::create(b, loc, kKernelEntry,
+                                     b.getFunctionType(types, {}));
+    Block *body = func.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    func::ReturnOp::create(b, loc);
+    b.setInsertionPointToStart(body);
+    args.assign(body->args_begin(), body->args_end());
+  }
+
+  Location loc() { return b.getUnknownLoc(); }
+  IntegerAttr i64(int64_t v) { return b.getI64IntegerAttr(v); }
+  FloatAttr f32(float v) { return b.getF32FloatAttr(v); }
+  UnitAttr flag(bool on) { return on ? b.getUnitAttr() : UnitAttr(); }
+  TypeAttr type(DType t) { return TypeAttr::get(elementType(b, t)); }
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> buildPrefillAttention(MLIRContext &ctx,
+                                            const PrefillAttentionSpec &s) {
+  int64_t n = s.numHeads;
+  KernelModule m(ctx, {{{kDyn, n, s.qkHeadDim}, s.activation},
+                       {{kDyn, n, s.qkHeadDim}, s.activation},
+                       {{kDyn, n, s.vHeadDim}, s.activation},
+                       {{kDyn}, DType::I32},
+                       {{kDyn}, DType::I32},
+                       {{kDyn, n, s.vHeadDim}, s.activation},
+                       {{n, kDyn}, DType::F32}});
+  auto &a = m.args;
+  PrefillAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5],
+                             a[6], m.i64(n), m.i64(s.qkHeadDim),
+                             m.i64(s.vHeadDim), m.f32(s.softmaxScale),
+                             m.flag(s.causal));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildDecodeAttention(MLIRContext &ctx,
+                                           const DecodeAttentionSpec &s) {
+  const MlaDims &d = s.dims;
+  int64_t n = d.numHeads;
+  KernelModule m(ctx, {{{kDyn, kDyn, n, d.cacheEntry()}, s.activation},
+                       {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
+                       {{kDyn, kDyn}, DType::I32},
+                       {{kDyn}, DType::I32},
+                       {{kDyn, kDyn, n, d.kvLoraRank}, s.activation},
+                       {{kDyn, n, kDyn}, DType::F32}});
+  auto &a = m.args;
+  DecodeAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5],
+                            m.i64(n), m.i64(d.kvLoraRank), m.i64(d.ropeDim),
+                            m.i64(s.blockSize), m.type(s.cache),
+                            m.f32(s.softmaxScale), m.flag(s.causal));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildMergeAttnStates(MLIRContext &ctx,
+                                           const MergeAttnStatesSpec &s) {
+  int64_t n = s.numHeads;
+  SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
+      {{kDyn, n, s.headDim}, s.activation},
+      {{n, kDyn}, DType::F32},
+      {{kDyn, n, s.headDim}, s.activation},
+      {{n, kDyn}, DType::F32},
+      {{kDyn, n, s.headDim}, s.activation}};
+  if (s.withOutputLse)
+    params.push_back({{n, kDyn}, DType::F32});
+  KernelModule m(ctx, params);
+  auto &a = m.args;
+  MergeAttnStatesOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4],
+                            s.withOutputLse ? a[5] : Value());
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildGatherCache(MLIRContext &ctx,
+                                       const GatherCacheSpec &s) {
+  KernelModule m(ctx, {{{kDyn, s.blockSize, s.entry}, s.cache},
+                       {{kDyn, kDyn}, DType::I32},
+                       {{kDyn}, DType::I32},
+                       {{kDyn}, DType::I32},
+                       {{kDyn, s.entry}, s.workspace}});
+  auto &a = m.args;
+  GatherCacheOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4],
+                        m.i64(s.blockSize));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildConcatAndCache(MLIRContext &ctx,
+                                          const ConcatAndCacheSpec &s) {
+  KernelModule m(ctx,
+                 {{{kDyn, s.kvLoraRank}, s.activation},
+                  {{kDyn, s.ropeDim}, s.activation},
+                  {{kDyn}, DType::I64},
+                  {{kDyn, s.blockSize, s.kvLoraRank + s.ropeDim}, s.cache}});
+  auto &a = m.args;
+  ConcatAndCacheOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3],
+                           m.i64(s.kvLoraRank), m.i64(s.ropeDim),
+                           m.i64(s.blockSize), m.type(s.cache));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildKvUpProj(MLIRContext &ctx, const ProjectionSpec &s) {
+  const MlaDims &d = s.dims;
+  int64_t n = d.numHeads;
+  KernelModule m(ctx,
+                 {{{kDyn, d.kvLoraRank}, s.activation},
+                  {{kDyn, d.ropeDim}, s.activation},
+                  {{d.kvLoraRank, n, d.qkNopeHeadDim + d.vHeadDim},
+                   s.activation},
+                  {{kDyn, n, d.qkHeadDim()}, s.activation},
+                  {{kDyn, n, d.vHeadDim}, s.activation}});
+  auto &a = m.args;
+  KvUpProjOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], m.i64(n),
+                     m.i64(d.kvLoraRank), m.i64(d.qkNopeHeadDim),
+                     m.i64(d.ropeDim), m.i64(d.vHeadDim));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildQAbsorb(MLIRContext &ctx, const ProjectionSpec &s) {
+  const MlaDims &d = s.dims;
+  int64_t n = d.numHeads;
+  KernelModule m(ctx,
+                 {{{kDyn, n, d.qkNopeHeadDim}, s.activation},
+                  {{n, d.qkNopeHeadDim, d.kvLoraRank}, s.activation},
+                  {{kDyn, n, d.kvLoraRank}, s.activation}});
+  auto &a = m.args;
+  QAbsorbOp::create(m.b, m.loc(), a[0], a[1], a[2], m.i64(n),
+                    m.i64(d.qkNopeHeadDim), m.i64(d.kvLoraRank));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildVUpProj(MLIRContext &ctx, const ProjectionSpec &s) {
+  const MlaDims &d = s.dims;
+  int64_t n = d.numHeads;
+  KernelModule m(ctx, {{{kDyn, n, d.kvLoraRank}, s.activation},
+                       {{n, d.kvLoraRank, d.vHeadDim}, s.activation},
+                       {{kDyn, n, d.vHeadDim}, s.activation}});
+  auto &a = m.args;
+  VUpProjOp::create(m.b, m.loc(), a[0], a[1], a[2], m.i64(n),
+                    m.i64(d.kvLoraRank), m.i64(d.vHeadDim));
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildChunkedPrefill(MLIRContext &ctx,
+                                          const ChunkedPrefillSpec &s) {
+  const MlaDims &d = s.dims;
+  int64_t n = d.numHeads;
+  KernelModule m(ctx,
+                 {{{kDyn, n, d.qkHeadDim()}, s.activation},
+                  {{kDyn, d.kvLoraRank}, s.activation},
+                  {{kDyn, d.ropeDim}, s.activation},
+                  {{kDyn}, DType::I32},
+                  {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
+                  {{kDyn, kDyn}, DType::I32},
+                  {{kDyn, kDyn}, DType::I32},
+                  {{kDyn, kDyn}, DType::I32},
+                  {{d.kvLoraRank, n, d.qkNopeHeadDim + d.vHeadDim},
+                   s.activation},
+                  {{kDyn, d.cacheEntry()}, s.activation},
+                  {{kDyn, n, d.vHeadDim}, s.activation},
+                  {{n, kDyn}, DType::F32}});
+  auto &a = m.args;
+  ChunkedPrefillOp::create(
+      m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
+      a[9], a[10], a[11], m.i64(n), m.i64(d.kvLoraRank),
+      m.i64(d.qkNopeHeadDim), m.i64(d.ropeDim), m.i64(d.vHeadDim),
+      m.i64(s.blockSize), m.type(s.cache), m.f32(s.softmaxScale));
+  return std::move(m.module);
+}
+
+} // namespace mla
