@@ -15,6 +15,7 @@
 
 using namespace mla;
 using namespace mla::test;
+using mla::HostTensor;
 
 namespace {
 

@@ -9,6 +9,7 @@
 
 using namespace mla;
 using namespace mla::test;
+using mla::HostTensor;
 
 namespace {
 

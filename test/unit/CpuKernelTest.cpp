@@ -11,6 +11,7 @@
 
 using namespace mla;
 using namespace mla::test;
+using mla::HostTensor;
 
 namespace {
 

@@ -6,6 +6,7 @@
 
 using namespace mla;
 using namespace mla::test;
+using mla::HostTensor;
 
 namespace {
 

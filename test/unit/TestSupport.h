@@ -1,8 +1,8 @@
 //===- TestSupport.h - Host tensors and kernels for numerics tests -*- C++ -*-===//
 //
-// HostTensor owns a buffer of one dtype and converts it to and from double,
-// so tests draw random inputs, round them to the kernel's precision, feed
-// the rounded values to the float64 reference and compare.
+// Tests draw random inputs into HostTensors (rounded to the kernel's
+// precision), feed the rounded values to the float64 reference, compile and
+// run the kernel, and compare.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 
 #include "mla/Runtime/BufferView.h"
 #include "mla/Runtime/CpuKernel.h"
+#include "mla/Support/HostTensor.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -21,35 +22,6 @@
 #include <vector>
 
 namespace mla::test {
-
-class HostTensor {
-public:
-  HostTensor(DType dtype, std::vector<int64_t> shape);
-
-  static HostTensor i32(std::vector<int64_t> shape,
-                        const std::vector<int32_t> &values);
-  static HostTensor i64(std::vector<int64_t> shape,
-                        const std::vector<int64_t> &values);
-
-  /// Uniform values in [lo, hi), rounded to the dtype.
-  void fillRandom(std::mt19937 &rng, double lo = -1.0, double hi = 1.0);
-  /// NaN for floats, a large sentinel for integers: catches unwritten
-  /// elements.
-  void poison();
-  std::vector<double> toDouble() const;
-  void fromDouble(const std::vector<double> &values);
-  std::vector<int32_t> toI32() const;
-  std::vector<int64_t> toI64() const;
-
-  BufferView view() { return BufferView::contiguous(bytes.data(), dtype, shape); }
-  int64_t numElements() const;
-  const std::vector<int64_t> &dims() const { return shape; }
-
-private:
-  DType dtype;
-  std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;
-};
 
 /// Compiles a one-op module on the CPU, failing the test with the compiler's
 /// message if it does not compile.
