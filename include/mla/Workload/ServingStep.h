@@ -4,8 +4,8 @@
 // batch of decode requests over a paged latent cache and prefill requests
 // with cached context. The step writes the new tokens into the cache,
 // runs the chunked prefill and the absorbed decode, and checks both against
-// the float64 reference computed the other way (decode through the
-// up-projected MHA form, prefill without chunking).
+// the float64 reference (the prefill computed without chunking, the decode
+// in float64 from the unrounded absorbed query).
 //
 //===----------------------------------------------------------------------===//
 
