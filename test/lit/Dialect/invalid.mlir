@@ -1,5 +1,10 @@
 // Verifier diagnostics of every mla op: one case per error path.
 // RUN: mla-opt %s -split-input-file -verify-diagnostics
+// The same diagnostics come before any pass runs; the valid baselines lower.
+// RUN: mla-opt %s -split-input-file -verify-diagnostics --mla-lower-to-cpu | FileCheck %s --check-prefix=LOWERED
+
+// Every baseline (the last chunk) reaches the LLVM dialect.
+// LOWERED-COUNT-9: llvm.func @{{[a-z_]+}}_baseline(
 
 // prefill_attention: q of rank 2.
 func.func @prefill_q_rank(%q: memref<4x16xf32>, %k: memref<6x2x8xf32>, %v: memref<6x2x4xf32>, %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<4x2x4xf32>, %lse: memref<2x4xf32>) {
