@@ -12,6 +12,8 @@ using namespace mla::detail;
 static constexpr int64_t kMaxDecodeHeads = 128;
 
 LogicalResult PrefillAttentionOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   if (failed(verifySoftmaxScale(*this, getSoftmaxScale().convertToFloat())))
     return failure();
   int64_t heads = getNumHeads(), qk = getQkHeadDim(), vd = getVHeadDim();
@@ -44,6 +46,8 @@ LogicalResult PrefillAttentionOp::verify() {
 }
 
 LogicalResult DecodeAttentionOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   int64_t heads = getNumHeads(), latent = getKvLoraRank(),
           rope = getRopeDim(), page = getBlockSize();
   if (heads > kMaxDecodeHeads)
@@ -84,8 +88,10 @@ LogicalResult DecodeAttentionOp::verify() {
 }
 
 LogicalResult MergeAttnStatesOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   OperandChecker c(*this);
-  auto outputDims = {sym("tokens"), sym("heads"), sym("head_dim")};
+  auto outputDims = {sym("tokens"), sym("heads"), staticSym("head_dim")};
   auto lseDims = {sym("heads"), sym("tokens")};
   if (failed(c.check(getPrefixOutput(), "prefix_output", outputDims,
                      ElementKind::Activation)) ||
@@ -105,6 +111,8 @@ LogicalResult MergeAttnStatesOp::verify() {
 }
 
 LogicalResult ChunkedPrefillOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   int64_t heads = getNumHeads(), latent = getKvLoraRank(),
           nope = getQkNopeHeadDim(), rope = getRopeDim(), vd = getVHeadDim(),
           page = getBlockSize();

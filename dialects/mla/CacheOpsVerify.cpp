@@ -8,11 +8,13 @@ using namespace mla;
 using namespace mla::detail;
 
 LogicalResult GatherCacheOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   OperandChecker c(*this);
   int64_t page = getBlockSize();
   if (failed(c.check(getKvCache(), "kv_cache",
                      {sym("num_blocks"),
-                      fixed("block_size", page, "block_size"), sym("entry")},
+                      fixed("block_size", page, "block_size"), staticSym("entry")},
                      ElementKind::Float)) ||
       failed(c.check(getBlockTable(), "block_table",
                      {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
@@ -21,13 +23,15 @@ LogicalResult GatherCacheOp::verify() {
       failed(c.check(getSeqStarts(), "seq_starts", {sym("batch")},
                      ElementKind::I32)) ||
       failed(c.check(getWorkspace(), "workspace",
-                     {sym("workspace_rows"), sym("entry")},
+                     {sym("workspace_rows"), staticSym("entry")},
                      ElementKind::Float)))
     return failure();
   return success();
 }
 
 LogicalResult ConcatAndCacheOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   if (failed(verifyCacheDtype(*this, getCacheDtype())))
     return failure();
   int64_t latent = getKvLoraRank(), rope = getRopeDim(),

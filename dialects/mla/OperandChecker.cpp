@@ -60,8 +60,15 @@ LogicalResult OperandChecker::check(Value value, StringRef role,
 
 LogicalResult OperandChecker::checkDim(StringRef role, unsigned index,
                                        int64_t size, const Dim &dim) {
-  if (ShapedType::isDynamic(size))
-    return success();
+  if (ShapedType::isDynamic(size)) {
+    if (!dim.mustBeStatic)
+      return success();
+    auto diag = op->emitOpError() << "'" << role << "' dimension " << index
+                                  << " (" << dim.name << ") must be static";
+    if (dim.expected)
+      diag << " (" << dim.source << " is " << *dim.expected << ")";
+    return diag;
+  }
   if (dim.expected && size != *dim.expected)
     return op->emitOpError()
            << "'" << role << "' dimension " << index << " (" << dim.name
@@ -134,6 +141,15 @@ LogicalResult OperandChecker::elementTypeIs(Value value, StringRef role,
   if (element != type)
     return op->emitOpError() << "'" << role << "' holds " << element
                              << ", but " << source << " is " << type;
+  return success();
+}
+
+LogicalResult verifyNoUnknownAttributes(Operation *op) {
+  for (NamedAttribute attr : op->getDiscardableAttrs())
+    if (!attr.getName().strref().contains('.'))
+      return op->emitOpError() << "has unknown attribute '" << attr.getName().strref()
+                               << "' (attributes of other dialects must be "
+                                  "prefixed, e.g. 'mydialect.name')";
   return success();
 }
 

@@ -26,6 +26,8 @@ struct Dim {
   std::optional<int64_t> expected = std::nullopt;
   llvm::StringRef source = "";
   bool plusOne = false;
+  /// Row lengths the kernels loop over must be known at compile time.
+  bool mustBeStatic = false;
 };
 
 /// A dimension whose size is shared by name across operands.
@@ -36,7 +38,12 @@ inline Dim symPlusOne(llvm::StringRef name) {
 }
 /// A dimension fixed by an attribute (or by a sum of them, named in source).
 inline Dim fixed(llvm::StringRef name, int64_t value, llvm::StringRef source) {
-  return Dim{name, value, source};
+  return Dim{name, value, source, /*plusOne=*/false, /*mustBeStatic=*/true};
+}
+/// A dimension shared by name that must also be static (a row length not
+/// named by any attribute, like the head dim of merge_attn_states).
+inline Dim staticSym(llvm::StringRef name) {
+  return Dim{name, std::nullopt, "", /*plusOne=*/false, /*mustBeStatic=*/true};
 }
 
 /// What the element type of an operand may be.
@@ -80,6 +87,10 @@ private:
 
 /// True for f32, f16 and bf16.
 bool isSupportedFloat(mlir::Type type);
+
+/// Rejects discardable attributes without a dialect prefix: a misspelled
+/// flag (`casual` for `causal`) must not silently change the computation.
+mlir::LogicalResult verifyNoUnknownAttributes(mlir::Operation *op);
 
 /// Verifies a softmax scale attribute: finite and positive.
 mlir::LogicalResult verifySoftmaxScale(mlir::Operation *op, float scale);

@@ -8,6 +8,8 @@ using namespace mla;
 using namespace mla::detail;
 
 LogicalResult KvUpProjOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   int64_t heads = getNumHeads(), latent = getKvLoraRank(),
           nope = getQkNopeHeadDim(), rope = getRopeDim(), vd = getVHeadDim();
   OperandChecker c(*this);
@@ -38,6 +40,8 @@ LogicalResult KvUpProjOp::verify() {
 }
 
 LogicalResult QAbsorbOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   int64_t heads = getNumHeads(), nope = getQkNopeHeadDim(),
           latent = getKvLoraRank();
   OperandChecker c(*this);
@@ -60,6 +64,8 @@ LogicalResult QAbsorbOp::verify() {
 }
 
 LogicalResult VUpProjOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   int64_t heads = getNumHeads(), latent = getKvLoraRank(),
           vd = getVHeadDim();
   OperandChecker c(*this);

@@ -16,6 +16,9 @@ class MLA_In<string desc> : Arg<AnyMemRef, desc, [MemRead]>;
 class MLA_Out<string desc> : Arg<AnyMemRef, desc, [MemWrite]>;
 class MLA_InOut<string desc> : Arg<AnyMemRef, desc, [MemRead, MemWrite]>;
 
+// A model dimension: positive and bounded, so sums of dims cannot overflow.
+def MLA_DimAttr : ConfinedAttr<I64Attr, [IntPositive, IntMaxValue<65536>]>;
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
@@ -55,9 +58,9 @@ def MLA_PrefillAttentionOp : MLA_Op<"prefill_attention"> {
     MLA_In<"key offsets per sequence [B+1]">:$cu_seqlens_k,
     MLA_Out<"attention output [T, N, Dv]">:$out,
     MLA_Out<"log-sum-exp [N, T]">:$lse,
-    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
-    ConfinedAttr<I64Attr, [IntPositive]>:$qk_head_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
+    MLA_DimAttr:$num_heads,
+    MLA_DimAttr:$qk_head_dim,
+    MLA_DimAttr:$v_head_dim,
     F32Attr:$softmax_scale,
     UnitAttr:$causal
   );
@@ -96,10 +99,10 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention"> {
     MLA_In<"cached tokens per request, new ones included [B]">:$seq_lens,
     MLA_Out<"latent output [B, Sq, N, Lkv]">:$out,
     MLA_Out<"log-sum-exp [B, N, Sq]">:$lse,
-    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
-    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
-    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$block_size,
+    MLA_DimAttr:$num_heads,
+    MLA_DimAttr:$kv_lora_rank,
+    MLA_DimAttr:$rope_dim,
+    MLA_DimAttr:$block_size,
     TypeAttr:$cache_dtype,
     F32Attr:$softmax_scale,
     UnitAttr:$causal
@@ -166,7 +169,7 @@ def MLA_GatherCacheOp : MLA_Op<"gather_cache"> {
     MLA_In<"workspace offsets per request [B+1]">:$cu_seq_lens,
     MLA_In<"first context token to copy per request [B]">:$seq_starts,
     MLA_Out<"contiguous rows [W, E]">:$workspace,
-    ConfinedAttr<I64Attr, [IntPositive]>:$block_size
+    MLA_DimAttr:$block_size
   );
   let assemblyFormat = [{
     `ins` `(` $kv_cache `,` $block_table `,` $cu_seq_lens `,` $seq_starts `:`
@@ -193,9 +196,9 @@ def MLA_ConcatAndCacheOp : MLA_Op<"concat_and_cache"> {
     MLA_In<"new rope keys [T, R]">:$k_pe,
     MLA_In<"cache slot per token, -1 for padding [T]">:$slot_mapping,
     MLA_InOut<"paged cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
-    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
-    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$block_size,
+    MLA_DimAttr:$kv_lora_rank,
+    MLA_DimAttr:$rope_dim,
+    MLA_DimAttr:$block_size,
     TypeAttr:$cache_dtype
   );
   let assemblyFormat = [{
@@ -227,11 +230,11 @@ def MLA_KvUpProjOp : MLA_Op<"kv_up_proj"> {
     MLA_In<"up-projection weight [Lkv, N, P + V]">:$kv_b_proj,
     MLA_Out<"keys [S, N, P + R]">:$k,
     MLA_Out<"values [S, N, V]">:$v,
-    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
-    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
-    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim
+    MLA_DimAttr:$num_heads,
+    MLA_DimAttr:$kv_lora_rank,
+    MLA_DimAttr:$qk_nope_head_dim,
+    MLA_DimAttr:$rope_dim,
+    MLA_DimAttr:$v_head_dim
   );
   let assemblyFormat = [{
     `ins` `(` $kv_c `,` $k_pe `,` $kv_b_proj `:` type($kv_c) `,` type($k_pe) `,` type($kv_b_proj) `)`
@@ -253,9 +256,9 @@ def MLA_QAbsorbOp : MLA_Op<"q_absorb"> {
     MLA_In<"non-rope queries [T, N, P]">:$q_nope,
     MLA_In<"absorbed key weight [N, P, Lkv]">:$w_uk_t,
     MLA_Out<"latent queries [T, N, Lkv]">:$ql_nope,
-    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
-    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank
+    MLA_DimAttr:$num_heads,
+    MLA_DimAttr:$qk_nope_head_dim,
+    MLA_DimAttr:$kv_lora_rank
   );
   let assemblyFormat = [{
     `ins` `(` $q_nope `,` $w_uk_t `:` type($q_nope) `,` type($w_uk_t) `)`
@@ -276,9 +279,9 @@ def MLA_VUpProjOp : MLA_Op<"v_up_proj"> {
     MLA_In<"latent attention output [T, N, Lkv]">:$o_latent,
     MLA_In<"value up-projection weight [N, Lkv, V]">:$w_uv,
     MLA_Out<"per-head values [T, N, V]">:$out,
-    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
-    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
-    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim
+    MLA_DimAttr:$num_heads,
+    MLA_DimAttr:$kv_lora_rank,
+    MLA_DimAttr:$v_head_dim
   );
   let assemblyFormat = [{
     `ins` `(` $o_latent `,` $w_uv `:` type($o_latent) `,` type($w_uv) `)`
@@ -329,12 +332,12 @@ def MLA_ChunkedPrefillOp : MLA_Op<"chunked_prefill"> {
     MLA_InOut<"gather workspace [W, Lkv + R]">:$workspace,
     MLA_Out<"attention output [T, N, V]">:$out,
     MLA_Out<"log-sum-exp [N, T]">:$lse,
-    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
-    ConfinedAttr<I64Attr, [IntPositive]>:$kv_lora_rank,
-    ConfinedAttr<I64Attr, [IntPositive]>:$qk_nope_head_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$rope_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$v_head_dim,
-    ConfinedAttr<I64Attr, [IntPositive]>:$block_size,
+    MLA_DimAttr:$num_heads,
+    MLA_DimAttr:$kv_lora_rank,
+    MLA_DimAttr:$qk_nope_head_dim,
+    MLA_DimAttr:$rope_dim,
+    MLA_DimAttr:$v_head_dim,
+    MLA_DimAttr:$block_size,
     TypeAttr:$cache_dtype,
     F32Attr:$softmax_scale
   );

@@ -4,6 +4,7 @@
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mla {
@@ -25,7 +26,8 @@ struct ConvertMLAToLoops
       getOperation()->emitError()
           << "convert-mla-to-loops: vector-width and key-block must be "
              "positive, got "
-          << vectorWidth << " and " << keyBlock;
+          << static_cast<int64_t>(vectorWidth) << " and "
+          << static_cast<int64_t>(keyBlock);
       return signalPassFailure();
     }
     loops::LoweringOptions options{vectorWidth, keyBlock};
@@ -46,15 +48,15 @@ struct ConvertMLAToLoops
              << "is a composite; run mla-expand-chunked-prefill first";
 
     // Scratch buffers are fixed-size stack allocations hoisted to the
-    // enclosing function's entry block.
-    Operation *scope =
-        op->getParentWithTrait<OpTrait::AutomaticAllocationScope>();
-    if (!scope || scope->getNumRegions() == 0 || scope->getRegion(0).empty())
-      return op->emitOpError()
-             << "must be nested in a function (an allocation scope)";
+    // enclosing function's entry block: made once per call even when the op
+    // sits in a loop (scf.for is an allocation scope too, but an alloca in
+    // its body would grow the stack on every iteration).
+    auto function = op->getParentOfType<FunctionOpInterface>();
+    if (!function || function.isExternal())
+      return op->emitOpError() << "must be nested in a function";
     OpBuilder b(op);
     loops::KernelEmitter e(b, op->getLoc(), options.vectorWidth,
-                           &scope->getRegion(0).front());
+                           &function.getFunctionBody().front());
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](PrefillAttentionOp o) {
           loops::lowerPrefillAttention(o, e, options);

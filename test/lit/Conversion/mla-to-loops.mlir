@@ -409,13 +409,12 @@ func.func @v_up_proj(%ol: memref<?x2x32xbf16>, %wuv: memref<2x32x16xbf16>, %o: m
 
 // -----
 
-// An op inside a user loop: scratch goes to the start of the innermost
-// allocation scope, and scf.for is one, so it lands at the top of the loop
-// body (once per iteration, before the lowered loops), not at function entry.
+// An op inside a user loop: scratch goes to the function's entry block, so
+// the stack does not grow with every iteration of the loop.
 // CHECK-LABEL: func.func @in_loop(
+// CHECK-NEXT: %[[ACC:.+]] = memref.alloca() : memref<16xf32>
 // CHECK-NOT: memref.alloca
 // CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1 {
-// CHECK-NEXT: %[[ACC:.+]] = memref.alloca() : memref<16xf32>
 // CHECK-NOT: memref.alloca
 // CHECK: vector.store %{{.+}}, %[[ACC]]
 // CHECK-NOT: mla.

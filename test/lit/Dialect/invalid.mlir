@@ -1689,3 +1689,48 @@ func.func @chunked_baseline(%q: memref<4x2x10xbf16>, %kvc: memref<4x8xbf16>, %kp
       {num_heads = 2 : i64, kv_lora_rank = 8 : i64, qk_nope_head_dim = 6 : i64, rope_dim = 4 : i64, v_head_dim = 5 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
   return
 }
+
+// -----
+
+// A dimension named by an attribute must be static: kernels loop over it.
+func.func @dynamic_fixed_dim(%qn: memref<?x2x?xf32>, %w: memref<2x6x8xf32>, %ql: memref<?x2x8xf32>) {
+  // expected-error @+1 {{'q_nope' dimension 2 (qk_nope_head_dim) must be static (qk_nope_head_dim is 6)}}
+  mla.q_absorb ins(%qn, %w : memref<?x2x?xf32>, memref<2x6x8xf32>) outs(%ql : memref<?x2x8xf32>) {num_heads = 2 : i64, qk_nope_head_dim = 6 : i64, kv_lora_rank = 8 : i64}
+  return
+}
+
+// -----
+
+// The head dim of merge_attn_states has no attribute but must be static.
+func.func @merge_dynamic_head_dim(%o: memref<?x2x?xf32>, %l: memref<2x?xf32>) {
+  // expected-error @+1 {{'prefix_output' dimension 2 (head_dim) must be static}}
+  mla.merge_attn_states ins(%o, %l, %o, %l : memref<?x2x?xf32>, memref<2x?xf32>, memref<?x2x?xf32>, memref<2x?xf32>) outs(%o : memref<?x2x?xf32>)
+  return
+}
+
+// -----
+
+// The cache entry width of gather_cache must be static.
+func.func @gather_dynamic_entry(%c: memref<?x16x?xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>, %st: memref<?xi32>, %ws: memref<?x?xbf16>) {
+  // expected-error @+1 {{'kv_cache' dimension 2 (entry) must be static}}
+  mla.gather_cache ins(%c, %bt, %cu, %st : memref<?x16x?xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>) outs(%ws : memref<?x?xbf16>) {block_size = 16 : i64}
+  return
+}
+
+// -----
+
+// A misspelled flag is an error, not a silently different computation.
+func.func @misspelled_flag(%o: memref<?x2x8xf32>, %l: memref<2x?xf32>) {
+  // expected-error @+1 {{has unknown attribute 'casual'}}
+  mla.merge_attn_states ins(%o, %l, %o, %l : memref<?x2x8xf32>, memref<2x?xf32>, memref<?x2x8xf32>, memref<2x?xf32>) outs(%o : memref<?x2x8xf32>) {casual}
+  return
+}
+
+// -----
+
+// Dimension attributes are bounded, so their sums cannot overflow.
+func.func @huge_dim(%qn: memref<?x2x6xf32>, %w: memref<2x6x8xf32>, %ql: memref<?x2x8xf32>) {
+  // expected-error @+1 {{attribute 'kv_lora_rank' failed to satisfy constraint}}
+  mla.q_absorb ins(%qn, %w : memref<?x2x6xf32>, memref<2x6x8xf32>) outs(%ql : memref<?x2x8xf32>) {num_heads = 2 : i64, qk_nope_head_dim = 6 : i64, kv_lora_rank = 4611686018427387904 : i64}
+  return
+}

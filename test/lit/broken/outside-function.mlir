@@ -1,11 +1,11 @@
-// A primitive op at module level (graph region, no allocation scope): it
-// verifies, but convert-mla-to-loops has nowhere to put its scratch buffers.
+// A primitive op at module level, outside any function: it verifies, but
+// convert-mla-to-loops has no function entry for its scratch buffers.
 // RUN: mla-opt %s | FileCheck %s --check-prefix=VALID
 // RUN: not mla-opt %s --convert-mla-to-loops 2>&1 | FileCheck %s
 // RUN: not mla-opt %s --mla-lower-to-cpu 2>&1 | FileCheck %s
 
 // VALID: mla.q_absorb
-// CHECK: outside-function.mlir:[[@LINE+6]]:1: error: 'mla.q_absorb' op must be nested in a function (an allocation scope)
+// CHECK: outside-function.mlir:[[@LINE+6]]:1: error: 'mla.q_absorb' op must be nested in a function
 // CHECK-NOT: llvm.
 // CHECK-NOT: Stack dump
 %a = memref.alloc() : memref<4x2x6xf32>
