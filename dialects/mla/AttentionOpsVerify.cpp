@@ -63,13 +63,8 @@ LogicalResult DecodeAttentionOp::verify() {
                       fixed("heads", heads, "num_heads"),
                       fixed("qk_dim", entry, "kv_lora_rank + rope_dim")},
                      ElementKind::Activation)) ||
-      failed(c.check(getKvCache(), "kv_cache",
-                     {sym("num_blocks"),
-                      fixed("block_size", page, "block_size"),
-                      fixed("entry", entry, "kv_lora_rank + rope_dim")},
-                     ElementKind::Float)) ||
-      failed(c.elementTypeIs(getKvCache(), "kv_cache", getCacheDtype(),
-                             "cache_dtype")) ||
+      failed(c.latentCache(getKvCache(), latent, rope, page,
+                           getCacheDtype())) ||
       failed(c.check(getBlockTable(), "block_table",
                      {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
       failed(c.check(getSeqLens(), "seq_lens", {sym("batch")},
@@ -126,23 +121,11 @@ LogicalResult ChunkedPrefillOp::verify() {
                       fixed("qk_head_dim", nope + rope,
                             "qk_nope_head_dim + rope_dim")},
                      ElementKind::Activation)) ||
-      failed(c.check(getKvC(), "kv_c",
-                     {sym("tokens"),
-                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
-                     ElementKind::Activation)) ||
-      failed(c.check(getKPe(), "k_pe",
-                     {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
-                     ElementKind::Activation)) ||
+      failed(c.latentRows(getKvC(), getKPe(), latent, rope)) ||
       failed(c.check(getCuSeqlensQ(), "cu_seqlens_q", {symPlusOne("batch")},
                      ElementKind::I32)) ||
-      failed(c.check(getKvCache(), "kv_cache",
-                     {sym("num_blocks"),
-                      fixed("block_size", page, "block_size"),
-                      fixed("entry", latent + rope,
-                            "kv_lora_rank + rope_dim")},
-                     ElementKind::Float)) ||
-      failed(c.elementTypeIs(getKvCache(), "kv_cache", getCacheDtype(),
-                             "cache_dtype")) ||
+      failed(c.latentCache(getKvCache(), latent, rope, page,
+                           getCacheDtype())) ||
       failed(c.check(getBlockTable(), "block_table",
                      {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
       failed(c.check(getChunkCuSeqLens(), "chunk_cu_seq_lens",
@@ -150,11 +133,7 @@ LogicalResult ChunkedPrefillOp::verify() {
                      ElementKind::I32)) ||
       failed(c.check(getChunkStarts(), "chunk_starts",
                      {sym("chunks"), sym("batch")}, ElementKind::I32)) ||
-      failed(c.check(getKvBProj(), "kv_b_proj",
-                     {fixed("kv_lora_rank", latent, "kv_lora_rank"), headsDim,
-                      fixed("nope_plus_v", nope + vd,
-                            "qk_nope_head_dim + v_head_dim")},
-                     ElementKind::Activation)) ||
+      failed(c.kvBProj(getKvBProj(), latent, heads, nope, vd)) ||
       failed(c.check(getWorkspace(), "workspace",
                      {sym("workspace_rows"),
                       fixed("entry", latent + rope,

@@ -37,23 +37,11 @@ LogicalResult ConcatAndCacheOp::verify() {
   int64_t latent = getKvLoraRank(), rope = getRopeDim(),
           page = getBlockSize();
   OperandChecker c(*this);
-  if (failed(c.check(getKvC(), "kv_c",
-                     {sym("tokens"),
-                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
-                     ElementKind::Activation)) ||
-      failed(c.check(getKPe(), "k_pe",
-                     {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
-                     ElementKind::Activation)) ||
+  if (failed(c.latentRows(getKvC(), getKPe(), latent, rope)) ||
       failed(c.check(getSlotMapping(), "slot_mapping", {sym("tokens")},
                      ElementKind::I64)) ||
-      failed(c.check(getKvCache(), "kv_cache",
-                     {sym("num_blocks"),
-                      fixed("block_size", page, "block_size"),
-                      fixed("entry", latent + rope,
-                            "kv_lora_rank + rope_dim")},
-                     ElementKind::Float)) ||
-      failed(c.elementTypeIs(getKvCache(), "kv_cache", getCacheDtype(),
-                             "cache_dtype")))
+      failed(c.latentCache(getKvCache(), latent, rope, page,
+                           getCacheDtype())))
     return failure();
   return success();
 }

@@ -144,6 +144,41 @@ LogicalResult OperandChecker::elementTypeIs(Value value, StringRef role,
   return success();
 }
 
+LogicalResult OperandChecker::latentCache(Value cache, int64_t latent,
+                                          int64_t rope, int64_t blockSize,
+                                          Type cacheDtype) {
+  if (failed(check(cache, "kv_cache",
+                   {sym("num_blocks"),
+                    fixed("block_size", blockSize, "block_size"),
+                    fixed("entry", latent + rope, "kv_lora_rank + rope_dim")},
+                   ElementKind::Float)))
+    return failure();
+  return elementTypeIs(cache, "kv_cache", cacheDtype, "cache_dtype");
+}
+
+LogicalResult OperandChecker::latentRows(Value kvC, Value kPe, int64_t latent,
+                                         int64_t rope) {
+  if (failed(check(kvC, "kv_c",
+                   {sym("tokens"),
+                    fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                   ElementKind::Activation)))
+    return failure();
+  return check(kPe, "k_pe",
+               {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
+               ElementKind::Activation);
+}
+
+LogicalResult OperandChecker::kvBProj(Value weight, int64_t latent,
+                                      int64_t heads, int64_t nope,
+                                      int64_t vDim) {
+  return check(weight, "kv_b_proj",
+               {fixed("kv_lora_rank", latent, "kv_lora_rank"),
+                fixed("heads", heads, "num_heads"),
+                fixed("nope_plus_v", nope + vDim,
+                      "qk_nope_head_dim + v_head_dim")},
+               ElementKind::Activation);
+}
+
 LogicalResult verifyNoUnknownAttributes(Operation *op) {
   for (NamedAttribute attr : op->getDiscardableAttrs())
     if (!attr.getName().strref().contains('.'))

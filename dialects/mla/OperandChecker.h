@@ -70,6 +70,21 @@ public:
   mlir::LogicalResult elementTypeIs(mlir::Value value, llvm::StringRef role,
                                     mlir::Type type, llvm::StringRef source);
 
+  // Operand roles several ops share.
+
+  /// The paged latent cache [num_blocks, block_size, latent + rope], whose
+  /// element type is the op's cache_dtype.
+  mlir::LogicalResult latentCache(mlir::Value cache, int64_t latent,
+                                  int64_t rope, int64_t blockSize,
+                                  mlir::Type cacheDtype);
+  /// New latent entries kv_c [tokens, latent] and rope keys k_pe
+  /// [tokens, rope].
+  mlir::LogicalResult latentRows(mlir::Value kvC, mlir::Value kPe,
+                                 int64_t latent, int64_t rope);
+  /// kv_b_proj [latent, heads, nope + v].
+  mlir::LogicalResult kvBProj(mlir::Value weight, int64_t latent,
+                              int64_t heads, int64_t nope, int64_t vDim);
+
 private:
   mlir::LogicalResult checkDim(llvm::StringRef role, unsigned index,
                                int64_t size, const Dim &dim);

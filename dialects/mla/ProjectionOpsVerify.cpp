@@ -14,18 +14,8 @@ LogicalResult KvUpProjOp::verify() {
           nope = getQkNopeHeadDim(), rope = getRopeDim(), vd = getVHeadDim();
   OperandChecker c(*this);
   Dim headsDim = fixed("heads", heads, "num_heads");
-  if (failed(c.check(getKvC(), "kv_c",
-                     {sym("tokens"),
-                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
-                     ElementKind::Activation)) ||
-      failed(c.check(getKPe(), "k_pe",
-                     {sym("tokens"), fixed("rope_dim", rope, "rope_dim")},
-                     ElementKind::Activation)) ||
-      failed(c.check(getKvBProj(), "kv_b_proj",
-                     {fixed("kv_lora_rank", latent, "kv_lora_rank"), headsDim,
-                      fixed("nope_plus_v", nope + vd,
-                            "qk_nope_head_dim + v_head_dim")},
-                     ElementKind::Activation)) ||
+  if (failed(c.latentRows(getKvC(), getKPe(), latent, rope)) ||
+      failed(c.kvBProj(getKvBProj(), latent, heads, nope, vd)) ||
       failed(c.check(getK(), "k",
                      {sym("tokens"), headsDim,
                       fixed("qk_head_dim", nope + rope,

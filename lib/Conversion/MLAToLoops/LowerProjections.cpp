@@ -53,36 +53,30 @@ void lowerKvUpProj(KvUpProjOp op, KernelEmitter &e) {
   });
 }
 
-void lowerQAbsorb(QAbsorbOp op, KernelEmitter &e) {
-  int64_t heads = op.getNumHeads(), nope = op.getQkNopeHeadDim(),
-          latent = op.getKvLoraRank();
-  Row acc{e.allocaF32(latent), {}, 0};
+/// out[t, h, :] = x[t, h, :] x w[h] for x [T, N, depth], w [N, depth, width].
+static void perHeadProduct(KernelEmitter &e, Value x, Value w, Value out,
+                           int64_t heads, int64_t depth, int64_t width) {
+  Row acc{e.allocaF32(width), {}, 0};
   Value zero = e.index(0);
-  Value numTokens = e.dim(op.getQNope(), 0);
+  Value numTokens = e.dim(x, 0);
   e.forLoop(zero, e.index(heads), 1, [&](Value h) {
     e.forLoop(zero, numTokens, 1, [&](Value t) {
       rowTimesMatrix(
-          e, acc, Row{op.getQNope(), {t, h}}, nope,
-          [&](Value p) { return Row{op.getWUkT(), {h, p}}; }, latent);
-      e.copy(Row{op.getQlNope(), {t, h}}, acc, latent);
+          e, acc, Row{x, {t, h}}, depth,
+          [&](Value r) { return Row{w, {h, r}}; }, width);
+      e.copy(Row{out, {t, h}}, acc, width);
     });
   });
 }
 
+void lowerQAbsorb(QAbsorbOp op, KernelEmitter &e) {
+  perHeadProduct(e, op.getQNope(), op.getWUkT(), op.getQlNope(),
+                 op.getNumHeads(), op.getQkNopeHeadDim(), op.getKvLoraRank());
+}
+
 void lowerVUpProj(VUpProjOp op, KernelEmitter &e) {
-  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
-          vDim = op.getVHeadDim();
-  Row acc{e.allocaF32(vDim), {}, 0};
-  Value zero = e.index(0);
-  Value numTokens = e.dim(op.getOLatent(), 0);
-  e.forLoop(zero, e.index(heads), 1, [&](Value h) {
-    e.forLoop(zero, numTokens, 1, [&](Value t) {
-      rowTimesMatrix(
-          e, acc, Row{op.getOLatent(), {t, h}}, latent,
-          [&](Value l) { return Row{op.getWUv(), {h, l}}; }, vDim);
-      e.copy(Row{op.getOut(), {t, h}}, acc, vDim);
-    });
-  });
+  perHeadProduct(e, op.getOLatent(), op.getWUv(), op.getOut(),
+                 op.getNumHeads(), op.getKvLoraRank(), op.getVHeadDim());
 }
 
 } // namespace mla::loops
