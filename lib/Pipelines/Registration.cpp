@@ -16,8 +16,25 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUCommon/GPUToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
 using namespace mlir;
 
@@ -27,9 +44,30 @@ void registerMLADialects(DialectRegistry &registry) {
   registry.insert<MLADialect, affine::AffineDialect, arith::ArithDialect,
                   cf::ControlFlowDialect, func::FuncDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
-                  scf::SCFDialect, ub::UBDialect, vector::VectorDialect>();
+                  scf::SCFDialect, ub::UBDialect, vector::VectorDialect,
+                  gpu::GPUDialect, index::IndexDialect, NVVM::NVVMDialect>();
+  // The GPU pipeline's convert-to-llvm steps find each dialect's lowering
+  // through these interfaces; without them values stay as
+  // unrealized_conversion_cast.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  gpu::registerConvertGpuToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+  // Serializing gpu.modules to PTX (LLVM would crash without it) and
+  // translating the host module with its embedded binaries.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }
 
 namespace {
@@ -44,8 +82,30 @@ struct CpuPipelineCLOptions
 };
 } // namespace
 
+namespace {
+struct GpuPipelineCLOptions
+    : public PassPipelineOptions<GpuPipelineCLOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("sm_80, sm_86, sm_89, sm_90 or sm_90a"),
+                           llvm::cl::init("sm_90a")};
+};
+} // namespace
+
 void registerMLAPassesAndPipelines() {
   registerMLAPasses();
+  PassPipelineRegistration<GpuPipelineCLOptions>(
+      "mla-lower-to-gpu",
+      "lower mla ops to PTX kernels for a chip and host code launching them",
+      [](OpPassManager &pm, const GpuPipelineCLOptions &cl) {
+        auto target = GpuTarget::parse(cl.chip);
+        if (!target) {
+          llvm::errs() << "mla-lower-to-gpu: "
+                       << llvm::toString(target.takeError()) << "\n";
+          return failure();
+        }
+        buildGpuLoweringPipeline(pm, *target);
+        return success();
+      });
   PassPipelineRegistration<CpuPipelineCLOptions>(
       "mla-lower-to-cpu",
       "lower mla ops to the LLVM dialect for the host CPU (the JIT's pipeline)",

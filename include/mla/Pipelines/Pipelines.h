@@ -3,6 +3,8 @@
 #ifndef MLA_PIPELINES_PIPELINES_H
 #define MLA_PIPELINES_PIPELINES_H
 
+#include "mla/Target/GpuTarget.h"
+
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir {
@@ -21,6 +23,12 @@ struct CpuPipelineOptions {
 /// mlir::ExecutionEngine. Anchored on the module.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                               const CpuPipelineOptions &options = {});
+
+/// mla ops -> GPU kernels for `target` (PTX, embedded as gpu.binary) and
+/// host code in the LLVM dialect that launches them through the runtime's
+/// mgpu* entry points. Anchored on the module.
+void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const GpuTarget &target);
 
 /// Dialects an mla module may contain or be lowered through, with the
 /// interfaces the LLVM conversions and translation need.

@@ -48,4 +48,55 @@ def ConvertMLAToLoops : Pass<"convert-mla-to-loops"> {
   ];
 }
 
+def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
+  let summary = "records the GPU target and kernel strategy on the module";
+  let description = [{
+    Sets the module attribute `mla.target = {chip, ptx_features, strategy}`
+    for the chip given by `chip` (sm_80, sm_86, sm_89, sm_90 or sm_90a). The
+    strategy for a chip is chosen here and only here; every later pass reads
+    the attribute. An existing `mla.target` is kept unless `chip` is given.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "the chip to generate code for (default: keep the module's)">,
+  ];
+}
+
+def ConvertMLAToGPU : Pass<"convert-mla-to-gpu", "mlir::ModuleOp"> {
+  let summary = "lowers primitive mla ops to GPU kernels and their launches";
+  let description = [{
+    For each primitive `mla` op in a host function, generates a kernel
+    (`gpu.func` in the module's `gpu.module @mla_kernels`, targeted at the
+    chip recorded in `mla.target`) and replaces the op with the
+    `gpu.launch_func` ops that run it, with grid sizes computed from the
+    operands' dimensions. Long decode contexts are split across thread
+    blocks and combined by a second kernel; the split partials live in
+    `gpu.alloc` buffers. Host `memref.alloc`s feeding kernels (scratch of the
+    expanded chunked prefill) become `gpu.alloc`s. The composite
+    `mla.chunked_prefill` must be expanded first.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def PrintPtx : Pass<"mla-print-ptx", "mlir::ModuleOp"> {
+  let summary = "writes the PTX of every compiled GPU module";
+  let description = [{
+    After `gpu-module-to-binary` with format `isa`, writes the PTX text of
+    each `gpu.binary` object to `output` (a file; `-` for stdout), so it can
+    be read or assembled with `ptxas -arch=<chip>`.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "file to write the PTX to ('-' for stdout)">,
+  ];
+}
+
 #endif // MLA_TRANSFORMS_PASSES_TD

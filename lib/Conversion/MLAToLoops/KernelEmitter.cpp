@@ -8,58 +8,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
-#include <limits>
 
 using namespace mlir;
 
 namespace mla::loops {
-
-Value KernelEmitter::index(int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-Value KernelEmitter::f32(double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
-
-Value KernelEmitter::negInf() {
-  return f32(-std::numeric_limits<double>::infinity());
-}
-
-Value KernelEmitter::loadIndex(Value memref, ValueRange indices) {
-  Value v = memref::LoadOp::create(b, loc, memref, indices);
-  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-}
-
-Value KernelEmitter::loadF32(Value memref, ValueRange indices) {
-  Value v = memref::LoadOp::create(b, loc, memref, indices);
-  if (!v.getType().isF32())
-    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-  return v;
-}
-
-void KernelEmitter::storeF32(Value value, Value memref, ValueRange indices) {
-  Type element = cast<MemRefType>(memref.getType()).getElementType();
-  if (element != value.getType())
-    value = arith::TruncFOp::create(b, loc, element, value);
-  memref::StoreOp::create(b, loc, value, memref, indices);
-}
-
-Value KernelEmitter::minIndex(Value a, Value c) {
-  return arith::MinSIOp::create(b, loc, a, c);
-}
-
-Value KernelEmitter::maxIndex(Value a, Value c) {
-  return arith::MaxSIOp::create(b, loc, a, c);
-}
-
-Value KernelEmitter::clampIndex(Value v, Value lo, Value hi) {
-  return minIndex(maxIndex(v, lo), hi);
-}
-
-Value KernelEmitter::dim(Value memref, int64_t d) {
-  return memref::DimOp::create(b, loc, memref, d);
-}
 
 Value KernelEmitter::allocaF32(int64_t length) {
   OpBuilder entry = OpBuilder::atBlockBegin(scratchBlock);
@@ -105,28 +57,6 @@ Value KernelEmitter::splat(Value scalar, int64_t lanes) {
     return scalar;
   return vector::BroadcastOp::create(
       b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
-}
-
-void KernelEmitter::forLoop(Value lb, Value ub, int64_t step,
-                            const std::function<void(Value)> &body) {
-  auto loop = scf::ForOp::create(b, loc, lb, ub, index(step));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  body(loop.getInductionVar());
-}
-
-SmallVector<Value> KernelEmitter::forLoop(
-    Value lb, Value ub, int64_t step, ValueRange init,
-    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
-  auto loop = scf::ForOp::create(b, loc, lb, ub, index(step), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> next =
-        body(loop.getInductionVar(), loop.getRegionIterArgs());
-    scf::YieldOp::create(b, loc, next);
-  }
-  return SmallVector<Value>(loop.getResults());
 }
 
 void KernelEmitter::columns(int64_t length,

@@ -11,10 +11,7 @@
 #ifndef MLA_LIB_CONVERSION_MLATOLOOPS_KERNELEMITTER_H
 #define MLA_LIB_CONVERSION_MLATOLOOPS_KERNELEMITTER_H
 
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/Value.h"
-
-#include <functional>
+#include "../Common/LoopBuilder.h"
 
 namespace mla::loops {
 
@@ -32,33 +29,15 @@ struct Row {
   }
 };
 
-class KernelEmitter {
+class KernelEmitter : public LoopBuilder {
 public:
   /// Scratch allocas go to the start of `scratchBlock`, the entry block of
-  /// the enclosing allocation scope, so that they are made once even when
-  /// the lowered op sits inside a loop.
+  /// the enclosing function, so that they are made once even when the
+  /// lowered op sits inside a loop.
   KernelEmitter(mlir::OpBuilder &b, mlir::Location loc, int64_t width,
                 mlir::Block *scratchBlock)
-      : b(b), loc(loc), width(width), scratchBlock(scratchBlock) {}
+      : LoopBuilder(b, loc), width(width), scratchBlock(scratchBlock) {}
 
-  mlir::OpBuilder &builder() { return b; }
-  mlir::Location location() const { return loc; }
-
-  // Constants.
-  mlir::Value index(int64_t v);
-  mlir::Value f32(double v);
-  mlir::Value negInf();
-
-  // Scalar helpers.
-  mlir::Value loadIndex(mlir::Value memref, mlir::ValueRange indices);
-  mlir::Value loadF32(mlir::Value memref, mlir::ValueRange indices);
-  void storeF32(mlir::Value value, mlir::Value memref,
-                mlir::ValueRange indices);
-  mlir::Value minIndex(mlir::Value a, mlir::Value b);
-  mlir::Value maxIndex(mlir::Value a, mlir::Value b);
-  /// clamp(v, lo, hi) on index values.
-  mlir::Value clampIndex(mlir::Value v, mlir::Value lo, mlir::Value hi);
-  mlir::Value dim(mlir::Value memref, int64_t d);
   /// A stack buffer of `length` f32, allocated once per function call.
   mlir::Value allocaF32(int64_t length);
 
@@ -77,15 +56,6 @@ public:
                          mlir::Value beta, const Row &y, int64_t length);
   void fill(const Row &dst, mlir::Value value, int64_t length);
 
-  /// Emits `for (i = lb; i < ub; i += step) body(i)`.
-  void forLoop(mlir::Value lb, mlir::Value ub, int64_t step,
-               const std::function<void(mlir::Value)> &body);
-  /// Emits a loop carrying f32/index values; returns the final values.
-  llvm::SmallVector<mlir::Value>
-  forLoop(mlir::Value lb, mlir::Value ub, int64_t step, mlir::ValueRange init,
-          const std::function<llvm::SmallVector<mlir::Value>(
-              mlir::Value, mlir::ValueRange)> &body);
-
 private:
   /// Visits [0, length) as full vectors then scalars: body(column, lanes)
   /// with lanes == width or 1.
@@ -97,8 +67,6 @@ private:
   mlir::Value splat(mlir::Value scalar, int64_t lanes);
   llvm::SmallVector<mlir::Value> indices(const Row &row, mlir::Value column);
 
-  mlir::OpBuilder &b;
-  mlir::Location loc;
   int64_t width;
   mlir::Block *scratchBlock;
 };

@@ -20,21 +20,6 @@ using namespace mlir;
 
 namespace mla::loops {
 
-/// Keys visible to query `i` of `numQueries` over `numKeys` keys:
-/// bottom-right aligned causal masking, or all of them.
-static Value visibleKeys(KernelEmitter &e, bool causal, Value i,
-                         Value numQueries, Value numKeys) {
-  if (!causal)
-    return numKeys;
-  OpBuilder &b = e.builder();
-  Location loc = e.location();
-  // i + (numKeys - numQueries) + 1, within [0, numKeys].
-  Value last = arith::SubIOp::create(b, loc, numKeys, numQueries);
-  Value count = arith::AddIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, i, last), e.index(1));
-  return e.clampIndex(count, e.index(0), numKeys);
-}
-
 static AttentionScratch makeScratch(KernelEmitter &e, int64_t vDim,
                                     const LoweringOptions &options) {
   return {e.allocaF32(options.keyBlock), e.allocaF32(vDim), options.keyBlock};
@@ -70,7 +55,7 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelEmitter &e,
 
     e.forLoop(zero, numQueries, 1, [&](Value i) {
       Value token = arith::AddIOp::create(b, loc, qBegin, i);
-      Value visible = visibleKeys(e, op.getCausal(), i, numQueries, numKeys);
+      Value visible = e.visibleKeys(op.getCausal(), i, numQueries, numKeys);
       e.forLoop(zero, e.index(heads), 1, [&](Value h) {
         auto kvRow = [&](Value memref) {
           return [&, memref](Value j) {
@@ -120,7 +105,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
       return Row{op.getKvCache(), {blockId, offset}};
     };
     e.forLoop(zero, queryLen, 1, [&](Value s) {
-      Value visible = visibleKeys(e, op.getCausal(), s, queryLen, seqLen);
+      Value visible = e.visibleKeys(op.getCausal(), s, queryLen, seqLen);
       e.forLoop(zero, e.index(heads), 1, [&](Value h) {
         AttentionRow row{Row{op.getQ(), {req, s, h}},
                          qkDim,

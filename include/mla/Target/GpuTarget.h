@@ -1,0 +1,59 @@
+//===- GpuTarget.h - NVIDIA targets and their PTX versions ------*- C++ -*-===//
+//
+// The chips the compiler generates code for, the PTX ISA each needs, and the
+// kernel strategy chosen for it. The choice is made once (from a device's
+// compute capability or a user's --chip) and recorded in the IR as the
+// module attribute `mla.target`; later passes read that attribute and never
+// query hardware.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_GPUTARGET_H
+#define MLA_TARGET_GPUTARGET_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace mla {
+
+/// How kernels are written for a target. `Generic` uses CUDA cores only
+/// (any sm_80+ chip); tensor-core strategies plug in beside it.
+enum class KernelStrategy { Generic };
+
+struct GpuTarget {
+  int major = 9, minor = 0;
+  /// sm_90a: the architecture-specific features (wgmma, setmaxnreg).
+  bool archSpecific = false;
+  KernelStrategy strategy = KernelStrategy::Generic;
+
+  /// "sm_90a", "sm_80", ...
+  std::string chip() const;
+  /// The PTX ISA version the chip needs, as an NVPTX feature ("+ptx80").
+  std::string ptxFeature() const;
+  int ptxVersion() const;
+
+  /// The best target for a device of compute capability major.minor
+  /// (sm_90 devices get sm_90a). Fails for chips below sm_80.
+  static llvm::Expected<GpuTarget> forCapability(int major, int minor);
+  /// Parses "sm_80", "sm_86", "sm_89", "sm_90" or "sm_90a".
+  static llvm::Expected<GpuTarget> parse(llvm::StringRef chip);
+
+  /// The `mla.target` attribute: {chip, ptx_features, strategy}.
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *ctx) const;
+  static llvm::Expected<GpuTarget> fromAttr(mlir::Attribute attr);
+};
+
+/// Name of the module attribute recording the target.
+inline constexpr const char *kTargetAttrName = "mla.target";
+
+std::string name(KernelStrategy strategy);
+
+} // namespace mla
+
+#endif // MLA_TARGET_GPUTARGET_H

@@ -1,0 +1,152 @@
+//===- LoopBuilder.cpp - Scalar and loop helpers for lowerings ------------===//
+
+#include "LoopBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace mla {
+
+Value LoopBuilder::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value LoopBuilder::f32(double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value LoopBuilder::negInf() {
+  return f32(-std::numeric_limits<double>::infinity());
+}
+
+Value LoopBuilder::loadIndex(Value memref, ValueRange indices) {
+  Value v = memref::LoadOp::create(b, loc, memref, indices);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+
+Value LoopBuilder::loadF32(Value memref, ValueRange indices) {
+  Value v = memref::LoadOp::create(b, loc, memref, indices);
+  if (!v.getType().isF32())
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
+}
+
+void LoopBuilder::storeF32(Value value, Value memref, ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  if (element != value.getType())
+    value = arith::TruncFOp::create(b, loc, element, value);
+  memref::StoreOp::create(b, loc, value, memref, indices);
+}
+
+Value LoopBuilder::add(Value a, Value c) {
+  return arith::AddIOp::create(b, loc, a, c);
+}
+Value LoopBuilder::sub(Value a, Value c) {
+  return arith::SubIOp::create(b, loc, a, c);
+}
+Value LoopBuilder::mul(Value a, Value c) {
+  return arith::MulIOp::create(b, loc, a, c);
+}
+Value LoopBuilder::minIndex(Value a, Value c) {
+  return arith::MinSIOp::create(b, loc, a, c);
+}
+Value LoopBuilder::maxIndex(Value a, Value c) {
+  return arith::MaxSIOp::create(b, loc, a, c);
+}
+Value LoopBuilder::clampIndex(Value v, Value lo, Value hi) {
+  return minIndex(maxIndex(v, lo), hi);
+}
+Value LoopBuilder::ceilDiv(Value a, int64_t divisor) {
+  return arith::CeilDivSIOp::create(b, loc, a, index(divisor));
+}
+Value LoopBuilder::dim(Value memref, int64_t d) {
+  return memref::DimOp::create(b, loc, memref, d);
+}
+
+void LoopBuilder::forLoop(Value lb, Value ub, Value step,
+                          const std::function<void(Value)> &body) {
+  auto loop = scf::ForOp::create(b, loc, lb, ub, step);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
+void LoopBuilder::forLoop(Value lb, Value ub, int64_t step,
+                          const std::function<void(Value)> &body) {
+  forLoop(lb, ub, index(step), body);
+}
+
+SmallVector<Value> LoopBuilder::forLoop(
+    Value lb, Value ub, Value step, ValueRange init,
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
+  auto loop = scf::ForOp::create(b, loc, lb, ub, step, init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next =
+        body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> LoopBuilder::forLoop(
+    Value lb, Value ub, int64_t step, ValueRange init,
+    const std::function<SmallVector<Value>(Value, ValueRange)> &body) {
+  return forLoop(lb, ub, index(step), init, body);
+}
+
+void LoopBuilder::ifThen(Value cond, const std::function<void()> &body) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  body();
+}
+
+Value LoopBuilder::visibleKeys(bool causal, Value i, Value numQueries,
+                               Value numKeys) {
+  if (!causal)
+    return numKeys;
+  // i + (numKeys - numQueries) + 1, within [0, numKeys].
+  Value count = add(add(i, sub(numKeys, numQueries)), index(1));
+  return clampIndex(count, index(0), numKeys);
+}
+
+LoopBuilder::MergeWeights LoopBuilder::mergeWeights(Value prefixLse,
+                                                    Value suffixLse) {
+  Value neg = negInf();
+  Value pos = f32(std::numeric_limits<double>::infinity());
+  Value zero = f32(0.0);
+  auto readLse = [&](Value v) {
+    Value isPosInf =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v, pos);
+    return arith::SelectOp::create(b, loc, isPosInf, neg, v).getResult();
+  };
+  Value lp = readLse(prefixLse), ls = readLse(suffixLse);
+  Value m = arith::MaximumFOp::create(b, loc, lp, ls);
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, neg);
+  // With both states empty, m - m would be NaN: use weights of zero.
+  auto weight = [&](Value l) {
+    Value w =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, l, m));
+    return arith::SelectOp::create(b, loc, empty, zero, w).getResult();
+  };
+  Value wp = weight(lp), ws = weight(ls);
+  Value sum = arith::AddFOp::create(b, loc, wp, ws);
+  Value inverse = arith::SelectOp::create(
+      b, loc, empty, zero, arith::DivFOp::create(b, loc, f32(1.0), sum));
+  Value merged =
+      arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, sum));
+  return {arith::MulFOp::create(b, loc, wp, inverse),
+          arith::MulFOp::create(b, loc, ws, inverse),
+          arith::SelectOp::create(b, loc, empty, neg, merged)};
+}
+
+} // namespace mla

@@ -1,0 +1,88 @@
+//===- LoopBuilder.h - Scalar and loop helpers for lowerings ----*- C++ -*-===//
+//
+// What the CPU and GPU lowerings of mla ops both need: constants, loads and
+// stores with f32 conversion, clamped index arithmetic, loops, and the two
+// pieces of MLA math that do not depend on the target: which keys a causal
+// query sees, and the weights that merge two attention states.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_COMMON_LOOPBUILDER_H
+#define MLA_LIB_CONVERSION_COMMON_LOOPBUILDER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+#include <functional>
+
+namespace mla {
+
+class LoopBuilder {
+public:
+  LoopBuilder(mlir::OpBuilder &b, mlir::Location loc) : b(b), loc(loc) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() const { return loc; }
+
+  // Constants.
+  mlir::Value index(int64_t v);
+  mlir::Value f32(double v);
+  mlir::Value negInf();
+
+  // Loads and stores; floats are converted to and from f32.
+  mlir::Value loadIndex(mlir::Value memref, mlir::ValueRange indices);
+  mlir::Value loadF32(mlir::Value memref, mlir::ValueRange indices);
+  void storeF32(mlir::Value value, mlir::Value memref,
+                mlir::ValueRange indices);
+
+  // Index arithmetic.
+  mlir::Value add(mlir::Value a, mlir::Value c);
+  mlir::Value sub(mlir::Value a, mlir::Value c);
+  mlir::Value mul(mlir::Value a, mlir::Value c);
+  mlir::Value minIndex(mlir::Value a, mlir::Value c);
+  mlir::Value maxIndex(mlir::Value a, mlir::Value c);
+  /// clamp(v, lo, hi) on index values.
+  mlir::Value clampIndex(mlir::Value v, mlir::Value lo, mlir::Value hi);
+  mlir::Value ceilDiv(mlir::Value a, int64_t divisor);
+  mlir::Value dim(mlir::Value memref, int64_t d);
+
+  /// Emits `for (i = lb; i < ub; i += step) body(i)`.
+  void forLoop(mlir::Value lb, mlir::Value ub, mlir::Value step,
+               const std::function<void(mlir::Value)> &body);
+  void forLoop(mlir::Value lb, mlir::Value ub, int64_t step,
+               const std::function<void(mlir::Value)> &body);
+  /// A loop carrying values; returns their final values.
+  llvm::SmallVector<mlir::Value>
+  forLoop(mlir::Value lb, mlir::Value ub, mlir::Value step,
+          mlir::ValueRange init,
+          const std::function<llvm::SmallVector<mlir::Value>(
+              mlir::Value, mlir::ValueRange)> &body);
+  llvm::SmallVector<mlir::Value>
+  forLoop(mlir::Value lb, mlir::Value ub, int64_t step, mlir::ValueRange init,
+          const std::function<llvm::SmallVector<mlir::Value>(
+              mlir::Value, mlir::ValueRange)> &body);
+  /// Emits `if (cond) body()`.
+  void ifThen(mlir::Value cond, const std::function<void()> &body);
+
+  /// Keys visible to query `i` of `numQueries` over `numKeys` keys:
+  /// bottom-right aligned causal masking (clamped to [0, numKeys]), or all.
+  mlir::Value visibleKeys(bool causal, mlir::Value i, mlir::Value numQueries,
+                          mlir::Value numKeys);
+
+  /// How two attention states combine (see mla.merge_attn_states).
+  struct MergeWeights {
+    mlir::Value prefix, suffix; ///< normalized weights of each output
+    mlir::Value lse;            ///< the merged LSE (-inf when both empty)
+  };
+  /// Weights for states with LSEs `prefixLse` and `suffixLse`; +inf is read
+  /// as an empty state, and two empty states get weights 0 (never NaN).
+  MergeWeights mergeWeights(mlir::Value prefixLse, mlir::Value suffixLse);
+
+protected:
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+};
+
+} // namespace mla
+
+#endif // MLA_LIB_CONVERSION_COMMON_LOOPBUILDER_H

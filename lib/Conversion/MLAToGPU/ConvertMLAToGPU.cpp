@@ -1,0 +1,160 @@
+//===- ConvertMLAToGPU.cpp - The convert-mla-to-gpu pass ------------------===//
+
+#include "GpuKernels.h"
+#include "mla/Target/GpuTarget.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mla {
+#define GEN_PASS_DEF_CONVERTMLATOGPU
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+
+namespace mla {
+namespace {
+
+constexpr const char *kKernelModuleName = "mla_kernels";
+
+/// The module's gpu.module for generated kernels, targeted at `target`.
+mlir::gpu::GPUModuleOp kernelModule(ModuleOp module, const GpuTarget &target) {
+  if (auto existing =
+          module.lookupSymbol<mlir::gpu::GPUModuleOp>(kKernelModuleName))
+    return existing;
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  auto gpuModule =
+      mlir::gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName);
+  auto nvvm = NVVM::NVVMTargetAttr::get(
+      module.getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda",
+      target.chip(), target.ptxFeature());
+  gpuModule.setTargetsAttr(b.getArrayAttr({nvvm}));
+  return gpuModule;
+}
+
+/// Host allocations in functions that launch kernels hold device data (the
+/// scratch of the expanded chunked prefill): allocate them on the device.
+void moveAllocationsToDevice(func::FuncOp func) {
+  SmallVector<memref::AllocOp> allocs;
+  func.walk([&](memref::AllocOp op) { allocs.push_back(op); });
+  for (memref::AllocOp alloc : allocs) {
+    OpBuilder b(alloc);
+    auto device = mlir::gpu::AllocOp::create(
+        b, alloc.getLoc(), alloc.getType(), Type(), ValueRange{},
+        alloc.getDynamicSizes(), alloc.getSymbolOperands(), false);
+    alloc.getMemref().replaceAllUsesWith(device.getMemref());
+    alloc.erase();
+  }
+  SmallVector<memref::DeallocOp> deallocs;
+  func.walk([&](memref::DeallocOp op) { deallocs.push_back(op); });
+  for (memref::DeallocOp dealloc : deallocs) {
+    OpBuilder b(dealloc);
+    mlir::gpu::DeallocOp::create(b, dealloc.getLoc(), Type(), ValueRange{},
+                                 dealloc.getMemref());
+    dealloc.erase();
+  }
+}
+
+/// Device code uses the hardware's approximate exp2/log2 (ex2.approx,
+/// lg2.approx: about 2 ulp) instead of libdevice calls, which would need the
+/// CUDA toolkit at compile time.
+void useNativeExpLog(mlir::gpu::GPUModuleOp kernels) {
+  SmallVector<Operation *> ops;
+  kernels.walk([&](Operation *op) {
+    if (isa<math::ExpOp, math::LogOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    Value x = op->getOperand(0);
+    Value result;
+    auto intrinsic = [&](StringRef name, Value arg) {
+      return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
+                                           b.getStringAttr(name), arg)
+          .getResult(0);
+    };
+    if (isa<math::ExpOp>(op)) {
+      Value log2e =
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(M_LOG2E));
+      result = intrinsic("llvm.nvvm.ex2.approx.f32",
+                         arith::MulFOp::create(b, loc, x, log2e));
+    } else {
+      Value ln2 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(M_LN2));
+      result = arith::MulFOp::create(
+          b, loc, intrinsic("llvm.nvvm.lg2.approx.f", x), ln2);
+    }
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+  }
+}
+
+struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> work;
+    module.walk([&](Operation *op) {
+      if (isa<MLADialect>(op->getDialect()))
+        work.push_back(op);
+    });
+    if (work.empty())
+      return;
+    auto target = GpuTarget::fromAttr(module->getAttr(kTargetAttrName));
+    if (!target) {
+      module.emitError() << "convert-mla-to-gpu: "
+                         << llvm::toString(target.takeError());
+      return signalPassFailure();
+    }
+    for (Operation *op : work) {
+      if (isa<ChunkedPrefillOp>(op)) {
+        op->emitOpError()
+            << "is a composite; run mla-expand-chunked-prefill first";
+        return signalPassFailure();
+      }
+      if (!op->getParentOfType<func::FuncOp>()) {
+        op->emitOpError() << "must be nested in a function";
+        return signalPassFailure();
+      }
+    }
+
+    module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+    gpu::KernelFactory kernels(kernelModule(module, *target));
+    llvm::SetVector<func::FuncOp> hosts;
+    for (Operation *op : work) {
+      hosts.insert(op->getParentOfType<func::FuncOp>());
+      llvm::TypeSwitch<Operation *>(op)
+          .Case([&](PrefillAttentionOp o) {
+            gpu::lowerPrefillAttention(o, kernels);
+          })
+          .Case([&](DecodeAttentionOp o) {
+            gpu::lowerDecodeAttention(o, kernels);
+          })
+          .Case([&](MergeAttnStatesOp o) {
+            gpu::lowerMergeAttnStates(o, kernels);
+          })
+          .Case([&](GatherCacheOp o) { gpu::lowerGatherCache(o, kernels); })
+          .Case([&](ConcatAndCacheOp o) {
+            gpu::lowerConcatAndCache(o, kernels);
+          })
+          .Case([&](KvUpProjOp o) { gpu::lowerKvUpProj(o, kernels); })
+          .Case([&](QAbsorbOp o) { gpu::lowerQAbsorb(o, kernels); })
+          .Case([&](VUpProjOp o) { gpu::lowerVUpProj(o, kernels); });
+      op->erase();
+    }
+    for (func::FuncOp host : hosts)
+      moveAllocationsToDevice(host);
+    useNativeExpLog(kernels.module());
+  }
+};
+
+} // namespace
+} // namespace mla

@@ -1,0 +1,367 @@
+//===- GpuAttention.cpp - Prefill and decode attention kernels ------------===//
+//
+// Generic strategy: one warp per attention row (a query and a head), the
+// row's head dim spread over the lanes (column c in lane c % 32). Each key
+// is scored with a warp-wide dot product reduced through shuffles, and the
+// online-softmax state (running max, sum, and the lane's output columns)
+// stays in registers.
+//
+// Decode splits each request's keys into chunks of kDecodeSplitTokens: a
+// block handles one chunk for four heads (the heads share the cache rows
+// through L1), writes a normalized partial output and its LSE, and a
+// combine kernel merges the chunks. Long contexts so spread over all SMs
+// whatever the batch size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using mlir::gpu::Dimension;
+
+namespace mla::gpu {
+
+namespace {
+
+constexpr int64_t kWarpsPerBlock = kBlockThreads / kWarpSize;
+
+/// A row of a memref: memref[prefix..., column].
+struct RowRef {
+  Value memref;
+  SmallVector<Value, 3> prefix;
+};
+
+struct WarpAttention {
+  RowRef query;
+  int64_t qkDim, vDim;
+  float scale;
+  Value firstKey, endKey; ///< keys [firstKey, endKey)
+  std::function<RowRef(Value key)> keyRow, valueRow;
+};
+
+/// Online-softmax state at the end of a row.
+struct RowState {
+  Value max, sum;
+  SmallVector<Value> acc; ///< the lane's output columns, unnormalized
+};
+
+RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  Value lane = e.laneId();
+  int64_t qCols = GpuEmitter::columnsPerLane(w.qkDim);
+  int64_t vCols = GpuEmitter::columnsPerLane(w.vDim);
+
+  // The query stays in registers for the whole row.
+  SmallVector<Value> q;
+  SmallVector<std::pair<Value, Value>> qColumns, vColumns;
+  for (int64_t k = 0; k < qCols; ++k) {
+    qColumns.push_back(e.laneColumn(lane, k, w.qkDim));
+    q.push_back(e.loadColumn(w.query.memref, w.query.prefix,
+                             qColumns.back().first, qColumns.back().second,
+                             w.qkDim));
+  }
+  for (int64_t k = 0; k < vCols; ++k)
+    vColumns.push_back(e.laneColumn(lane, k, w.vDim));
+
+  Value scale = e.f32(w.scale);
+  SmallVector<Value> init{e.negInf(), e.f32(0.0)};
+  init.append(vCols, e.f32(0.0));
+  SmallVector<Value> state = e.forLoop(
+      w.firstKey, w.endKey, 1, init,
+      [&](Value j, ValueRange it) -> SmallVector<Value> {
+        RowRef key = w.keyRow(j);
+        Value partial = e.f32(0.0);
+        for (int64_t k = 0; k < qCols; ++k)
+          partial = math::FmaOp::create(
+              b, loc, q[k],
+              e.loadColumn(key.memref, key.prefix, qColumns[k].first,
+                           qColumns[k].second, w.qkDim),
+              partial);
+        Value s = arith::MulFOp::create(b, loc, e.warpSum(partial), scale);
+        Value max = arith::MaximumFOp::create(b, loc, it[0], s);
+        // exp(-inf) = 0 on the first key: nothing accumulated yet.
+        Value alpha = math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, it[0], max));
+        Value p = math::ExpOp::create(b, loc,
+                                      arith::SubFOp::create(b, loc, s, max));
+        SmallVector<Value> next{
+            max, math::FmaOp::create(b, loc, it[1], alpha, p)};
+        RowRef value = w.valueRow(j);
+        for (int64_t k = 0; k < vCols; ++k) {
+          Value v = e.loadColumn(value.memref, value.prefix,
+                                 vColumns[k].first, vColumns[k].second,
+                                 w.vDim);
+          Value scaled = arith::MulFOp::create(b, loc, it[2 + k], alpha);
+          next.push_back(math::FmaOp::create(b, loc, p, v, scaled));
+        }
+        return next;
+      });
+  return {state[0], state[1], SmallVector<Value>(state.begin() + 2, state.end())};
+}
+
+/// Writes a finished row: out = acc / sum (0 for an empty row) over the
+/// lane's columns of `out`, and lse = max + log(sum) (-inf when empty)
+/// through `storeLse`, from lane 0.
+void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
+                   const RowRef &out,
+                   const std::function<void(Value lse)> &storeLse) {
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  Value zero = e.f32(0.0);
+  Value hasKeys = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                        state.sum, zero);
+  Value inverse = arith::SelectOp::create(
+      b, loc, hasKeys, arith::DivFOp::create(b, loc, e.f32(1.0), state.sum),
+      zero);
+  Value lane = e.laneId();
+  for (int64_t k = 0; k < (int64_t)state.acc.size(); ++k) {
+    auto [column, inside] = e.laneColumn(lane, k, vDim);
+    e.storeColumn(arith::MulFOp::create(b, loc, state.acc[k], inverse),
+                  out.memref, out.prefix, column, inside);
+  }
+  Value lse = arith::SelectOp::create(
+      b, loc, hasKeys,
+      arith::AddFOp::create(b, loc, state.max,
+                            math::LogOp::create(b, loc, state.sum)),
+      e.negInf());
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                      e.index(0));
+  e.ifThen(first, [&] { storeLse(lse); });
+}
+
+Value isLess(GpuEmitter &e, Value a, Value c) {
+  return arith::CmpIOp::create(e.builder(), e.location(),
+                               arith::CmpIPredicate::slt, a, c);
+}
+
+} // namespace
+
+void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
+  int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),
+          vDim = op.getVHeadDim();
+  float scale = op.getSoftmaxScale().convertToFloat();
+  bool causal = op.getCausal();
+  auto kernel = kernels.create(
+      "prefill_attention", op->getOperandTypes(),
+      [&](GpuEmitter &e, ValueRange a) {
+        Value q = a[0], k = a[1], v = a[2], cuQ = a[3], cuK = a[4],
+              out = a[5], lse = a[6];
+        Value zero = e.index(0), one = e.index(1);
+        Value token = e.add(
+            e.mul(e.blockId(Dimension::x), e.index(kWarpsPerBlock)),
+            e.warpId());
+        Value h = e.blockId(Dimension::y);
+        Value numTokens = e.dim(q, 0), numKv = e.dim(k, 0);
+        Value numSeqs = e.minIndex(e.sub(e.dim(cuQ, 0), one),
+                                   e.sub(e.dim(cuK, 0), one));
+        // The sequence owning this token: the last b with cu_q[b] <= token
+        // (offsets are non-decreasing).
+        Value seq = e.forLoop(zero, numSeqs, 1, {e.index(-1)},
+                              [&](Value b, ValueRange it) -> SmallVector<Value> {
+                                Value starts = arith::CmpIOp::create(
+                                    e.builder(), e.location(),
+                                    arith::CmpIPredicate::sle,
+                                    e.loadIndex(cuQ, {b}), token);
+                                return {arith::SelectOp::create(
+                                    e.builder(), e.location(), starts, b,
+                                    it[0])};
+                              })[0];
+        Value found = arith::CmpIOp::create(e.builder(), e.location(),
+                                            arith::CmpIPredicate::sge, seq,
+                                            zero);
+        Value seqSafe = e.maxIndex(seq, zero);
+        Value next = e.add(seqSafe, one);
+        Value qBegin =
+            e.clampIndex(e.loadIndex(cuQ, {seqSafe}), zero, numTokens);
+        Value qEnd =
+            e.clampIndex(e.loadIndex(cuQ, {next}), qBegin, numTokens);
+        Value kBegin = e.clampIndex(e.loadIndex(cuK, {seqSafe}), zero, numKv);
+        Value kEnd = e.clampIndex(e.loadIndex(cuK, {next}), kBegin, numKv);
+        Value inSequence = arith::AndIOp::create(
+            e.builder(), e.location(), found,
+            arith::AndIOp::create(e.builder(), e.location(),
+                                  isLess(e, token, qEnd),
+                                  isLess(e, token, numTokens)));
+        e.ifThen(inSequence, [&] {
+          Value i = e.sub(token, qBegin);
+          Value visible = e.visibleKeys(causal, i, e.sub(qEnd, qBegin),
+                                        e.sub(kEnd, kBegin));
+          auto kvRow = [&](Value memref) {
+            return [&, memref](Value j) {
+              return RowRef{memref, {e.add(kBegin, j), h}};
+            };
+          };
+          WarpAttention w{RowRef{q, {token, h}}, qkDim, vDim, scale, zero,
+                          visible, kvRow(k), kvRow(v)};
+          RowState state = emitWarpAttention(e, w);
+          emitRowOutput(e, state, vDim, RowRef{out, {token, h}},
+                        [&](Value l) { e.storeF32(l, lse, {h, token}); });
+        });
+      });
+  OpBuilder host(op);
+  LoopBuilder hb(host, op.getLoc());
+  KernelFactory::launch(host, op.getLoc(), kernel,
+                        {hb.ceilDiv(hb.dim(op.getQ(), 0), kWarpsPerBlock),
+                         hb.index(heads), hb.index(1)},
+                        op->getOperands());
+}
+
+void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
+  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
+          page = op.getBlockSize();
+  int64_t qkDim = latent + op.getRopeDim();
+  float scale = op.getSoftmaxScale().convertToFloat();
+  bool causal = op.getCausal();
+  Location loc = op.getLoc();
+  OpBuilder host(op);
+  LoopBuilder hb(host, loc);
+  MLIRContext *ctx = op.getContext();
+
+  // Partial results of every split: [B, Sq, N, splits, Lkv] and
+  // [B, Sq, N, splits].
+  Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
+  Value splits = hb.ceilDiv(
+      hb.mul(hb.dim(op.getBlockTable(), 1), hb.index(page)),
+      kDecodeSplitTokens);
+  int64_t dyn = ShapedType::kDynamic;
+  auto partialType =
+      MemRefType::get({dyn, dyn, heads, dyn, latent}, Float32Type::get(ctx));
+  auto partialLseType =
+      MemRefType::get({dyn, dyn, heads, dyn}, Float32Type::get(ctx));
+  Value partial = mlir::gpu::AllocOp::create(
+                      host, loc, partialType, /*asyncToken=*/Type(),
+                      ValueRange{}, ValueRange{batch, queryLen, splits},
+                      ValueRange{}, /*hostShared=*/false)
+                      .getMemref();
+  Value partialLse = mlir::gpu::AllocOp::create(
+                         host, loc, partialLseType, Type(), ValueRange{},
+                         ValueRange{batch, queryLen, splits}, ValueRange{},
+                         false)
+                         .getMemref();
+
+  SmallVector<Type> splitTypes{op.getQ().getType(), op.getKvCache().getType(),
+                               op.getBlockTable().getType(),
+                               op.getSeqLens().getType(), partialType,
+                               partialLseType};
+  auto splitKernel = kernels.create(
+      "decode_attention_split", splitTypes, [&](GpuEmitter &e, ValueRange a) {
+        Value q = a[0], cache = a[1], table = a[2], lens = a[3],
+              part = a[4], partLse = a[5];
+        OpBuilder &b = e.builder();
+        Location l = e.location();
+        Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
+        Value sq = e.dim(q, 1);
+        Value row = e.blockId(Dimension::x);
+        Value req = arith::DivUIOp::create(b, l, row, sq);
+        Value s = arith::RemUIOp::create(b, l, row, sq);
+        Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kWarpsPerBlock)),
+                        e.warpId());
+        Value split = e.blockId(Dimension::z);
+        Value capacity = e.mul(e.dim(table, 1), pageSize);
+        Value lastBlock = e.sub(e.dim(cache, 0), one);
+        e.ifThen(isLess(e, h, e.index(heads)), [&] {
+          Value seqLen =
+              e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+          Value visible = e.visibleKeys(causal, s, sq, seqLen);
+          Value first = e.mul(split, e.index(kDecodeSplitTokens));
+          Value end = e.clampIndex(e.add(first, e.index(kDecodeSplitTokens)),
+                                   zero, visible);
+          auto cacheRow = [&](Value j) {
+            Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);
+            Value offset = arith::RemUIOp::create(b, l, j, pageSize);
+            Value blockId = e.clampIndex(e.loadIndex(table, {req, blockIdx}),
+                                         zero, lastBlock);
+            return RowRef{cache, {blockId, offset}};
+          };
+          WarpAttention w{RowRef{q, {req, s, h}}, qkDim, latent, scale, first,
+                          end, cacheRow, cacheRow};
+          RowState state = emitWarpAttention(e, w);
+          emitRowOutput(e, state, latent, RowRef{part, {req, s, h, split}},
+                        [&](Value lse) {
+                          e.storeF32(lse, partLse, {req, s, h, split});
+                        });
+        });
+      });
+  KernelFactory::launch(
+      host, loc, splitKernel,
+      {hb.mul(batch, queryLen), hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock),
+       splits},
+      {op.getQ(), op.getKvCache(), op.getBlockTable(), op.getSeqLens(),
+       partial, partialLse});
+
+  SmallVector<Type> combineTypes{partialType, partialLseType,
+                                 op.getOut().getType(), op.getLse().getType()};
+  auto combineKernel = kernels.create(
+      "decode_attention_combine", combineTypes,
+      [&](GpuEmitter &e, ValueRange a) {
+        Value part = a[0], partLse = a[1], out = a[2], lse = a[3];
+        OpBuilder &b = e.builder();
+        Location l = e.location();
+        Value zero = e.index(0);
+        Value sq = e.dim(out, 1);
+        Value row = e.blockId(Dimension::x);
+        Value req = arith::DivUIOp::create(b, l, row, sq);
+        Value s = arith::RemUIOp::create(b, l, row, sq);
+        Value h = e.blockId(Dimension::y);
+        Value numSplits = e.dim(partLse, 3);
+        // Global max, then the sum of the splits' weights.
+        Value max = e.forLoop(zero, numSplits, 1, {e.negInf()},
+                              [&](Value i, ValueRange it) -> SmallVector<Value> {
+                                return {arith::MaximumFOp::create(
+                                    b, l, it[0],
+                                    e.loadF32(partLse, {req, s, h, i}))};
+                              })[0];
+        Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                            max, e.negInf());
+        Value safeMax = arith::SelectOp::create(b, l, empty, e.f32(0.0), max);
+        auto weightOf = [&](Value i) {
+          return math::ExpOp::create(
+              b, l,
+              arith::SubFOp::create(b, l, e.loadF32(partLse, {req, s, h, i}),
+                                    safeMax));
+        };
+        Value sum = e.forLoop(zero, numSplits, 1, {e.f32(0.0)},
+                              [&](Value i, ValueRange it) -> SmallVector<Value> {
+                                return {arith::AddFOp::create(b, l, it[0],
+                                                              weightOf(i))};
+                              })[0];
+        Value hasKeys = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                              sum, e.f32(0.0));
+        Value inverse = arith::SelectOp::create(
+            b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
+            e.f32(0.0));
+        e.blockStridedLoop(zero, e.index(latent), [&](Value c) {
+          Value v = e.forLoop(
+              zero, numSplits, 1, {e.f32(0.0)},
+              [&](Value i, ValueRange it) -> SmallVector<Value> {
+                return {math::FmaOp::create(
+                    b, l, weightOf(i), e.loadF32(part, {req, s, h, i, c}),
+                    it[0])};
+              })[0];
+          e.storeF32(arith::MulFOp::create(b, l, v, inverse), out,
+                     {req, s, h, c});
+        });
+        Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                            e.threadId(), zero);
+        e.ifThen(first, [&] {
+          Value merged = arith::AddFOp::create(
+              b, l, safeMax, math::LogOp::create(b, l, sum));
+          e.storeF32(
+              arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
+              lse, {req, h, s});
+        });
+      });
+  KernelFactory::launch(host, loc, combineKernel,
+                        {hb.mul(batch, queryLen), hb.index(heads), hb.index(1)},
+                        {partial, partialLse, op.getOut(), op.getLse()});
+  mlir::gpu::DeallocOp::create(host, loc, /*asyncToken=*/Type(), ValueRange{},
+                               partial);
+  mlir::gpu::DeallocOp::create(host, loc, Type(), ValueRange{}, partialLse);
+}
+
+} // namespace mla::gpu

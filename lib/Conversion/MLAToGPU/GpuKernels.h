@@ -1,0 +1,58 @@
+//===- GpuKernels.h - Generic GPU kernels of the mla ops --------*- C++ -*-===//
+//
+// Each lowering creates its kernels (gpu.func in the module's gpu.module)
+// and replaces the op with their launches in the host function.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOGPU_GPUKERNELS_H
+#define MLA_LIB_CONVERSION_MLATOGPU_GPUKERNELS_H
+
+#include "GpuEmitter.h"
+#include "mla/Dialect/MLADialect.h"
+
+namespace mla::gpu {
+
+/// Threads per block of every generic kernel (four warps).
+inline constexpr int64_t kBlockThreads = 128;
+/// Cached tokens one decode block handles before the combine kernel merges
+/// the splits: long contexts spread over many SMs.
+inline constexpr int64_t kDecodeSplitTokens = 256;
+
+/// Where kernels go and how they are launched.
+class KernelFactory {
+public:
+  explicit KernelFactory(mlir::gpu::GPUModuleOp module) : gpuModule(module) {}
+
+  /// A kernel named after `base` (made unique) taking `argTypes`, with
+  /// kBlockThreads threads per block. `body` fills it through `e`.
+  mlir::gpu::GPUFuncOp
+  create(llvm::StringRef base, mlir::TypeRange argTypes,
+         const std::function<void(GpuEmitter &e, mlir::ValueRange args)>
+             &body);
+
+  /// Launches `kernel` on `grid` blocks (skipped when any is zero, which
+  /// CUDA rejects) from the host builder's position.
+  static void launch(mlir::OpBuilder &host, mlir::Location loc,
+                     mlir::gpu::GPUFuncOp kernel,
+                     std::array<mlir::Value, 3> grid, mlir::ValueRange args);
+
+  mlir::gpu::GPUModuleOp module() { return gpuModule; }
+
+private:
+  mlir::gpu::GPUModuleOp gpuModule;
+  unsigned counter = 0;
+};
+
+void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels);
+void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels);
+void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels);
+void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels);
+void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels);
+void lowerKvUpProj(KvUpProjOp op, KernelFactory &kernels);
+void lowerQAbsorb(QAbsorbOp op, KernelFactory &kernels);
+void lowerVUpProj(VUpProjOp op, KernelFactory &kernels);
+
+} // namespace mla::gpu
+
+#endif // MLA_LIB_CONVERSION_MLATOGPU_GPUKERNELS_H

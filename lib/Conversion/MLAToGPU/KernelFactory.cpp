@@ -1,0 +1,56 @@
+//===- KernelFactory.cpp - Creating and launching generic kernels ---------===//
+
+#include "GpuKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+namespace mla::gpu {
+
+mlir::gpu::GPUFuncOp KernelFactory::create(
+    StringRef base, TypeRange argTypes,
+    const std::function<void(GpuEmitter &, ValueRange)> &body) {
+  OpBuilder b(gpuModule.getBodyRegion());
+  b.setInsertionPointToEnd(gpuModule.getBody());
+  Location loc = gpuModule.getLoc();
+  std::string name = (base + "_" + Twine(counter++)).str();
+  auto kernel = mlir::gpu::GPUFuncOp::create(
+      b, loc, name, b.getFunctionType(argTypes, {}));
+  kernel->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
+                  b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(kBlockThreads), 1, 1}));
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  mlir::gpu::ReturnOp::create(b, loc);
+  b.setInsertionPointToStart(&entry);
+  GpuEmitter e(b, loc);
+  body(e, entry.getArguments());
+  return kernel;
+}
+
+void KernelFactory::launch(OpBuilder &host, Location loc,
+                           mlir::gpu::GPUFuncOp kernel,
+                           std::array<Value, 3> grid, ValueRange args) {
+  LoopBuilder h(host, loc);
+  Value zero = h.index(0);
+  Value nonEmpty;
+  for (Value g : grid) {
+    Value positive =
+        arith::CmpIOp::create(host, loc, arith::CmpIPredicate::sgt, g, zero);
+    nonEmpty = nonEmpty ? arith::AndIOp::create(host, loc, nonEmpty, positive)
+                              .getResult()
+                        : positive;
+  }
+  h.ifThen(nonEmpty, [&] {
+    Value one = h.index(1);
+    mlir::gpu::LaunchFuncOp::create(
+        host, loc, kernel, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
+        mlir::gpu::KernelDim3{h.index(kBlockThreads), one, one},
+        /*dynamicSharedMemorySize=*/Value(), args);
+  });
+}
+
+} // namespace mla::gpu

@@ -1,0 +1,31 @@
+//===- GpuPipeline.cpp - mla to PTX kernels and host launch code ----------===//
+
+#include "mla/Pipelines/Pipelines.h"
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace mla {
+
+void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
+  pm.addPass(createExpandChunkedPrefill());
+  pm.addPass(createSelectGpuTarget(SelectGpuTargetOptions{target.chip()}));
+  pm.addPass(createConvertMLAToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Kernels through NVVM and LLVM's NVPTX backend to PTX (embedded in the
+  // module as a gpu.binary), host code to the LLVM dialect with launches
+  // as calls into the runtime's mgpu* entry points.
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = target.chip();
+  nvvm.cubinFeatures = target.ptxFeature();
+  nvvm.cubinFormat = "isa";
+  nvvm.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
+} // namespace mla
