@@ -3,7 +3,9 @@
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -16,6 +18,9 @@ void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createConvertMLAToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Launches, device allocations and copies become asynchronous on one
+  // stream per call, with host waits only where the host reads results.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   // Kernels through NVVM and LLVM's NVPTX backend to PTX (embedded in the
   // module as a gpu.binary), host code to the LLVM dialect with launches

@@ -30,46 +30,6 @@ void initializeNativeTarget() {
 
 CpuKernel::~CpuKernel() = default;
 
-static std::optional<DType> toDType(Type t) {
-  if (t.isF32())
-    return DType::F32;
-  if (t.isF16())
-    return DType::F16;
-  if (t.isBF16())
-    return DType::BF16;
-  if (t.isSignlessInteger(32))
-    return DType::I32;
-  if (t.isSignlessInteger(64))
-    return DType::I64;
-  return std::nullopt;
-}
-
-/// The argument contract of a memref type. Identity layouts are row-major
-/// contiguous (strides derived from the actual sizes, checked at run time),
-/// which the -2 marker in `strides` stands for.
-static llvm::Expected<ArgumentSpec> specFor(MemRefType type, unsigned index) {
-  std::optional<DType> dtype = toDType(type.getElementType());
-  if (!dtype)
-    return makeError("entry argument " + Twine(index) +
-                     " has unsupported element type");
-  ArgumentSpec spec{*dtype, {}, {}};
-  for (int64_t d : type.getShape())
-    spec.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
-  if (type.getLayout().isIdentity()) {
-    spec.strides.assign(type.getRank(), -2);
-    return spec;
-  }
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
-      (!ShapedType::isDynamic(offset) && offset != 0))
-    return makeError("entry argument " + Twine(index) +
-                     " needs a strided layout with offset 0");
-  for (int64_t s : strides)
-    spec.strides.push_back(ShapedType::isDynamic(s) ? -1 : s);
-  return spec;
-}
-
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
                    const CpuPipelineOptions &options) {
@@ -81,25 +41,11 @@ CpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
 
   if (failed(verify(*module)))
     return diagnostics.takeError("the module is not valid");
-  auto func = module->lookupSymbol<func::FuncOp>(entry);
-  if (!func)
-    return makeError("the module has no func.func named '" + entry + "'");
-
+  auto entryPoint = EntryPoint::prepare(*module, entry);
+  if (!entryPoint)
+    return entryPoint.takeError();
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
-  kernel->entry = entry.str();
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
-    auto memref = dyn_cast<MemRefType>(type);
-    if (!memref)
-      return makeError("entry argument " + Twine(i) + " is not a memref");
-    auto spec = specFor(memref, i);
-    if (!spec)
-      return spec.takeError();
-    kernel->arguments.push_back(std::move(*spec));
-  }
-  if (func.getNumResults() != 0)
-    return makeError("the entry must return nothing (outputs are buffers)");
-  func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                UnitAttr::get(context));
+  kernel->entryPoint = std::move(*entryPoint);
 
   PassManager pm(context);
   buildCpuLoweringPipeline(pm, options);
@@ -118,71 +64,8 @@ CpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   return kernel;
 }
 
-llvm::Error CpuKernel::checkArguments(const std::vector<BufferView> &args) const {
-  if (args.size() != arguments.size())
-    return makeError("'" + entry + "' takes " + Twine(arguments.size()) +
-                     " buffers, got " + Twine(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    const BufferView &arg = args[i];
-    const ArgumentSpec &spec = arguments[i];
-    auto fail = [&](const Twine &why) {
-      return makeError("argument " + Twine(i) + " (" + arg.describe() +
-                       ") of '" + entry + "': " + why);
-    };
-    if (arg.dtype != spec.dtype)
-      return fail("expected element type " + std::string(name(spec.dtype)));
-    if (arg.shape.size() != spec.shape.size() ||
-        arg.strides.size() != arg.shape.size())
-      return fail("expected rank " + Twine(spec.shape.size()) +
-                  " with one stride per dimension");
-    for (size_t d = 0; d < arg.shape.size(); ++d) {
-      if (arg.shape[d] < 0)
-        return fail("negative size in dimension " + Twine(d));
-      if (spec.shape[d] >= 0 && arg.shape[d] != spec.shape[d])
-        return fail("dimension " + Twine(d) + " must be " +
-                    Twine(spec.shape[d]));
-    }
-    int64_t contiguous = 1;
-    for (size_t d = arg.shape.size(); d-- > 0;) {
-      int64_t want = spec.strides[d] == -2 ? contiguous : spec.strides[d];
-      if (want >= 0 && arg.strides[d] != want && arg.shape[d] > 1)
-        return fail("stride of dimension " + Twine(d) + " must be " +
-                    Twine(want) + ", got " + Twine(arg.strides[d]));
-      contiguous *= arg.shape[d];
-    }
-    if (!arg.data && arg.numElements() != 0)
-      return fail("null data pointer");
-  }
-  return llvm::Error::success();
-}
-
 llvm::Error CpuKernel::run(const std::vector<BufferView> &args) const {
-  if (llvm::Error error = checkArguments(args))
-    return error;
-  // One ranked memref descriptor per argument: allocated and aligned
-  // pointers, offset, sizes, strides, all 64-bit.
-  std::vector<std::vector<int64_t>> descriptors;
-  descriptors.reserve(args.size());
-  for (const BufferView &arg : args) {
-    std::vector<int64_t> d;
-    d.push_back(reinterpret_cast<int64_t>(arg.data));
-    d.push_back(reinterpret_cast<int64_t>(arg.data));
-    d.push_back(0);
-    d.insert(d.end(), arg.shape.begin(), arg.shape.end());
-    d.insert(d.end(), arg.strides.begin(), arg.strides.end());
-    descriptors.push_back(std::move(d));
-  }
-  std::vector<void *> descriptorPointers, packed;
-  descriptorPointers.reserve(args.size());
-  for (auto &d : descriptors)
-    descriptorPointers.push_back(d.data());
-  for (void *&p : descriptorPointers)
-    packed.push_back(&p);
-  if (llvm::Error error =
-          engine->invokePacked("_mlir_ciface_" + entry, packed))
-    return makeError("calling '" + entry +
-                     "' failed: " + llvm::toString(std::move(error)));
-  return llvm::Error::success();
+  return entryPoint.invoke(*engine, args);
 }
 
 } // namespace mla

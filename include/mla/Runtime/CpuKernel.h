@@ -12,6 +12,7 @@
 
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Runtime/BufferView.h"
+#include "mla/Runtime/EntryPoint.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -27,15 +28,6 @@ class ExecutionEngine;
 
 namespace mla {
 
-/// What one entry argument must look like.
-struct ArgumentSpec {
-  DType dtype;
-  /// Static sizes, or -1 where the size is dynamic.
-  std::vector<int64_t> shape;
-  /// Static strides in elements, or -1 where dynamic.
-  std::vector<int64_t> strides;
-};
-
 class CpuKernel {
 public:
   ~CpuKernel();
@@ -49,16 +41,16 @@ public:
   /// Runs the entry on `args` (one per entry argument, in order).
   llvm::Error run(const std::vector<BufferView> &args) const;
 
-  const std::vector<ArgumentSpec> &signature() const { return arguments; }
-  const std::string &entryName() const { return entry; }
+  const std::vector<ArgumentSpec> &signature() const {
+    return entryPoint.arguments();
+  }
+  const std::string &entryName() const { return entryPoint.name(); }
 
 private:
   CpuKernel() = default;
-  llvm::Error checkArguments(const std::vector<BufferView> &args) const;
 
   std::unique_ptr<mlir::ExecutionEngine> engine;
-  std::string entry;
-  std::vector<ArgumentSpec> arguments;
+  EntryPoint entryPoint;
 };
 
 /// Initializes LLVM's native target once per process (thread-safe).

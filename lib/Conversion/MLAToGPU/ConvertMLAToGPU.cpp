@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 
 #include <cmath>
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mla {
@@ -60,6 +61,50 @@ void moveAllocationsToDevice(func::FuncOp func) {
     mlir::gpu::DeallocOp::create(b, dealloc.getLoc(), Type(), ValueRange{},
                                  dealloc.getMemref());
     dealloc.erase();
+  }
+}
+
+/// Host code may read values that size launches (the expanded chunked
+/// prefill reads each chunk's total from the plan). The plan is a device
+/// buffer, so each such buffer is copied to the host once, at function
+/// entry, and the loads (through the same views) read the copy.
+void copyHostLoadsFromDevice(func::FuncOp func) {
+  SmallVector<memref::LoadOp> loads;
+  func.walk([&](memref::LoadOp op) { loads.push_back(op); });
+  llvm::DenseMap<Value, Value> hostCopies;
+  Block &entry = func.getBody().front();
+  for (memref::LoadOp load : loads) {
+    SmallVector<memref::SubViewOp> views;
+    Value root = load.getMemref();
+    while (auto view = root.getDefiningOp<memref::SubViewOp>()) {
+      views.push_back(view);
+      root = view.getSource();
+    }
+    auto arg = dyn_cast<BlockArgument>(root);
+    if (!arg || arg.getOwner() != &entry)
+      continue; // host memory
+    Value &copy = hostCopies[root];
+    if (!copy) {
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      Location loc = load.getLoc();
+      auto type = cast<MemRefType>(root.getType());
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(memref::DimOp::create(b, loc, root, d));
+      copy = memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+          sizes);
+      mlir::gpu::MemcpyOp::create(b, loc, Type(), ValueRange{}, copy, root);
+      b.setInsertionPoint(entry.getTerminator());
+      memref::DeallocOp::create(b, loc, copy);
+    }
+    OpBuilder b(load);
+    IRMapping mapping;
+    mapping.map(root, copy);
+    for (memref::SubViewOp view : llvm::reverse(views))
+      b.clone(*view, mapping);
+    load.getMemrefMutable().assign(mapping.lookup(load.getMemref()));
   }
 }
 
@@ -150,8 +195,10 @@ struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
           .Case([&](VUpProjOp o) { gpu::lowerVUpProj(o, kernels); });
       op->erase();
     }
-    for (func::FuncOp host : hosts)
+    for (func::FuncOp host : hosts) {
       moveAllocationsToDevice(host);
+      copyHostLoadsFromDevice(host);
+    }
     useNativeExpLog(kernels.module());
   }
 };

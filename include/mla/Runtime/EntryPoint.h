@@ -1,0 +1,63 @@
+//===- EntryPoint.h - Calling a JIT-compiled entry on buffers ---*- C++ -*-===//
+//
+// What every JIT-compiled kernel module shares, whatever runs its kernels:
+// the entry function's signature read before lowering, the check of caller
+// buffers against it, and the call through the C interface with one memref
+// descriptor per buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_ENTRYPOINT_H
+#define MLA_RUNTIME_ENTRYPOINT_H
+
+#include "mla/Runtime/BufferView.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace mla {
+
+/// What one entry argument must look like.
+struct ArgumentSpec {
+  DType dtype;
+  /// Static sizes, or -1 where the size is dynamic.
+  std::vector<int64_t> shape;
+  /// Static strides in elements, -1 where dynamic, -2 for "row-major
+  /// contiguous" (identity layouts).
+  std::vector<int64_t> strides;
+};
+
+class EntryPoint {
+public:
+  /// Reads the signature of func.func `name` in `module` (all arguments
+  /// memrefs, no results) and marks it for a C interface. Call before
+  /// lowering.
+  static llvm::Expected<EntryPoint> prepare(mlir::ModuleOp module,
+                                            llvm::StringRef name);
+
+  /// Checks `args` against the signature: count, element type, rank, static
+  /// sizes, strides, non-null data.
+  llvm::Error check(const std::vector<BufferView> &args) const;
+
+  /// Calls the entry in `engine` on `args` (checked first).
+  llvm::Error invoke(mlir::ExecutionEngine &engine,
+                     const std::vector<BufferView> &args) const;
+
+  const std::string &name() const { return entry; }
+  const std::vector<ArgumentSpec> &arguments() const { return specs; }
+
+private:
+  std::string entry;
+  std::vector<ArgumentSpec> specs;
+};
+
+} // namespace mla
+
+#endif // MLA_RUNTIME_ENTRYPOINT_H
