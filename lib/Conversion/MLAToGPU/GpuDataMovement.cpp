@@ -42,8 +42,9 @@ void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels) {
       "merge_attn_states", op->getOperandTypes(),
       [&](GpuEmitter &e, ValueRange a) {
         Value t = e.blockId(Dimension::x), h = e.blockId(Dimension::y);
-        auto w = e.mergeWeights(e.loadF32(a[1], {h, t}),
-                                e.loadF32(a[3], {h, t}));
+        Value prefixLse = e.loadF32(a[1], {h, t});
+        Value suffixLse = e.loadF32(a[3], {h, t});
+        auto w = e.mergeWeights(prefixLse, suffixLse);
         e.blockStridedLoop(e.index(0), e.index(headDim), [&](Value d) {
           Value p = e.loadF32(a[0], {t, h, d});
           Value s = e.loadF32(a[2], {t, h, d});

@@ -13,8 +13,9 @@ void lowerMergeAttnStates(MergeAttnStatesOp op, KernelEmitter &e) {
   Value numTokens = e.dim(op.getOutput(), 0), heads = e.dim(op.getOutput(), 1);
   e.forLoop(zero, numTokens, 1, [&](Value t) {
     e.forLoop(zero, heads, 1, [&](Value h) {
-      auto w = e.mergeWeights(e.loadF32(op.getPrefixLse(), {h, t}),
-                              e.loadF32(op.getSuffixLse(), {h, t}));
+      Value prefixLse = e.loadF32(op.getPrefixLse(), {h, t});
+      Value suffixLse = e.loadF32(op.getSuffixLse(), {h, t});
+      auto w = e.mergeWeights(prefixLse, suffixLse);
       e.linearCombination(Row{op.getOutput(), {t, h}}, w.prefix,
                           Row{op.getPrefixOutput(), {t, h}}, w.suffix,
                           Row{op.getSuffixOutput(), {t, h}}, headDim);
