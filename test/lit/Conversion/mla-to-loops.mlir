@@ -208,9 +208,9 @@ func.func @decode(%q: memref<?x?x2x80xf32>, %cache: memref<?x4x80xbf16>, %bt: me
 // CHECK: scf.for %[[H:[a-z0-9]+]] =
 // +inf LSEs are read as -inf.
 // CHECK: %[[LP_RAW:.+]] = memref.load %[[PL]][%[[H]], %[[T]]] : memref<2x?xf32>
+// CHECK: memref.load %[[SL]][%[[H]], %[[T]]] : memref<2x?xf32>
 // CHECK: %[[LP_INF:.+]] = arith.cmpf oeq, %[[LP_RAW]], %{{.+}} : f32
 // CHECK: %[[LP:.+]] = arith.select %[[LP_INF]], %{{.+}}, %[[LP_RAW]] : f32
-// CHECK: memref.load %[[SL]][%[[H]], %[[T]]] : memref<2x?xf32>
 // CHECK: %[[LS:.+]] = arith.select
 // CHECK: %[[M:.+]] = arith.maximumf %[[LP]], %[[LS]] : f32
 // CHECK: %[[EMPTY:.+]] = arith.cmpf oeq, %[[M]], %{{.+}} : f32
