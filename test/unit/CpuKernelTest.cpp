@@ -16,8 +16,14 @@ using mla::HostTensor;
 namespace {
 
 std::unique_ptr<CpuKernel> mergeKernel() {
-  return compileKernel(
-      buildMergeAttnStates(testContext(), {2, 16, DType::F32, false}));
+  auto kernel = CpuKernel::compile(
+      buildMergeAttnStates(testContext(), {2, 16, DType::F32, false}),
+      kKernelEntry);
+  if (!kernel) {
+    ADD_FAILURE() << llvm::toString(kernel.takeError());
+    return nullptr;
+  }
+  return std::move(*kernel);
 }
 
 std::string runError(const CpuKernel &kernel, std::vector<BufferView> args) {

@@ -1,0 +1,223 @@
+//===- LaunchShims.cpp - The mgpu* entry points of JIT-compiled host code -===//
+
+#include "LaunchShims.h"
+
+#include "llvm/ExecutionEngine/Orc/Shared/ExecutorAddress.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <cstdio>
+
+using namespace mla::cuda;
+
+namespace mla::gpu {
+
+namespace {
+thread_local GpuCall *activeCall = nullptr;
+
+/// Driver calls below 48 KiB of dynamic shared memory need no opt-in.
+constexpr int kDefaultSharedLimit = 48 * 1024;
+
+/// Records a failed driver call on the active call (the first one wins).
+bool failed(CUresult result, const char *call) {
+  if (result == CUDA_SUCCESS)
+    return false;
+  if (!activeCall) {
+    std::fprintf(stderr, "mla: %s failed outside a GPU call (code %d)\n",
+                 call, result);
+    return true;
+  }
+  if (activeCall->error.empty())
+    activeCall->error = std::string(call) + " failed: " +
+                        activeCall->driver.describe(result);
+  return true;
+}
+
+/// True when the call can go on (a driver is active and nothing failed).
+bool usable() { return activeCall && activeCall->error.empty(); }
+
+const Driver::Symbols &fn() { return activeCall->driver.fn; }
+
+extern "C" {
+
+void *mlaModuleLoadJIT(void *ptx, int optLevel) {
+  if (!usable())
+    return nullptr;
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log))};
+  CUmodule module = nullptr;
+  if (failed(fn().cuModuleLoadDataEx(&module, ptx, 2, options, values),
+             "cuModuleLoadDataEx") &&
+      log[0])
+    activeCall->error += std::string("\nJIT log:\n") + log;
+  (void)optLevel; // the driver's default (-O3) is what we want
+  return module;
+}
+
+void *mlaModuleLoad(void *image, size_t) {
+  if (!usable())
+    return nullptr;
+  CUmodule module = nullptr;
+  failed(fn().cuModuleLoadData(&module, image), "cuModuleLoadData");
+  return module;
+}
+
+void mlaModuleUnload(void *module) {
+  // Runs from the JIT's static destructors, possibly with no active call:
+  // use the process-wide driver, which is never unloaded.
+  if (!module)
+    return;
+  if (auto driver = Driver::get())
+    driver->fn.cuModuleUnload(static_cast<CUmodule>(module));
+  else
+    llvm::consumeError(driver.takeError());
+}
+
+void *mlaModuleGetFunction(void *module, const char *name) {
+  if (!usable() || !module)
+    return nullptr;
+  CUfunction function = nullptr;
+  if (failed(fn().cuModuleGetFunction(&function, static_cast<CUmodule>(module),
+                                      name),
+             "cuModuleGetFunction"))
+    activeCall->error += std::string(" (kernel '") + name + "')";
+  return function;
+}
+
+void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                     intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                     intptr_t blockZ, int32_t sharedBytes, void *stream,
+                     void **params, void **extra, size_t) {
+  if (!usable() || !function)
+    return;
+  auto f = static_cast<CUfunction>(function);
+  if (sharedBytes > kDefaultSharedLimit &&
+      failed(fn().cuFuncSetAttribute(
+                 f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                 sharedBytes),
+             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
+    return;
+  failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                             sharedBytes, static_cast<CUstream>(stream),
+                             params, extra),
+         "cuLaunchKernel");
+}
+
+/// Every stream the host code asks for is the caller's: its launches run in
+/// order on it, after whatever the caller queued before.
+void *mlaStreamCreate() { return activeCall ? activeCall->stream : nullptr; }
+
+void mlaStreamDestroy(void *) {}
+
+void mlaStreamSynchronize(void *stream) {
+  if (activeCall)
+    failed(fn().cuStreamSynchronize(static_cast<CUstream>(stream)),
+           "cuStreamSynchronize");
+}
+
+void *mlaMemAlloc(uint64_t bytes, void *stream, bool) {
+  if (!usable() || bytes == 0)
+    return nullptr;
+  CUdeviceptr pointer = 0;
+  failed(fn().cuMemAllocAsync(&pointer, bytes, static_cast<CUstream>(stream)),
+         "cuMemAllocAsync");
+  return reinterpret_cast<void *>(pointer);
+}
+
+void mlaMemFree(void *pointer, void *stream) {
+  if (activeCall && pointer)
+    failed(fn().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(pointer),
+                               static_cast<CUstream>(stream)),
+           "cuMemFreeAsync");
+}
+
+void mlaMemcpy(void *destination, void *source, size_t bytes, void *stream) {
+  if (!usable() || bytes == 0)
+    return;
+  failed(fn().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(destination),
+                            reinterpret_cast<CUdeviceptr>(source), bytes,
+                            static_cast<CUstream>(stream)),
+         "cuMemcpyAsync");
+}
+
+void *mlaEventCreate() {
+  CUevent event = nullptr;
+  if (usable())
+    failed(fn().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+           "cuEventCreate");
+  return event;
+}
+
+void mlaEventDestroy(void *event) {
+  if (activeCall && event)
+    fn().cuEventDestroy(static_cast<CUevent>(event));
+}
+
+void mlaEventRecord(void *event, void *stream) {
+  if (usable())
+    failed(fn().cuEventRecord(static_cast<CUevent>(event),
+                              static_cast<CUstream>(stream)),
+           "cuEventRecord");
+}
+
+void mlaEventSynchronize(void *event) {
+  if (activeCall)
+    failed(fn().cuEventSynchronize(static_cast<CUevent>(event)),
+           "cuEventSynchronize");
+}
+
+void mlaStreamWaitEvent(void *stream, void *event) {
+  // One stream per call: ordering is already the stream's.
+  (void)stream;
+  mlaEventSynchronize(event);
+}
+
+void mlaSetDefaultDevice(int32_t) {}
+
+} // extern "C"
+} // namespace
+
+GpuCall::GpuCall(const Driver &driver, CUstream stream)
+    : driver(driver), stream(stream), previous(activeCall) {
+  activeCall = this;
+}
+
+GpuCall::~GpuCall() { activeCall = previous; }
+
+llvm::Error GpuCall::takeError() {
+  if (error.empty())
+    return llvm::Error::success();
+  std::string text = std::move(error);
+  error.clear();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), text);
+}
+
+llvm::orc::SymbolMap launchShimSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap map;
+  auto add = [&](const char *name, auto *function) {
+    map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                           llvm::JITSymbolFlags::Exported};
+  };
+  add("mgpuModuleLoadJIT", &mlaModuleLoadJIT);
+  add("mgpuModuleLoad", &mlaModuleLoad);
+  add("mgpuModuleUnload", &mlaModuleUnload);
+  add("mgpuModuleGetFunction", &mlaModuleGetFunction);
+  add("mgpuLaunchKernel", &mlaLaunchKernel);
+  add("mgpuStreamCreate", &mlaStreamCreate);
+  add("mgpuStreamDestroy", &mlaStreamDestroy);
+  add("mgpuStreamSynchronize", &mlaStreamSynchronize);
+  add("mgpuStreamWaitEvent", &mlaStreamWaitEvent);
+  add("mgpuEventCreate", &mlaEventCreate);
+  add("mgpuEventDestroy", &mlaEventDestroy);
+  add("mgpuEventRecord", &mlaEventRecord);
+  add("mgpuEventSynchronize", &mlaEventSynchronize);
+  add("mgpuMemAlloc", &mlaMemAlloc);
+  add("mgpuMemFree", &mlaMemFree);
+  add("mgpuMemcpy", &mlaMemcpy);
+  add("mgpuSetDefaultDevice", &mlaSetDefaultDevice);
+  return map;
+}
+
+} // namespace mla::gpu
