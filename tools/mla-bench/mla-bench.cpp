@@ -1,0 +1,317 @@
+//===- mla-bench.cpp - Benchmarks of the generated GPU kernels ------------===//
+//
+// Times the mla kernels for DeepSeek shapes on the first CUDA device and
+// prints, per shape, time, achieved GB/s and TFLOP/s, and their fractions of
+// the copy bandwidth and bf16 matrix rate measured at the start of the run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Ceilings.h"
+
+#include "mla/Builders/KernelBuilders.h"
+#include "mla/Runtime/GpuKernel.h"
+#include "mla/Support/Float16.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+using namespace mla;
+using llvm::format;
+using llvm::outs;
+
+static llvm::cl::opt<std::string>
+    suite("suite", llvm::cl::desc("decode, prefill, merge, gather or all"),
+          llvm::cl::init("all"));
+static llvm::cl::opt<bool>
+    quick("quick", llvm::cl::desc("a few shapes per suite"), llvm::cl::init(false));
+static llvm::cl::opt<std::string>
+    chip("chip", llvm::cl::desc("target chip (default: the device's)"),
+         llvm::cl::init(""));
+
+namespace {
+
+struct Ceilings {
+  double copyBytesPerSecond = 0, matmulFlops = 0;
+};
+
+Ceilings ceilings;
+const cuda::Device *device = nullptr;
+const cuda::Stream *stream = nullptr;
+
+[[noreturn]] void fail(llvm::Error error, const char *what) {
+  llvm::errs() << "mla-bench: " << what << ": "
+               << llvm::toString(std::move(error)) << "\n";
+  std::exit(1);
+}
+
+template <typename T> T check(llvm::Expected<T> value, const char *what) {
+  if (!value)
+    fail(value.takeError(), what);
+  return std::move(*value);
+}
+
+void check(llvm::Error error, const char *what) {
+  if (error)
+    fail(std::move(error), what);
+}
+
+/// A device buffer of `count` elements of `dtype` filled with random values
+/// in [-1, 1) (floats) or the given host data (integers).
+struct Tensor {
+  cuda::DeviceBuffer buffer;
+  BufferView view;
+};
+
+Tensor randomTensor(DType dtype, std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  size_t bytes = size_t(count) * byteWidth(dtype);
+  Tensor t{check(cuda::DeviceBuffer::allocate(bytes), "allocating"), {}};
+  // A 16 MiB random block, repeated: random enough for timing, cheap to
+  // make for multi-gigabyte caches.
+  static std::vector<uint8_t> block = [] {
+    std::vector<uint8_t> b(16 << 20);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (size_t i = 0; i + 1 < b.size(); i += 2) {
+      uint16_t v = floatToBF16(dist(rng));
+      std::memcpy(&b[i], &v, 2);
+    }
+    return b;
+  }();
+  auto &driver = device->driver();
+  for (size_t offset = 0; offset < bytes; offset += block.size()) {
+    size_t n = std::min(block.size(), bytes - offset);
+    check(driver.check(driver.fn.cuMemcpyHtoD(t.buffer.ptr() + offset,
+                                              block.data(), n),
+                       "cuMemcpyHtoD"),
+          "filling");
+  }
+  t.view = BufferView::contiguous(reinterpret_cast<void *>(t.buffer.ptr()),
+                                  dtype, std::move(shape));
+  return t;
+}
+
+template <typename T>
+Tensor hostTensor(DType dtype, std::vector<int64_t> shape,
+                  const std::vector<T> &values) {
+  size_t bytes = values.size() * sizeof(T);
+  Tensor t{check(cuda::DeviceBuffer::allocate(bytes), "allocating"), {}};
+  check(t.buffer.copyFromHost(values.data(), bytes), "copying");
+  t.view = BufferView::contiguous(reinterpret_cast<void *>(t.buffer.ptr()),
+                                  dtype, std::move(shape));
+  return t;
+}
+
+std::unique_ptr<GpuKernel> compile(mlir::OwningOpRef<mlir::ModuleOp> module,
+                                   const char *what) {
+  std::optional<GpuTarget> target;
+  if (!chip.empty())
+    target = check(GpuTarget::parse(chip), "--chip");
+  auto start = std::chrono::steady_clock::now();
+  auto kernel = check(GpuKernel::compile(std::move(module), kKernelEntry,
+                                         *device, target),
+                      what);
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  outs() << format("  compiled %s for %s in %.0f ms\n", what,
+                   kernel->target().chip().c_str(), ms);
+  return kernel;
+}
+
+double timeKernel(const GpuKernel &kernel, const std::vector<BufferView> &args) {
+  return check(bench::timeOnDevice(
+                   *stream,
+                   [&]() { return kernel.run(args, stream->handle()); }, 1, 5),
+               "timing");
+}
+
+void printHeader(const char *shape) {
+  outs() << format("%-28s %10s %9s %7s %9s %7s\n", shape, "ms", "GB/s",
+                   "%copy", "TFLOP/s", "%mm");
+}
+
+void printRow(const std::string &shape, double ms, double bytes,
+              double flops) {
+  double gbs = bytes / (ms * 1e-3) / 1e9;
+  double tflops = flops / (ms * 1e-3) / 1e12;
+  outs() << format("%-28s %10.3f %9.1f %6.1f%% %9.1f %6.1f%%\n", shape.c_str(),
+                   ms, gbs, 100 * gbs * 1e9 / ceilings.copyBytesPerSecond,
+                   tflops,
+                   ceilings.matmulFlops > 0
+                       ? 100 * tflops * 1e12 / ceilings.matmulFlops
+                       : 0.0);
+  outs().flush();
+}
+
+void benchDecode(mlir::MLIRContext &ctx) {
+  outs() << "\n== decode: DeepSeek dims (576/512), bf16, page 64, Sq 1 ==\n";
+  const int64_t page = 64;
+  std::vector<int64_t> batches = quick ? std::vector<int64_t>{1, 64}
+                                       : std::vector<int64_t>{1, 4, 64, 128};
+  std::vector<int64_t> contexts = quick ? std::vector<int64_t>{4096}
+                                        : std::vector<int64_t>{1024, 4096, 16384, 32768};
+  for (int64_t heads : {16, 128}) {
+    MlaDims dims;
+    dims.numHeads = heads;
+    auto kernel = compile(
+        buildDecodeAttention(ctx, {dims, DType::BF16, DType::BF16, page,
+                                   /*causal=*/true, 1.0f / std::sqrt(192.0f)}),
+        heads == 16 ? "decode (16 heads)" : "decode (128 heads)");
+    printHeader("heads x batch x context");
+    for (int64_t batch : batches)
+      for (int64_t context : contexts) {
+        int64_t blocksPerSeq = (context + page - 1) / page;
+        int64_t numBlocks = batch * blocksPerSeq;
+        std::vector<int32_t> table(numBlocks);
+        std::iota(table.begin(), table.end(), 0);
+        std::shuffle(table.begin(), table.end(), std::mt19937(3));
+        Tensor q = randomTensor(DType::BF16, {batch, 1, heads, 576});
+        Tensor cache = randomTensor(DType::BF16, {numBlocks, page, 576});
+        Tensor bt = hostTensor(DType::I32, {batch, blocksPerSeq}, table);
+        Tensor lens = hostTensor(DType::I32, {batch},
+                                 std::vector<int32_t>(batch, context));
+        Tensor out = randomTensor(DType::BF16, {batch, 1, heads, 512});
+        Tensor lse = randomTensor(DType::F32, {batch, heads, 1});
+        double ms = timeKernel(*kernel, {q.view, cache.view, bt.view,
+                                         lens.view, out.view, lse.view});
+        double tokens = double(batch) * context;
+        double bytes = (tokens * 576 + batch * heads * 576.0 +
+                        batch * heads * 512.0) * 2;
+        double flops = 2.0 * tokens * heads * (576 + 512);
+        printRow(std::to_string(heads) + " x " + std::to_string(batch) +
+                     " x " + std::to_string(context),
+                 ms, bytes, flops);
+      }
+  }
+}
+
+void benchPrefill(mlir::MLIRContext &ctx) {
+  outs() << "\n== prefill: qk 192 / v 128, bf16, causal, one sequence ==\n";
+  std::vector<int64_t> lengths = quick ? std::vector<int64_t>{1024}
+                                       : std::vector<int64_t>{1024, 4096, 8192};
+  for (int64_t heads : {16, 128}) {
+    auto kernel = compile(
+        buildPrefillAttention(ctx, {heads, 192, 128, DType::BF16, true,
+                                    1.0f / std::sqrt(192.0f)}),
+        heads == 16 ? "prefill (16 heads)" : "prefill (128 heads)");
+    printHeader("heads x tokens");
+    for (int64_t tokens : lengths) {
+      Tensor q = randomTensor(DType::BF16, {tokens, heads, 192});
+      Tensor k = randomTensor(DType::BF16, {tokens, heads, 192});
+      Tensor v = randomTensor(DType::BF16, {tokens, heads, 128});
+      std::vector<int32_t> cu{0, int32_t(tokens)};
+      Tensor cuQ = hostTensor(DType::I32, {2}, cu);
+      Tensor cuK = hostTensor(DType::I32, {2}, cu);
+      Tensor out = randomTensor(DType::BF16, {tokens, heads, 128});
+      Tensor lse = randomTensor(DType::F32, {heads, tokens});
+      double ms = timeKernel(*kernel, {q.view, k.view, v.view, cuQ.view,
+                                       cuK.view, out.view, lse.view});
+      double pairs = double(tokens) * (tokens + 1) / 2;
+      double flops = 2.0 * heads * (192 + 128) * pairs;
+      double bytes = double(tokens) * heads * (192 * 2 + 128 * 2) * 2;
+      printRow(std::to_string(heads) + " x " + std::to_string(tokens), ms,
+               bytes, flops);
+    }
+  }
+}
+
+void benchMerge(mlir::MLIRContext &ctx) {
+  outs() << "\n== merge_attn_states: bf16, head dim 128, with output LSE ==\n";
+  auto kernel = compile(buildMergeAttnStates(ctx, {128, 128, DType::BF16, true}),
+                        "merge (128 heads)");
+  printHeader("tokens x heads");
+  for (int64_t tokens : {4096, 16384}) {
+    Tensor po = randomTensor(DType::BF16, {tokens, 128, 128});
+    Tensor so = randomTensor(DType::BF16, {tokens, 128, 128});
+    Tensor o = randomTensor(DType::BF16, {tokens, 128, 128});
+    Tensor pl = randomTensor(DType::F32, {128, tokens});
+    Tensor sl = randomTensor(DType::F32, {128, tokens});
+    Tensor ol = randomTensor(DType::F32, {128, tokens});
+    double ms = timeKernel(*kernel, {po.view, pl.view, so.view, sl.view,
+                                     o.view, ol.view});
+    double bytes = 3.0 * tokens * 128 * 128 * 2 + 3.0 * 128 * tokens * 4;
+    printRow(std::to_string(tokens) + " x 128", ms, bytes, 0);
+  }
+}
+
+void benchGather(mlir::MLIRContext &ctx) {
+  outs() << "\n== gather_cache: 576-wide bf16 entries, page 64 ==\n";
+  auto kernel = compile(buildGatherCache(ctx, {576, 64, DType::BF16, DType::BF16}),
+                        "gather");
+  printHeader("requests x tokens");
+  for (int64_t perRequest : {1024, 8192}) {
+    int64_t requests = 64, blocks = perRequest / 64;
+    std::vector<int32_t> table(requests * blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(5));
+    Tensor cache = randomTensor(DType::BF16, {requests * blocks, 64, 576});
+    Tensor bt = hostTensor(DType::I32, {requests, blocks}, table);
+    std::vector<int32_t> cu(requests + 1);
+    for (int64_t r = 0; r <= requests; ++r)
+      cu[r] = r * perRequest;
+    Tensor cuT = hostTensor(DType::I32, {requests + 1}, cu);
+    Tensor starts = hostTensor(DType::I32, {requests},
+                               std::vector<int32_t>(requests, 0));
+    Tensor ws = randomTensor(DType::BF16, {requests * perRequest, 576});
+    double ms = timeKernel(*kernel, {cache.view, bt.view, cuT.view,
+                                     starts.view, ws.view});
+    double bytes = 2.0 * requests * perRequest * 576 * 2;
+    printRow(std::to_string(requests) + " x " + std::to_string(perRequest), ms,
+             bytes, 0);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "benchmark the mla kernels\n");
+  auto opened = cuda::Device::open(0);
+  if (!opened)
+    fail(opened.takeError(), "mla-bench needs a CUDA device");
+  std::unique_ptr<cuda::Device> dev = std::move(*opened);
+  device = dev.get();
+  cuda::Stream s = check(cuda::Stream::create(), "creating a stream");
+  stream = &s;
+
+  outs() << "device: " << device->name() << " (sm_"
+         << device->capability().major << device->capability().minor << ", "
+         << device->multiprocessorCount() << " SMs, "
+         << device->totalMemoryBytes() / (1 << 30) << " GiB)\n";
+  ceilings.copyBytesPerSecond = check(
+      bench::measureCopyBandwidth(*stream, size_t(2) << 30), "copy ceiling");
+  outs() << format("ceiling: device-to-device copy %.0f GB/s (2 GiB, read + write)\n",
+                   ceilings.copyBytesPerSecond / 1e9);
+  if (auto rate = bench::measureBf16MatmulRate(*stream, 8192)) {
+    ceilings.matmulFlops = *rate;
+    outs() << format("ceiling: bf16 matmul %.0f TFLOP/s (cuBLAS, 8192^3)\n",
+                     *rate / 1e12);
+  } else {
+    outs() << "ceiling: bf16 matmul not measured: "
+           << llvm::toString(rate.takeError()) << "\n";
+  }
+
+  mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
+  loadKernelDialects(ctx);
+  if (suite == "all" || suite == "decode")
+    benchDecode(ctx);
+  if (suite == "all" || suite == "prefill")
+    benchPrefill(ctx);
+  if (suite == "all" || suite == "merge")
+    benchMerge(ctx);
+  if (suite == "all" || suite == "gather")
+    benchGather(ctx);
+  return 0;
+}
