@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from an unpacked bundle (scripts/make-gpu-bundle.sh):
+#   tar -xJf mla-bundle.tar.xz -C /tmp && /tmp/mla/scripts/gpu-suite.sh [out-dir] [steps]
+# Steps (default: tests sanitizer bench):
+#   tests      every op on the GPU against the float64 reference (fresh
+#              random inputs, NaN-poisoned outputs), and the driver tests
+#   sanitizer  compute-sanitizer memcheck over the GPU numerics suite
+#   bench      mla-bench with ceilings measured in the same run
+# Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$PWD/mla-gpu-logs}
+steps=${2:-tests sanitizer bench}
+mkdir -p "$out"
+bin=$here/bin
+summary=()
+numerics_filter='-CpuKernel.*:Cuda*:Reference*'
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+  > "$out/device.txt" 2>&1 || true
+cat "$out/device.txt"
+
+for step in $steps; do
+  case $step in
+  tests)
+    MLA_TEST_DEVICE=gpu "$bin/mla-unit-tests" --gtest_filter="$numerics_filter" \
+      > "$out/gpu-numerics.log" 2>&1
+    summary+=("gpu numerics: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/gpu-numerics.log" | tr '\n' ' '))")
+    "$bin/mla-unit-tests" --gtest_filter='Cuda*' > "$out/cuda-driver.log" 2>&1
+    summary+=("driver tests: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/cuda-driver.log" | tr '\n' ' '))")
+    ;;
+  sanitizer)
+    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    MLA_TEST_DEVICE=gpu "$sanitizer" --tool memcheck --error-exitcode 97 \
+      "$bin/mla-unit-tests" --gtest_filter="$numerics_filter" \
+      > "$out/memcheck.log" 2>&1
+    summary+=("memcheck: exit $? ($(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1))")
+    ;;
+  bench)
+    "$bin/mla-bench" ${MLA_BENCH_ARGS:-} > "$out/bench.log" 2>&1
+    summary+=("bench: exit $?")
+    ;;
+  esac
+done
+
+printf '%s\n' "${summary[@]}"
