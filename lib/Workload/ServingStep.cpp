@@ -3,7 +3,7 @@
 #include "mla/Workload/ServingStep.h"
 
 #include "MlaReference.h"
-#include "mla/Runtime/CpuKernel.h"
+#include "mla/Runtime/HostBufferKernel.h"
 #include "mla/Support/Diagnostics.h"
 #include "mla/Support/HostTensor.h"
 
@@ -62,12 +62,14 @@ void assignPages(RequestGroup &group, int64_t blockSize,
 /// Compiles and runs one kernel, timing both.
 class KernelTimer {
 public:
-  explicit KernelTimer(PhaseReport &phase) : phase(phase) {}
+  KernelTimer(PhaseReport &phase, const cuda::Device *device)
+      : phase(phase), device(device) {}
 
   llvm::Error run(mlir::OwningOpRef<mlir::ModuleOp> module,
                   const std::vector<BufferView> &args) {
     auto start = Clock::now();
-    auto kernel = CpuKernel::compile(std::move(module), kKernelEntry);
+    auto kernel =
+        HostBufferKernel::compile(std::move(module), kKernelEntry, device);
     if (!kernel)
       return kernel.takeError();
     phase.compileMs += millisecondsSince(start);
@@ -80,6 +82,7 @@ public:
 
 private:
   PhaseReport &phase;
+  const cuda::Device *device;
 };
 
 double lseError(const std::vector<double> &got, const std::vector<double> &want) {
@@ -96,8 +99,8 @@ double lseError(const std::vector<double> &got, const std::vector<double> &want)
 } // namespace
 
 llvm::Expected<ServingStepReport>
-runServingStepOnCpu(const ServingStepConfig &config,
-                    const std::function<void(const std::string &)> &progress) {
+runServingStep(const ServingStepConfig &config, const cuda::Device *device,
+               const std::function<void(const std::string &)> &progress) {
   const MlaDims &d = config.dims;
   const int64_t n = d.numHeads, latent = d.kvLoraRank, rope = d.ropeDim,
                 nope = d.qkNopeHeadDim, vDim = d.vHeadDim,
@@ -178,7 +181,7 @@ runServingStepOnCpu(const ServingStepConfig &config,
   report.phases.push_back({"concat_and_cache",
                            std::to_string(newTokens) + " tokens (2 padding)"});
   progress("writing new tokens into the cache");
-  if (llvm::Error e = KernelTimer(report.phases.back())
+  if (llvm::Error e = KernelTimer(report.phases.back(), device)
                           .run(buildConcatAndCache(
                                    ctx, {latent, rope, page, act, config.cache}),
                                {kvcNew.view(), kpeNew.view(),
@@ -251,7 +254,7 @@ runServingStepOnCpu(const ServingStepConfig &config,
     progress("running the chunked prefill (" + std::to_string(chunks) +
              " context chunks)");
     if (llvm::Error e =
-            KernelTimer(report.phases.back())
+            KernelTimer(report.phases.back(), device)
                 .run(buildChunkedPrefill(ctx, {d, act, config.cache, page, scale}),
                      {q.view(), kvc.view(), kpe.view(), cuQT.view(),
                       cache.view(), table.view(), chunkCuT.view(),
@@ -282,7 +285,7 @@ runServingStepOnCpu(const ServingStepConfig &config,
 
     report.phases.push_back({"q_absorb", "q_nope x W_UK_T"});
     progress("running the absorbed decode");
-    if (llvm::Error e = KernelTimer(report.phases.back())
+    if (llvm::Error e = KernelTimer(report.phases.back(), device)
                             .run(buildQAbsorb(ctx, projection),
                                  {qNope.view(), wUkTT.view(), ql.view()}))
       return std::move(e);
@@ -313,7 +316,7 @@ runServingStepOnCpu(const ServingStepConfig &config,
         {"decode attention", std::to_string(numDecodes) +
                                  " requests over the paged latent cache"});
     if (llvm::Error e =
-            KernelTimer(report.phases.back())
+            KernelTimer(report.phases.back(), device)
                 .run(buildDecodeAttention(ctx, {d, act, config.cache, page,
                                                 /*causal=*/true, scale}),
                      {qDecode.view(), cache.view(), table.view(), lens.view(),
@@ -325,7 +328,7 @@ runServingStepOnCpu(const ServingStepConfig &config,
     BufferView oFlat = oLatent.view();
     oFlat = BufferView::contiguous(oFlat.data, act, {numDecodes, n, latent});
     report.phases.push_back({"v_up_proj", "latent output x W_UV"});
-    if (llvm::Error e = KernelTimer(report.phases.back())
+    if (llvm::Error e = KernelTimer(report.phases.back(), device)
                             .run(buildVUpProj(ctx, projection),
                                  {oFlat, wUvT.view(), out.view()}))
       return std::move(e);

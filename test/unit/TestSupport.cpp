@@ -4,7 +4,7 @@
 
 #include "MlaReference.h"
 #include "mla/Builders/KernelBuilders.h"
-#include "mla/Runtime/GpuKernel.h"
+#include "mla/Runtime/HostBufferKernel.h"
 #include "mla/Support/Float16.h"
 
 #include <cmath>
@@ -15,52 +15,6 @@
 namespace mla::test {
 
 namespace {
-
-class CpuTestKernel : public TestKernel {
-public:
-  explicit CpuTestKernel(std::unique_ptr<CpuKernel> kernel)
-      : kernel(std::move(kernel)) {}
-  llvm::Error run(const std::vector<BufferView> &args) override {
-    return kernel->run(args);
-  }
-
-private:
-  std::unique_ptr<CpuKernel> kernel;
-};
-
-class GpuTestKernel : public TestKernel {
-public:
-  explicit GpuTestKernel(std::unique_ptr<GpuKernel> kernel)
-      : kernel(std::move(kernel)) {}
-
-  llvm::Error run(const std::vector<BufferView> &args) override {
-    std::vector<cuda::DeviceBuffer> buffers;
-    std::vector<BufferView> deviceArgs;
-    for (const BufferView &arg : args) {
-      size_t bytes = arg.numElements() * byteWidth(arg.dtype);
-      auto buffer = cuda::DeviceBuffer::allocate(bytes);
-      if (!buffer)
-        return buffer.takeError();
-      if (bytes)
-        if (llvm::Error e = buffer->copyFromHost(arg.data, bytes))
-          return e;
-      BufferView view = arg;
-      view.data = reinterpret_cast<void *>(buffer->ptr());
-      deviceArgs.push_back(view);
-      buffers.push_back(std::move(*buffer));
-    }
-    if (llvm::Error e = kernel->run(deviceArgs))
-      return e;
-    for (size_t i = 0; i < args.size(); ++i)
-      if (buffers[i].size())
-        if (llvm::Error e = buffers[i].copyToHost(args[i].data, buffers[i].size()))
-          return e;
-    return llvm::Error::success();
-  }
-
-private:
-  std::unique_ptr<GpuKernel> kernel;
-};
 
 /// The suite's GPU, opened once.
 cuda::Device *testDevice() {
@@ -94,30 +48,22 @@ bool testingOnGpu() {
   return device && std::string(device) == "gpu";
 }
 
-std::unique_ptr<TestKernel>
+std::unique_ptr<HostBufferKernel>
 compileKernel(mlir::OwningOpRef<mlir::ModuleOp> module) {
-  if (testingOnGpu()) {
-    cuda::Device *device = testDevice();
-    if (!device) {
-      ADD_FAILURE() << "no CUDA device";
-      return nullptr;
-    }
-    auto kernel = GpuKernel::compile(std::move(module), kKernelEntry, *device);
-    if (!kernel) {
-      ADD_FAILURE() << llvm::toString(kernel.takeError());
-      return nullptr;
-    }
-    return std::make_unique<GpuTestKernel>(std::move(*kernel));
+  const cuda::Device *device = testingOnGpu() ? testDevice() : nullptr;
+  if (testingOnGpu() && !device) {
+    ADD_FAILURE() << "no CUDA device";
+    return nullptr;
   }
-  auto kernel = CpuKernel::compile(std::move(module), kKernelEntry);
+  auto kernel = HostBufferKernel::compile(std::move(module), kKernelEntry, device);
   if (!kernel) {
     ADD_FAILURE() << llvm::toString(kernel.takeError());
     return nullptr;
   }
-  return std::make_unique<CpuTestKernel>(std::move(*kernel));
+  return std::move(*kernel);
 }
 
-void runKernel(TestKernel &kernel, std::vector<BufferView> args) {
+void runKernel(HostBufferKernel &kernel, std::vector<BufferView> args) {
   if (llvm::Error error = kernel.run(args))
     FAIL() << llvm::toString(std::move(error));
 }

@@ -11,6 +11,7 @@
 
 #include "mla/Runtime/BufferView.h"
 #include "mla/Runtime/CpuKernel.h"
+#include "mla/Runtime/HostBufferKernel.h"
 #include "mla/Support/HostTensor.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -23,27 +24,18 @@
 
 namespace mla::test {
 
-/// A compiled one-op kernel on the device the suite runs on: the host CPU,
-/// or with MLA_TEST_DEVICE=gpu the first CUDA device (every buffer is
-/// copied there before the run and back after it, so NaN-poisoned outputs
-/// stay poisoned where a kernel does not write).
-class TestKernel {
-public:
-  virtual ~TestKernel() = default;
-  virtual llvm::Error run(const std::vector<BufferView> &hostArgs) = 0;
-};
-
 /// True when the suite runs its kernels on the GPU (MLA_TEST_DEVICE=gpu).
 bool testingOnGpu();
 
-/// Compiles a one-op module for the suite's device, failing the test with
-/// the compiler's message if it does not compile.
-std::unique_ptr<TestKernel>
+/// Compiles a one-op module for the suite's device (the host CPU, or with
+/// MLA_TEST_DEVICE=gpu the first CUDA device), failing the test with the
+/// compiler's message if it does not compile.
+std::unique_ptr<HostBufferKernel>
 compileKernel(mlir::OwningOpRef<mlir::ModuleOp> module);
 
 /// Runs `kernel` on host buffers, failing the test with the runtime's
 /// message on error.
-void runKernel(TestKernel &kernel, std::vector<BufferView> args);
+void runKernel(HostBufferKernel &kernel, std::vector<BufferView> args);
 
 /// A context with the kernel dialects loaded, one per test.
 mlir::MLIRContext &testContext();

@@ -39,6 +39,9 @@ static cl::opt<int> workspace(
     "workspace", cl::desc("context-gather workspace rows (0: vLLM's sizing)"),
     cl::init(256));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1));
+static cl::opt<std::string> deviceChoice(
+    "device", cl::desc("auto (the GPU if there is one), gpu or cpu"),
+    cl::init("auto"));
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -67,17 +70,35 @@ int main(int argc, char **argv) {
     config.prefillNewTokens.assign(prefillNew.begin(), prefillNew.end());
   }
 
+  // The GPU when there is one (or when asked for), else the host CPU.
+  std::unique_ptr<mla::cuda::Device> gpu;
+  std::string where = "host CPU through the LLVM JIT";
+  if (deviceChoice != "cpu") {
+    auto opened = mla::cuda::Device::open(0);
+    if (opened) {
+      gpu = std::move(*opened);
+      where = gpu->name() + " (kernels JIT-compiled to PTX, host code "
+                            "through the LLVM JIT)";
+    } else if (deviceChoice == "gpu") {
+      errs() << "mla-run: --device=gpu: " << toString(opened.takeError())
+             << "\n";
+      return 1;
+    } else {
+      where += " (no GPU: " + toString(opened.takeError()) + ")";
+    }
+  }
+
   const mla::MlaDims &d = config.dims;
   outs() << "MLA serving step (DeepSeek-V3 dims: kv_lora_rank " << d.kvLoraRank
          << ", rope " << d.ropeDim << ", qk_nope " << d.qkNopeHeadDim << ", v "
          << d.vHeadDim << "; " << d.numHeads << " heads)\n"
-         << "device: host CPU through the LLVM JIT\n"
+         << "device: " << where << "\n"
          << "activations " << mla::name(config.activation) << ", cache "
          << mla::name(config.cache) << ", page " << config.blockSize
          << " tokens\n";
   outs().flush();
 
-  auto report = mla::runServingStepOnCpu(config, [](const std::string &line) {
+  auto report = mla::runServingStep(config, gpu.get(), [](const std::string &line) {
     outs() << "  ... " << line << "\n";
     outs().flush();
   });

@@ -1,6 +1,7 @@
 //===- ServingStep.h - A synthetic DeepSeek-shaped MLA step -----*- C++ -*-===//
 //
-// One serving step of an MLA attention layer with random weights: a mixed
+// One serving step of an MLA attention layer with random weights, on the
+// host CPU or a GPU: a mixed
 // batch of decode requests over a paged latent cache and prefill requests
 // with cached context. The step writes the new tokens into the cache,
 // runs the chunked prefill and the absorbed decode, and checks both against
@@ -13,6 +14,7 @@
 #define MLA_WORKLOAD_SERVINGSTEP_H
 
 #include "mla/Builders/KernelBuilders.h"
+#include "mla/Runtime/CudaDevice.h"
 
 #include "llvm/Support/Error.h"
 
@@ -53,11 +55,12 @@ struct ServingStepReport {
   bool passed = false;
 };
 
-/// Runs the step on the host CPU through the JIT. `progress` receives a line
-/// before each long piece of work.
+/// Runs the step's kernels on `device`, or on the host CPU when null, with
+/// host-side data (copied to the device and back around each kernel).
+/// `progress` receives a line before each long piece of work.
 llvm::Expected<ServingStepReport>
-runServingStepOnCpu(const ServingStepConfig &config,
-                    const std::function<void(const std::string &)> &progress);
+runServingStep(const ServingStepConfig &config, const cuda::Device *device,
+               const std::function<void(const std::string &)> &progress);
 
 } // namespace mla
 
