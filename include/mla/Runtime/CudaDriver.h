@@ -119,7 +119,7 @@ public:
   /// loaded driver.
   struct Symbols {
 #define MLA_CUDA_SYMBOL(name, symbol, params) CUresult (*name) params = nullptr;
-#include "CudaSymbols.def"
+#include "mla/Runtime/CudaSymbols.def"
   };
 
   /// The process's driver, loaded and initialized (cuInit) by the first
