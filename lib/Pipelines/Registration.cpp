@@ -99,12 +99,12 @@ void registerMLAPassesAndPipelines() {
       [](OpPassManager &pm, const GpuPipelineCLOptions &cl) {
         auto target = GpuTarget::parse(cl.chip);
         if (!target) {
-          llvm::errs() << "mla-lower-to-gpu: "
-                       << llvm::toString(target.takeError()) << "\n";
-          return failure();
+          // The target pass reports the unknown chip and fails the run.
+          llvm::consumeError(target.takeError());
+          pm.addPass(createSelectGpuTarget(SelectGpuTargetOptions{cl.chip}));
+          return;
         }
         buildGpuLoweringPipeline(pm, *target);
-        return success();
       });
   PassPipelineRegistration<CpuPipelineCLOptions>(
       "mla-lower-to-cpu",

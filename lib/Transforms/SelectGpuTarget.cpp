@@ -24,7 +24,7 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
       // Keep a target chosen earlier, but make sure it is a valid one.
       if (auto target = GpuTarget::fromAttr(module->getAttr(kTargetAttrName));
           !target) {
-        module.emitError() << llvm::toString(target.takeError())
+        emitError(module.getLoc()) << llvm::toString(target.takeError())
                            << " (or pass chip=sm_XX)";
         return signalPassFailure();
       }
@@ -32,7 +32,7 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
     }
     auto target = GpuTarget::parse(chip);
     if (!target) {
-      module.emitError() << "mla-select-gpu-target: "
+      emitError(module.getLoc()) << "mla-select-gpu-target: "
                          << llvm::toString(target.takeError());
       return signalPassFailure();
     }

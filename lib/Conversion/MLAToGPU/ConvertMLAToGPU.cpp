@@ -108,13 +108,14 @@ void copyHostLoadsFromDevice(func::FuncOp func) {
   }
 }
 
-/// Device code uses the hardware's approximate exp2/log2 (ex2.approx,
-/// lg2.approx: about 2 ulp) instead of libdevice calls, which would need the
-/// CUDA toolkit at compile time.
-void useNativeExpLog(mlir::gpu::GPUModuleOp kernels) {
+/// Device code uses the hardware's fma and approximate exp2/log2
+/// (ex2.approx, lg2.approx: about 2 ulp) through NVVM intrinsics: the
+/// default lowering of math ops calls libdevice (__nv_fmaf, __nv_expf),
+/// which exists only where the CUDA toolkit is installed at compile time.
+void useNativeMath(mlir::gpu::GPUModuleOp kernels) {
   SmallVector<Operation *> ops;
   kernels.walk([&](Operation *op) {
-    if (isa<math::ExpOp, math::LogOp>(op))
+    if (isa<math::ExpOp, math::LogOp, math::FmaOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -122,16 +123,18 @@ void useNativeExpLog(mlir::gpu::GPUModuleOp kernels) {
     Location loc = op->getLoc();
     Value x = op->getOperand(0);
     Value result;
-    auto intrinsic = [&](StringRef name, Value arg) {
+    auto intrinsic = [&](StringRef name, ValueRange args) {
       return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
-                                           b.getStringAttr(name), arg)
+                                           b.getStringAttr(name), args)
           .getResult(0);
     };
-    if (isa<math::ExpOp>(op)) {
+    if (isa<math::FmaOp>(op)) {
+      result = intrinsic("llvm.fma.f32", op->getOperands());
+    } else if (isa<math::ExpOp>(op)) {
       Value log2e =
           arith::ConstantOp::create(b, loc, b.getF32FloatAttr(M_LOG2E));
-      result = intrinsic("llvm.nvvm.ex2.approx.f32",
-                         arith::MulFOp::create(b, loc, x, log2e));
+      Value scaled = arith::MulFOp::create(b, loc, x, log2e);
+      result = intrinsic("llvm.nvvm.ex2.approx.f32", scaled);
     } else {
       Value ln2 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(M_LN2));
       result = arith::MulFOp::create(
@@ -154,7 +157,7 @@ struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
       return;
     auto target = GpuTarget::fromAttr(module->getAttr(kTargetAttrName));
     if (!target) {
-      module.emitError() << "convert-mla-to-gpu: "
+      emitError(module.getLoc()) << "convert-mla-to-gpu: "
                          << llvm::toString(target.takeError());
       return signalPassFailure();
     }
@@ -199,7 +202,7 @@ struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
       moveAllocationsToDevice(host);
       copyHostLoadsFromDevice(host);
     }
-    useNativeExpLog(kernels.module());
+    useNativeMath(kernels.module());
   }
 };
 

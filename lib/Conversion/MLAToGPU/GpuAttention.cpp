@@ -6,7 +6,7 @@
 // online-softmax state (running max, sum, and the lane's output columns)
 // stays in registers.
 //
-// Decode splits each request's keys into chunks of kDecodeSplitTokens: a
+// Decode splits each request's keys into chunks (256 tokens per 16 heads): a
 // block handles one chunk for four heads (the heads share the cache rows
 // through L1), writes a normalized partial output and its LSE, and a
 // combine kernel merges the chunks. Long contexts so spread over all SMs
@@ -217,6 +217,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   int64_t qkDim = latent + op.getRopeDim();
   float scale = op.getSoftmaxScale().convertToFloat();
   bool causal = op.getCausal();
+  int64_t splitTokens = decodeSplitTokens(heads);
   Location loc = op.getLoc();
   OpBuilder host(op);
   LoopBuilder hb(host, loc);
@@ -227,7 +228,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
   Value splits = hb.ceilDiv(
       hb.mul(hb.dim(op.getBlockTable(), 1), hb.index(page)),
-      kDecodeSplitTokens);
+      splitTokens);
   int64_t dyn = ShapedType::kDynamic;
   auto partialType =
       MemRefType::get({dyn, dyn, heads, dyn, latent}, Float32Type::get(ctx));
@@ -268,8 +269,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
           Value seqLen =
               e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
           Value visible = e.visibleKeys(causal, s, sq, seqLen);
-          Value first = e.mul(split, e.index(kDecodeSplitTokens));
-          Value end = e.clampIndex(e.add(first, e.index(kDecodeSplitTokens)),
+          Value first = e.mul(split, e.index(splitTokens));
+          Value end = e.clampIndex(e.add(first, e.index(splitTokens)),
                                    zero, visible);
           auto cacheRow = [&](Value j) {
             Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);

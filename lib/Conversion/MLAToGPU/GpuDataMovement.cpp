@@ -56,6 +56,9 @@ void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels) {
           e.storeF32(v, a[4], {t, h, d});
         });
         if (withLse) {
+          // The output LSE may alias an input LSE (in-place merges): every
+          // thread has read the inputs before thread 0 overwrites them.
+          mlir::gpu::BarrierOp::create(e.builder(), e.location());
           Value first = arith::CmpIOp::create(e.builder(), e.location(),
                                               arith::CmpIPredicate::eq,
                                               e.threadId(), e.index(0));

@@ -16,8 +16,13 @@ namespace mla::gpu {
 /// Threads per block of every generic kernel (four warps).
 inline constexpr int64_t kBlockThreads = 128;
 /// Cached tokens one decode block handles before the combine kernel merges
-/// the splits: long contexts spread over many SMs.
-inline constexpr int64_t kDecodeSplitTokens = 256;
+/// the splits, per 16 heads: long contexts spread over many SMs, and with
+/// many heads the splits grow so that writing the partial outputs
+/// (heads x 512 f32 per split) stays small next to reading the cache.
+inline constexpr int64_t kDecodeSplitTokensPer16Heads = 256;
+inline int64_t decodeSplitTokens(int64_t heads) {
+  return kDecodeSplitTokensPer16Heads * ((heads + 15) / 16);
+}
 
 /// Where kernels go and how they are launched.
 class KernelFactory {

@@ -1,0 +1,161 @@
+// Every mla op (the functions of Dialect/ops.mlir, chunked_prefill included)
+// through mla-lower-to-gpu for each supported chip; the PTX must assemble
+// with the CUDA toolkit's ptxas for that chip, use no local memory, and on
+// sm_90a ptxas must report no stack frame and no spills for any kernel.
+// REQUIRES: ptxas
+//
+// Kernels need no libdevice (fma, exp and log use NVVM intrinsics), so no
+// CUDA toolkit is needed to compile them: the runs below hide any toolkit
+// from the compiler, and no __nv_ function may appear in the PTX.
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
+// RUN: %ptxas -arch=sm_80 %t.sm_80.ptx -o %t.sm_80.cubin
+// RUN: FileCheck %s --check-prefixes=PTX,SM80 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_80.ptx
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_86 --mla-print-ptx=output=%t.sm_86.ptx -o /dev/null
+// RUN: %ptxas -arch=sm_86 %t.sm_86.ptx -o %t.sm_86.cubin
+// RUN: FileCheck %s --check-prefixes=PTX,SM86 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_86.ptx
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_89 --mla-print-ptx=output=%t.sm_89.ptx -o /dev/null
+// RUN: %ptxas -arch=sm_89 %t.sm_89.ptx -o %t.sm_89.cubin
+// RUN: FileCheck %s --check-prefixes=PTX,SM89 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_89.ptx
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_90 --mla-print-ptx=output=%t.sm_90.ptx -o /dev/null
+// RUN: %ptxas -arch=sm_90 %t.sm_90.ptx -o %t.sm_90.cubin
+// RUN: FileCheck %s --check-prefixes=PTX,SM90 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_90.ptx
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.sm_90a.ptx -o /dev/null
+// RUN: %ptxas -arch=sm_90a %t.sm_90a.ptx -o %t.sm_90a.cubin
+// RUN: FileCheck %s --check-prefixes=PTX,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_90a.ptx
+//
+// Register use of every kernel: twenty "Function properties" blocks, each
+// with a zero stack frame and no spills; any other stack-frame line (a
+// nonzero one) fails.
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
+
+// The only libdevice function is fmaf, declared extern and called.
+
+// SM80: {{^}}.version 7.0{{$}}
+// SM80-NEXT: {{^}}.target sm_80{{$}}
+// SM86: {{^}}.version 7.1{{$}}
+// SM86-NEXT: {{^}}.target sm_86{{$}}
+// SM89: {{^}}.version 7.8{{$}}
+// SM89-NEXT: {{^}}.target sm_89{{$}}
+// SM90: {{^}}.version 7.8{{$}}
+// SM90-NEXT: {{^}}.target sm_90{{$}}
+// SM90A: {{^}}.version 8.0{{$}}
+// SM90A-NEXT: {{^}}.target sm_90a{{$}}
+
+// One entry per kernel, in the order the ops appear; nothing else is an entry.
+// PTX: {{^}}.visible .entry prefill_attention_0(
+// PTX: {{^}}.visible .entry prefill_attention_1(
+// PTX: {{^}}.visible .entry decode_attention_split_2(
+// PTX: {{^}}.visible .entry decode_attention_combine_3(
+// PTX: {{^}}.visible .entry decode_attention_split_4(
+// PTX: {{^}}.visible .entry decode_attention_combine_5(
+// PTX: {{^}}.visible .entry merge_attn_states_6(
+// PTX: {{^}}.visible .entry merge_attn_states_7(
+// PTX: {{^}}.visible .entry gather_cache_8(
+// PTX: {{^}}.visible .entry concat_and_cache_9(
+// PTX: {{^}}.visible .entry kv_up_proj_10(
+// PTX: {{^}}.visible .entry q_absorb_11(
+// PTX: {{^}}.visible .entry v_up_proj_12(
+// PTX: {{^}}.visible .entry q_absorb_13(
+// PTX: {{^}}.visible .entry kv_up_proj_14(
+// PTX: {{^}}.visible .entry prefill_attention_15(
+// PTX: {{^}}.visible .entry gather_cache_16(
+// PTX: {{^}}.visible .entry kv_up_proj_17(
+// PTX: {{^}}.visible .entry prefill_attention_18(
+// PTX: {{^}}.visible .entry merge_attn_states_19(
+
+// RESOURCES-COUNT-20: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+
+func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
+                   %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                   %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  mla.prefill_attention ins(%q, %k, %v, %cq, %ck : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
+      {num_heads = 16 : i64, qk_head_dim = 192 : i64, v_head_dim = 128 : i64, softmax_scale = 0.0722 : f32, causal}
+  mla.prefill_attention ins(%q, %k, %v, %cq, %ck : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
+      {num_heads = 16 : i64, qk_head_dim = 192 : i64, v_head_dim = 128 : i64, softmax_scale = 0.0722 : f32}
+  return
+}
+
+func.func @decode(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
+                  %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                  %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x128x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x128x512xbf16>, memref<?x128x?xf32>)
+      {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// Mixed precision: f32 activations over an f16 cache.
+func.func @decode_f16_cache(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576xf16>,
+                            %bt: memref<2x5xi32>, %lens: memref<2xi32>,
+                            %o: memref<2x1x16x512xf32>, %lse: memref<2x16x1xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x16x576xf32>, memref<10x16x576xf16>, memref<2x5xi32>, memref<2xi32>)
+      outs(%o, %lse : memref<2x1x16x512xf32>, memref<2x16x1xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
+       cache_dtype = f16, softmax_scale = 0.0722 : f32}
+  return
+}
+
+func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
+                 %so: memref<?x16x128xf16>, %sl: memref<16x?xf32>,
+                 %o: memref<?x16x128xf16>, %ol: memref<16x?xf32>) {
+  mla.merge_attn_states ins(%po, %pl, %so, %sl : memref<?x16x128xf16>, memref<16x?xf32>, memref<?x16x128xf16>, memref<16x?xf32>)
+      outs(%o, %ol : memref<?x16x128xf16>, memref<16x?xf32>)
+  mla.merge_attn_states ins(%po, %pl, %so, %sl : memref<?x16x128xf16>, memref<16x?xf32>, memref<?x16x128xf16>, memref<16x?xf32>)
+      outs(%o : memref<?x16x128xf16>)
+  return
+}
+
+func.func @cache_ops(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>,
+                     %starts: memref<?xi32>, %ws: memref<?x576xbf16>,
+                     %kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: memref<?xi64>) {
+  mla.gather_cache ins(%cache, %bt, %cu, %starts : memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>)
+      outs(%ws : memref<?x576xbf16>) {block_size = 64 : i64}
+  mla.concat_and_cache ins(%kvc, %kpe, %slots : memref<?x512xbf16>, memref<?x64xbf16>, memref<?xi64>)
+      outs(%cache : memref<?x64x576xbf16>)
+      {kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64, cache_dtype = bf16}
+  return
+}
+
+func.func @projections(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %w: memref<512x16x256xbf16>,
+                       %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>,
+                       %qn: memref<?x16x128xbf16>, %wuk: memref<16x128x512xbf16>,
+                       %ql: memref<?x16x512xbf16>, %wuv: memref<16x512x128xbf16>,
+                       %o: memref<?x16x128xbf16>) {
+  mla.kv_up_proj ins(%kvc, %kpe, %w : memref<?x512xbf16>, memref<?x64xbf16>, memref<512x16x256xbf16>)
+      outs(%k, %v : memref<?x16x192xbf16>, memref<?x16x128xbf16>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, qk_nope_head_dim = 128 : i64, rope_dim = 64 : i64, v_head_dim = 128 : i64}
+  mla.q_absorb ins(%qn, %wuk : memref<?x16x128xbf16>, memref<16x128x512xbf16>)
+      outs(%ql : memref<?x16x512xbf16>)
+      {num_heads = 16 : i64, qk_nope_head_dim = 128 : i64, kv_lora_rank = 512 : i64}
+  mla.v_up_proj ins(%ql, %wuv : memref<?x16x512xbf16>, memref<16x512x128xbf16>)
+      outs(%o : memref<?x16x128xbf16>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, v_head_dim = 128 : i64}
+  return
+}
+
+// The absorbed query is written into a strided view of the decode query.
+func.func @absorb_into_view(%qn: memref<?x16x128xf32>, %wuk: memref<16x128x512xf32>,
+                            %ql: memref<?x16x512xf32, strided<[9216, 576, 1]>>) {
+  mla.q_absorb ins(%qn, %wuk : memref<?x16x128xf32>, memref<16x128x512xf32>)
+      outs(%ql : memref<?x16x512xf32, strided<[9216, 576, 1]>>)
+      {num_heads = 16 : i64, qk_nope_head_dim = 128 : i64, kv_lora_rank = 512 : i64}
+  return
+}
+
+func.func @chunked(%q: memref<?x16x192xbf16>, %kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>,
+                   %cq: memref<?xi32>, %cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>,
+                   %ccu: memref<?x?xi32>, %cst: memref<?x?xi32>, %w: memref<512x16x256xbf16>,
+                   %ws: memref<?x576xbf16>, %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  mla.chunked_prefill ins(%q, %kvc, %kpe, %cq : memref<?x16x192xbf16>, memref<?x512xbf16>, memref<?x64xbf16>, memref<?xi32>)
+      cache(%cache, %bt : memref<?x64x576xbf16>, memref<?x?xi32>)
+      chunks(%ccu, %cst : memref<?x?xi32>, memref<?x?xi32>)
+      weights(%w : memref<512x16x256xbf16>)
+      workspace(%ws : memref<?x576xbf16>)
+      outs(%o, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, qk_nope_head_dim = 128 : i64, rope_dim = 64 : i64,
+       v_head_dim = 128 : i64, block_size = 64 : i64, cache_dtype = bf16, softmax_scale = 0.0722 : f32}
+  return
+}
