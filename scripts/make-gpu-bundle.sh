@@ -10,15 +10,15 @@ build=${1:-$root/build-static}
 bash "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMLA_LINK_MODE=static -DMLA_BUILD_TESTS=ON > /dev/null
-cmake --build "$build" -j "$(nproc)" --target mla-opt mla-run mla-bench mla-unit-tests
+cmake --build "$build" -j "$(nproc)" --target mla-run mla-bench mla-unit-tests
 
 stage=$(mktemp -d)
 mkdir -p "$stage/mla/bin" "$stage/mla/scripts"
-for tool in mla-opt mla-run mla-bench mla-unit-tests; do
+for tool in mla-run mla-bench mla-unit-tests; do
   strip -o "$stage/mla/bin/$tool" "$build/bin/$tool"
 done
 cp "$root/scripts/gpu-suite.sh" "$stage/mla/scripts/"
 mkdir -p "$root/bundle"
-tar -C "$stage" -cf - mla | xz -T0 -6 > "$root/bundle/mla-bundle.tar.xz"
+tar -C "$stage" -cf - mla | xz -T0 -9 > "$root/bundle/mla-bundle.tar.xz"
 rm -rf "$stage"
 ls -l "$root/bundle/mla-bundle.tar.xz"
