@@ -28,12 +28,19 @@ namespace mla::gpu {
 namespace {
 
 constexpr int64_t kWarpsPerBlock = kBlockThreads / kWarpSize;
+/// Keys a warp scores together (independent work in flight).
+constexpr int64_t kKeysPerStep = 4;
 
 /// A row of a memref: memref[prefix..., column].
 struct RowRef {
   Value memref;
   SmallVector<Value, 3> prefix;
 };
+
+Value isLessThan(GpuEmitter &e, Value a, Value c) {
+  return arith::CmpIOp::create(e.builder(), e.location(),
+                               arith::CmpIPredicate::slt, a, c);
+}
 
 struct WarpAttention {
   RowRef query;
@@ -68,36 +75,62 @@ RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
   for (int64_t k = 0; k < vCols; ++k)
     vColumns.push_back(e.laneColumn(lane, k, w.vDim));
 
+  // Keys are scored kKeysPerStep at a time: their loads, dot products and
+  // shuffle reductions are independent, which hides their latency. Keys
+  // past the end are clamped to the last key (valid memory, never a
+  // poisoned row) and weighted 0.
   Value scale = e.f32(w.scale);
+  Value lastKey = e.sub(w.endKey, e.index(1));
   SmallVector<Value> init{e.negInf(), e.f32(0.0)};
   init.append(vCols, e.f32(0.0));
   SmallVector<Value> state = e.forLoop(
-      w.firstKey, w.endKey, 1, init,
-      [&](Value j, ValueRange it) -> SmallVector<Value> {
-        RowRef key = w.keyRow(j);
-        Value partial = e.f32(0.0);
-        for (int64_t k = 0; k < qCols; ++k)
-          partial = math::FmaOp::create(
-              b, loc, q[k],
-              e.loadColumn(key.memref, key.prefix, qColumns[k].first,
-                           qColumns[k].second, w.qkDim),
-              partial);
-        Value s = arith::MulFOp::create(b, loc, e.warpSum(partial), scale);
-        Value max = arith::MaximumFOp::create(b, loc, it[0], s);
-        // exp(-inf) = 0 on the first key: nothing accumulated yet.
+      w.firstKey, w.endKey, kKeysPerStep, init,
+      [&](Value j0, ValueRange it) -> SmallVector<Value> {
+        SmallVector<Value> keys, valid, scores;
+        for (int64_t u = 0; u < kKeysPerStep; ++u) {
+          Value j = e.add(j0, e.index(u));
+          valid.push_back(isLessThan(e, j, w.endKey));
+          keys.push_back(e.minIndex(j, lastKey));
+        }
+        for (int64_t u = 0; u < kKeysPerStep; ++u) {
+          RowRef key = w.keyRow(keys[u]);
+          Value partial = e.f32(0.0);
+          for (int64_t k = 0; k < qCols; ++k)
+            partial = math::FmaOp::create(
+                b, loc, q[k],
+                e.loadColumn(key.memref, key.prefix, qColumns[k].first,
+                             qColumns[k].second, w.qkDim),
+                partial);
+          scores.push_back(partial);
+        }
+        Value max = it[0];
+        for (int64_t u = 0; u < kKeysPerStep; ++u) {
+          Value s = arith::MulFOp::create(b, loc, e.warpSum(scores[u]), scale);
+          scores[u] = arith::SelectOp::create(b, loc, valid[u], s, e.negInf());
+          max = arith::MaximumFOp::create(b, loc, max, scores[u]);
+        }
+        // exp(-inf) = 0: nothing accumulated yet on the first step, and
+        // clamped keys get no weight.
         Value alpha = math::ExpOp::create(
             b, loc, arith::SubFOp::create(b, loc, it[0], max));
-        Value p = math::ExpOp::create(b, loc,
-                                      arith::SubFOp::create(b, loc, s, max));
-        SmallVector<Value> next{
-            max, math::FmaOp::create(b, loc, it[1], alpha, p)};
-        RowRef value = w.valueRow(j);
-        for (int64_t k = 0; k < vCols; ++k) {
-          Value v = e.loadColumn(value.memref, value.prefix,
-                                 vColumns[k].first, vColumns[k].second,
-                                 w.vDim);
-          Value scaled = arith::MulFOp::create(b, loc, it[2 + k], alpha);
-          next.push_back(math::FmaOp::create(b, loc, p, v, scaled));
+        SmallVector<Value> p;
+        Value sum = arith::MulFOp::create(b, loc, it[1], alpha);
+        for (int64_t u = 0; u < kKeysPerStep; ++u) {
+          p.push_back(math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, scores[u], max)));
+          sum = arith::AddFOp::create(b, loc, sum, p[u]);
+        }
+        SmallVector<Value> next{max, sum};
+        for (int64_t k = 0; k < vCols; ++k)
+          next.push_back(arith::MulFOp::create(b, loc, it[2 + k], alpha));
+        for (int64_t u = 0; u < kKeysPerStep; ++u) {
+          RowRef value = w.valueRow(keys[u]);
+          for (int64_t k = 0; k < vCols; ++k) {
+            Value v = e.loadColumn(value.memref, value.prefix,
+                                   vColumns[k].first, vColumns[k].second,
+                                   w.vDim);
+            next[2 + k] = math::FmaOp::create(b, loc, p[u], v, next[2 + k]);
+          }
         }
         return next;
       });
@@ -134,10 +167,6 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
   e.ifThen(first, [&] { storeLse(lse); });
 }
 
-Value isLess(GpuEmitter &e, Value a, Value c) {
-  return arith::CmpIOp::create(e.builder(), e.location(),
-                               arith::CmpIPredicate::slt, a, c);
-}
 
 } // namespace
 
@@ -185,8 +214,8 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
         Value inSequence = arith::AndIOp::create(
             e.builder(), e.location(), found,
             arith::AndIOp::create(e.builder(), e.location(),
-                                  isLess(e, token, qEnd),
-                                  isLess(e, token, numTokens)));
+                                  isLessThan(e, token, qEnd),
+                                  isLessThan(e, token, numTokens)));
         e.ifThen(inSequence, [&] {
           Value i = e.sub(token, qBegin);
           Value visible = e.visibleKeys(causal, i, e.sub(qEnd, qBegin),
@@ -265,7 +294,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
         Value split = e.blockId(Dimension::z);
         Value capacity = e.mul(e.dim(table, 1), pageSize);
         Value lastBlock = e.sub(e.dim(cache, 0), one);
-        e.ifThen(isLess(e, h, e.index(heads)), [&] {
+        e.ifThen(isLessThan(e, h, e.index(heads)), [&] {
           Value seqLen =
               e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
           Value visible = e.visibleKeys(causal, s, sq, seqLen);
