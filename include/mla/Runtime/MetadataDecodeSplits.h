@@ -1,0 +1,103 @@
+//===- MetadataDecodeSplits.h - Split-KV plan for decode --------*- C++ -*-===//
+//
+// Decode attention reads every cached token of a request once per step; with
+// a small batch and long contexts one CTA per request would leave most SMs
+// idle, so each request's KV is split across CTAs whose partial outputs a
+// combine step merges by LSE. A fixed split length (the generic GPU kernels
+// use 256 tokens per 16 heads) is wrong at both ends: long contexts at
+// batch 1 need many more splits to fill the GPU, big batches need fewer to
+// avoid paying for partials and the combine. This plan sizes splits from the
+// whole batch instead, in the manner of FlashMLA's get_mla_metadata.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_METADATADECODESPLITS_H
+#define MLA_RUNTIME_METADATADECODESPLITS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mla::runtime {
+
+/// What the split plan depends on besides the sequence lengths.
+struct DecodeSplitConfig {
+  /// SMs of the device.
+  int64_t numSms = 0;
+  /// Query heads (MLA has one KV head, which all of them share).
+  int64_t numHeads = 0;
+  /// New tokens per request (Sq; > 1 for speculative decoding).
+  int64_t queryLen = 1;
+  /// Query rows (head, token) one CTA handles (FlashMLA's block_size_m).
+  int64_t rowsPerCta = 64;
+  /// KV tokens per unit of work (FlashMLA's block_size_n).
+  int64_t tokensPerBlock = 64;
+  /// Cost of a request beyond its blocks, in blocks: prologue, partial
+  /// output write and its share of the combine (FlashMLA uses 5).
+  int64_t fixedOverheadBlocks = 5;
+  /// The target floor for a split's length: splits shorter than this cost
+  /// more in partials and combine than their parallelism gains, so splits
+  /// are never planned shorter (a shorter request keeps one split).
+  int64_t minTokensPerSplit = 256;
+  /// Most splits of one request the combine step accepts; 0: no limit.
+  int64_t maxSplitsPerRequest = 0;
+};
+
+/// How each request's KV is split. Formula, with cdiv rounding up:
+///   ctasPerSplit     = cdiv(numHeads * queryLen, rowsPerCta)
+///   numSmParts       = max(1, numSms / ctasPerSplit)
+///   blocks[b]        = cdiv(seq_len[b], tokensPerBlock)
+///   totalCost        = sum over b of (blocks[b] + fixedOverheadBlocks)
+///   blocksPerSplit   = max(cdiv(totalCost, numSmParts),
+///                          cdiv(minTokensPerSplit, tokensPerBlock))
+///   numSplits[b]     = max(1, cdiv(blocks[b], blocksPerSplit)), at most
+///                      maxSplitsPerRequest
+/// numSmParts is how many splits run at once; blocksPerSplit is the share
+/// of the whole batch's work one of them gets, so a request's split count
+/// is proportional to its length, and a lone long request is spread over
+/// every part. A request's blocks are dealt out evenly: its first
+/// blocks[b] % numSplits[b] splits get one block more than the rest, so the
+/// splits of one request differ by at most one block and, as numSplits[b]
+/// <= blocks[b] for a non-empty request, none is empty; each holds at most
+/// blocksPerSplit blocks unless maxSplitsPerRequest forced fewer splits. An
+/// empty request (seq_len 0, e.g. CUDA-graph padding) keeps one empty split, so
+/// that the combine still writes its defined empty result (out 0, lse -inf).
+struct DecodeSplitPlan {
+  /// Splits the device runs at once.
+  int64_t numSmParts = 0;
+  /// Most blocks one split holds (without a maxSplitsPerRequest cap).
+  int64_t blocksPerSplit = 0;
+  /// The config's tokensPerBlock: splits begin on multiples of it.
+  int64_t tokensPerBlock = 0;
+  /// [B] sequence lengths the plan was made for.
+  std::vector<int32_t> seqLens;
+  /// [B] splits of each request.
+  std::vector<int32_t> numSplits;
+  /// [B + 1] prefix sums of numSplits (FlashMLA's num_splits): request b's
+  /// partial outputs are partials [cuNumSplits[b], cuNumSplits[b + 1]).
+  std::vector<int32_t> cuNumSplits;
+
+  /// B.
+  int64_t numRequests() const { return static_cast<int64_t>(numSplits.size()); }
+  /// Partial outputs the whole batch produces.
+  int64_t totalSplits() const { return cuNumSplits.back(); }
+  /// First KV token of split s of request b.
+  int64_t splitBegin(int64_t b, int64_t s) const;
+  /// One past the last KV token of split s of request b.
+  int64_t splitEnd(int64_t b, int64_t s) const;
+};
+
+/// Plans the splits of a decode batch with sequence lengths `seqLens`.
+/// Errors when a length is negative or a config field is out of range
+/// (numSms, numHeads, queryLen, rowsPerCta, tokensPerBlock and
+/// minTokensPerSplit positive; fixedOverheadBlocks and maxSplitsPerRequest
+/// non-negative).
+llvm::Expected<DecodeSplitPlan>
+planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
+                 const DecodeSplitConfig &config);
+
+} // namespace mla::runtime
+
+#endif // MLA_RUNTIME_METADATADECODESPLITS_H

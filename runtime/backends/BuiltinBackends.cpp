@@ -1,0 +1,113 @@
+//===- BuiltinBackends.cpp - The project's backends and priorities --------===//
+//
+// To add a backend: an entry in builtinBackends() declaring what it
+// supports, and its name in the priority lists of the devices it should be
+// tried on (earlier = preferred).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Runtime/BackendRegistry.h"
+
+namespace mla {
+
+namespace {
+
+const std::vector<DType> kAllFloats = {DType::F32, DType::F16, DType::BF16};
+
+Backend genericGpu() {
+  Backend b;
+  b.name = kGenericGpuBackend;
+  b.description = "CUDA cores, one warp per attention row (any sm_80+ chip)";
+  b.device = DeviceKind::CUDA;
+  b.minCapability = {8, 0};
+  b.dtypes = kAllFloats;
+  b.kvCacheDTypes = kAllFloats;
+  b.maxHeads = 128;
+  // Each call allocates its workspaces and waits for host reads of device
+  // buffers (the chunk plan), neither of which a graph can capture.
+  b.cudaGraphs = CudaGraphSupport::NEVER;
+  return b;
+}
+
+Backend cpuJit() {
+  Backend b;
+  b.name = kCpuJitBackend;
+  b.description = "host code JIT-compiled by LLVM; the reference path";
+  b.device = DeviceKind::CPU;
+  b.dtypes = kAllFloats;
+  b.kvCacheDTypes = kAllFloats;
+  b.maxHeads = 128;
+  return b;
+}
+
+/// Planned: mma.sync tensor-core kernels for Ampere and Ada.
+Backend tcSm80() {
+  Backend b;
+  b.name = kTcSm80Backend;
+  b.description = "mma.sync tensor cores (planned)";
+  b.available = false;
+  b.unavailableReason = "not implemented yet";
+  b.device = DeviceKind::CUDA;
+  b.minCapability = {8, 0};
+  b.maxCapability = DeviceCapability{8, 9};
+  b.dtypes = {DType::BF16, DType::F16};
+  b.kvCacheDTypes = {DType::BF16, DType::F16};
+  // A block is loaded as whole 16-row mma tiles.
+  b.blockSizes = {BlockSizeRule::multipleOf(16)};
+  b.maxHeads = 128;
+  // The mma k-step is 16 elements.
+  b.dims.multipleOf = 16;
+  b.cudaGraphs = CudaGraphSupport::UNIFORM_BATCH;
+  return b;
+}
+
+/// Planned: wgmma/TMA kernels for Hopper, FlashMLA-like: tiles sized for
+/// DeepSeek's dims, 64-token blocks and heads in groups of 16.
+Backend tcSm90a() {
+  Backend b;
+  b.name = kTcSm90aBackend;
+  b.description = "wgmma and TMA on sm_90a (planned)";
+  b.available = false;
+  b.unavailableReason = "not implemented yet";
+  b.device = DeviceKind::CUDA;
+  // wgmma exists only on sm_90a: code for it does not run on later chips.
+  b.minCapability = {9, 0};
+  b.maxCapability = DeviceCapability{9, 0};
+  b.dtypes = {DType::BF16};
+  b.kvCacheDTypes = {DType::BF16};
+  b.blockSizes = {BlockSizeRule::exactly(64)};
+  b.minHeads = 16;
+  b.maxHeads = 128;
+  b.headsMultipleOf = 16;
+  b.dims = {/*kvLoraRank=*/512, /*ropeDim=*/64, /*qkNopeHeadDim=*/128,
+            /*vHeadDim=*/128, /*multipleOf=*/1};
+  b.cudaGraphs = CudaGraphSupport::UNIFORM_BATCH;
+  return b;
+}
+
+} // namespace
+
+std::vector<Backend> builtinBackends() {
+  return {genericGpu(), cpuJit(), tcSm80(), tcSm90a()};
+}
+
+std::vector<PriorityRule> builtinPriorities() {
+  auto cuda = [](DeviceCapability min, std::optional<DeviceCapability> max,
+                 std::vector<std::string> order) {
+    return PriorityRule{DeviceKind::CUDA, min, max, std::move(order)};
+  };
+  return {
+      // TC_SM80 is not listed: its range (sm_80..sm_89) would always reject
+      // an sm_90 device, adding only noise to the skipped list.
+      cuda({9, 0}, DeviceCapability{9, 0},
+           {kTcSm90aBackend, kGenericGpuBackend}),
+      cuda({8, 0}, DeviceCapability{8, 9},
+           {kTcSm80Backend, kGenericGpuBackend}),
+      // Older chips get GENERIC_GPU so the error explains the minimum; newer
+      // ones run its portable code.
+      cuda({0, 0}, std::nullopt, {kGenericGpuBackend}),
+      PriorityRule{DeviceKind::CPU, {}, std::nullopt, {kCpuJitBackend}},
+  };
+}
+
+} // namespace mla

@@ -1,0 +1,219 @@
+//===- CommonMetadata.cpp - Building and validating batch metadata --------===//
+
+#include "MetadataSupport.h"
+
+#include "mla/Runtime/Metadata.h"
+
+#include <algorithm>
+
+namespace mla::runtime {
+
+using detail::cdiv;
+using detail::fail;
+using llvm::Twine;
+
+//===----------------------------------------------------------------------===//
+// Construction
+//===----------------------------------------------------------------------===//
+
+/// The cache slot of position `pos` of request `b`, or kPaddingSlot where
+/// the table does not name one (inconsistent inputs are validate's to
+/// report, not a reason to index out of bounds here).
+static int64_t slotOf(llvm::ArrayRef<int32_t> blockTable, int64_t maxBlocks,
+                      int64_t blockSize, int64_t b, int64_t pos) {
+  if (pos < 0 || blockSize <= 0)
+    return kPaddingSlot;
+  int64_t column = pos / blockSize;
+  int64_t index = b * maxBlocks + column;
+  if (column >= maxBlocks || index >= static_cast<int64_t>(blockTable.size()))
+    return kPaddingSlot;
+  return static_cast<int64_t>(blockTable[index]) * blockSize + pos % blockSize;
+}
+
+CommonAttentionMetadata makeCommonAttentionMetadata(
+    llvm::ArrayRef<int32_t> queryLens, llvm::ArrayRef<int32_t> seqLens,
+    llvm::ArrayRef<int32_t> blockTable, int64_t maxBlocks, int64_t blockSize) {
+  CommonAttentionMetadata m;
+  m.numReqs = static_cast<int64_t>(queryLens.size());
+  m.seqLens.assign(seqLens.begin(), seqLens.end());
+  m.blockTable.assign(blockTable.begin(), blockTable.end());
+  m.maxBlocks = maxBlocks;
+  m.queryStartLoc.assign(1, 0);
+  for (int32_t len : queryLens) {
+    m.queryStartLoc.push_back(m.queryStartLoc.back() + len);
+    m.maxQueryLen = std::max<int64_t>(m.maxQueryLen, len);
+  }
+  m.numActualTokens = m.queryStartLoc.back();
+  for (int32_t len : seqLens)
+    m.maxSeqLen = std::max<int64_t>(m.maxSeqLen, len);
+
+  // New tokens are the last query_len positions of their sequence.
+  for (int64_t b = 0; b < m.numReqs; ++b) {
+    int64_t seqLen = b < static_cast<int64_t>(seqLens.size()) ? seqLens[b] : 0;
+    for (int64_t i = 0; i < queryLens[b]; ++i)
+      m.slotMapping.push_back(slotOf(blockTable, maxBlocks, blockSize, b,
+                                     seqLen - queryLens[b] + i));
+  }
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
+  if (m.numReqs < 0)
+    return fail("numReqs is " + Twine(m.numReqs) + ", must be non-negative");
+  if (m.numActualTokens < 0)
+    return fail("numActualTokens is " + Twine(m.numActualTokens) +
+                ", must be non-negative");
+  if (m.maxBlocks < 0)
+    return fail("maxBlocks is " + Twine(m.maxBlocks) +
+                ", must be non-negative");
+
+  const std::vector<int32_t> &loc = m.queryStartLoc;
+  if (static_cast<int64_t>(loc.size()) != m.numReqs + 1)
+    return fail("queryStartLoc has " + Twine(loc.size()) +
+                " entries, expected numReqs + 1 = " + Twine(m.numReqs + 1));
+  if (loc[0] != 0)
+    return fail("queryStartLoc[0] is " + Twine(loc[0]) + ", must be 0");
+  for (int64_t b = 0; b < m.numReqs; ++b)
+    if (loc[b + 1] < loc[b])
+      return fail("queryStartLoc decreases at request " + Twine(b) +
+                  ": queryStartLoc[" + Twine(b + 1) +
+                  "] = " + Twine(loc[b + 1]) + " < queryStartLoc[" + Twine(b) +
+                  "] = " + Twine(loc[b]) + " (a negative query length)");
+  if (loc.back() != m.numActualTokens)
+    return fail("queryStartLoc[" + Twine(m.numReqs) + "] is " +
+                Twine(loc.back()) + ", but numActualTokens is " +
+                Twine(m.numActualTokens));
+
+  if (static_cast<int64_t>(m.seqLens.size()) != m.numReqs)
+    return fail("seqLens has " + Twine(m.seqLens.size()) +
+                " entries, expected numReqs = " + Twine(m.numReqs));
+  if (static_cast<int64_t>(m.blockTable.size()) != m.numReqs * m.maxBlocks)
+    return fail("blockTable has " + Twine(m.blockTable.size()) +
+                " entries, expected numReqs * maxBlocks = " + Twine(m.numReqs) +
+                " * " + Twine(m.maxBlocks) + " = " +
+                Twine(m.numReqs * m.maxBlocks));
+  if (static_cast<int64_t>(m.slotMapping.size()) < m.numActualTokens)
+    return fail(
+        "slotMapping has " + Twine(m.slotMapping.size()) +
+        " entries, fewer than numActualTokens = " + Twine(m.numActualTokens));
+  return llvm::Error::success();
+}
+
+llvm::Error detail::checkDecodeThreshold(int64_t decodeThreshold) {
+  if (decodeThreshold < 1)
+    return fail("decodeThreshold is " + Twine(decodeThreshold) +
+                ", must be at least 1");
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+/// Lengths and pages of request `b`.
+static llvm::Error checkRequest(const CommonAttentionMetadata &m, int64_t b,
+                                int64_t numCacheBlocks, int64_t blockSize) {
+  int64_t seqLen = m.seqLens[b];
+  int64_t queryLen = m.queryLen(b);
+  if (seqLen < 0)
+    return fail("seqLens[" + Twine(b) + "] is " + Twine(seqLen) +
+                ", must be non-negative");
+  if (seqLen < queryLen)
+    return fail("request " + Twine(b) + ": seqLens[" + Twine(b) +
+                "] = " + Twine(seqLen) + " is less than its query length " +
+                Twine(queryLen) + " (the new tokens are part of the sequence)");
+  int64_t pages = cdiv(seqLen, blockSize);
+  if (pages > m.maxBlocks)
+    return fail("request " + Twine(b) + " needs " + Twine(pages) +
+                " pages for " + Twine(seqLen) + " tokens of block size " +
+                Twine(blockSize) + ", but the block table has maxBlocks = " +
+                Twine(m.maxBlocks) + " columns");
+  llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
+  for (int64_t j = 0; j < pages; ++j)
+    if (row[j] < 0 || row[j] >= numCacheBlocks)
+      return fail("blockTable[" + Twine(b) + "][" + Twine(j) +
+                  "] = " + Twine(row[j]) + " is not a page of the cache [0, " +
+                  Twine(numCacheBlocks) + ")");
+  return llvm::Error::success();
+}
+
+/// Slots of request `b`'s new tokens: padding, or in the cache and where
+/// the block table puts the token's position.
+static llvm::Error checkSlots(const CommonAttentionMetadata &m, int64_t b,
+                              int64_t numCacheBlocks, int64_t blockSize) {
+  int64_t numSlots = numCacheBlocks * blockSize;
+  int64_t context = m.contextLen(b);
+  for (int64_t i = 0; i < m.queryLen(b); ++i) {
+    int64_t t = m.queryStartLoc[b] + i;
+    int64_t slot = m.slotMapping[t];
+    if (slot == kPaddingSlot)
+      continue;
+    if (slot < 0 || slot >= numSlots)
+      return fail("slotMapping[" + Twine(t) + "] = " + Twine(slot) +
+                  " is neither -1 (padding) nor a slot of the cache [0, " +
+                  Twine(numSlots) + ")");
+    int64_t pos = context + i;
+    int64_t page = m.blockTableRow(b)[pos / blockSize];
+    int64_t expected = page * blockSize + pos % blockSize;
+    if (slot != expected)
+      return fail("slotMapping[" + Twine(t) + "] = " + Twine(slot) +
+                  ", but token " + Twine(t) + " is position " + Twine(pos) +
+                  " of request " + Twine(b) + ", which the block table puts" +
+                  " in slot " + Twine(expected) + " (page " + Twine(page) +
+                  ", row " + Twine(pos % blockSize) + ")");
+  }
+  return llvm::Error::success();
+}
+
+/// Slots past the actual tokens belong to no request.
+static llvm::Error checkSlotPadding(const CommonAttentionMetadata &m) {
+  for (size_t t = m.numActualTokens; t < m.slotMapping.size(); ++t)
+    if (m.slotMapping[t] != kPaddingSlot)
+      return fail("slotMapping[" + Twine(t) + "] = " + Twine(m.slotMapping[t]) +
+                  " is past numActualTokens = " + Twine(m.numActualTokens) +
+                  " and must be -1 (padding)");
+  return llvm::Error::success();
+}
+
+static llvm::Error checkMaxima(const CommonAttentionMetadata &m) {
+  int64_t longestQuery = 0, longestSeq = 0;
+  for (int64_t b = 0; b < m.numReqs; ++b) {
+    longestQuery = std::max<int64_t>(longestQuery, m.queryLen(b));
+    longestSeq = std::max<int64_t>(longestSeq, m.seqLens[b]);
+  }
+  // Kernels and the decode/prefill split size work by maxQueryLen, so it
+  // must be exact; vLLM documents maxSeqLen as possibly an upper bound.
+  if (m.maxQueryLen != longestQuery)
+    return fail("maxQueryLen is " + Twine(m.maxQueryLen) +
+                ", but the longest query is " + Twine(longestQuery));
+  if (m.maxSeqLen < longestSeq)
+    return fail("maxSeqLen is " + Twine(m.maxSeqLen) +
+                ", less than the longest sequence " + Twine(longestSeq));
+  return llvm::Error::success();
+}
+
+llvm::Error validate(const CommonAttentionMetadata &m, int64_t numCacheBlocks,
+                     int64_t blockSize) {
+  if (numCacheBlocks <= 0)
+    return fail("numCacheBlocks is " + Twine(numCacheBlocks) +
+                ", must be positive");
+  if (blockSize <= 0)
+    return fail("blockSize is " + Twine(blockSize) + ", must be positive");
+  if (llvm::Error err = detail::checkShape(m))
+    return err;
+  for (int64_t b = 0; b < m.numReqs; ++b)
+    if (llvm::Error err = checkRequest(m, b, numCacheBlocks, blockSize))
+      return err;
+  for (int64_t b = 0; b < m.numReqs; ++b)
+    if (llvm::Error err = checkSlots(m, b, numCacheBlocks, blockSize))
+      return err;
+  if (llvm::Error err = checkSlotPadding(m))
+    return err;
+  return checkMaxima(m);
+}
+
+} // namespace mla::runtime

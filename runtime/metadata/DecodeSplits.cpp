@@ -1,0 +1,100 @@
+//===- DecodeSplits.cpp - Split-KV plan for decode ------------------------===//
+
+#include "MetadataSupport.h"
+
+#include "mla/Runtime/MetadataDecodeSplits.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace mla::runtime {
+
+using detail::cdiv;
+using detail::fail;
+using llvm::Twine;
+
+static llvm::Error checkConfig(const DecodeSplitConfig &c) {
+  struct Field {
+    const char *name;
+    int64_t value;
+    int64_t least;
+  };
+  const Field fields[] = {
+      {"numSms", c.numSms, 1},
+      {"numHeads", c.numHeads, 1},
+      {"queryLen", c.queryLen, 1},
+      {"rowsPerCta", c.rowsPerCta, 1},
+      {"tokensPerBlock", c.tokensPerBlock, 1},
+      {"minTokensPerSplit", c.minTokensPerSplit, 1},
+      {"fixedOverheadBlocks", c.fixedOverheadBlocks, 0},
+      {"maxSplitsPerRequest", c.maxSplitsPerRequest, 0},
+  };
+  for (const Field &f : fields)
+    if (f.value < f.least)
+      return fail("decode split config: " + Twine(f.name) + " is " +
+                  Twine(f.value) + ", must be at least " + Twine(f.least));
+  return llvm::Error::success();
+}
+
+/// The split budget in blocks: the batch's cost spread over the SM parts,
+/// but no less than the configured floor.
+static int64_t blocksPerSplit(llvm::ArrayRef<int32_t> seqLens,
+                              const DecodeSplitConfig &c, int64_t numSmParts) {
+  int64_t totalCost = 0;
+  for (int32_t len : seqLens)
+    totalCost += cdiv(len, c.tokensPerBlock) + c.fixedOverheadBlocks;
+  int64_t floorBlocks = cdiv(c.minTokensPerSplit, c.tokensPerBlock);
+  return std::max({cdiv(totalCost, numSmParts), floorBlocks, int64_t(1)});
+}
+
+llvm::Expected<DecodeSplitPlan>
+planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
+                 const DecodeSplitConfig &config) {
+  if (llvm::Error err = checkConfig(config))
+    return std::move(err);
+  for (size_t b = 0; b < seqLens.size(); ++b)
+    if (seqLens[b] < 0)
+      return fail("decode seq_lens[" + Twine(b) + "] is " + Twine(seqLens[b]) +
+                  ", must be non-negative");
+
+  DecodeSplitPlan plan;
+  plan.tokensPerBlock = config.tokensPerBlock;
+  plan.seqLens.assign(seqLens.begin(), seqLens.end());
+  // One split's rows (heads x new tokens) take this many CTAs side by side;
+  // the SMs left over hold that many splits at once.
+  int64_t ctasPerSplit =
+      cdiv(config.numHeads * config.queryLen, config.rowsPerCta);
+  plan.numSmParts = std::max<int64_t>(1, config.numSms / ctasPerSplit);
+  plan.blocksPerSplit = blocksPerSplit(seqLens, config, plan.numSmParts);
+
+  int64_t total = 0;
+  plan.cuNumSplits.push_back(0);
+  for (int32_t len : seqLens) {
+    int64_t blocks = cdiv(len, config.tokensPerBlock);
+    int64_t splits = std::max<int64_t>(1, cdiv(blocks, plan.blocksPerSplit));
+    if (config.maxSplitsPerRequest > 0)
+      splits = std::min(splits, config.maxSplitsPerRequest);
+    total += splits;
+    if (total > std::numeric_limits<int32_t>::max())
+      return fail("decode batch needs " + Twine(total) +
+                  "+ splits, more than the int32 num_splits can index");
+    plan.numSplits.push_back(static_cast<int32_t>(splits));
+    plan.cuNumSplits.push_back(static_cast<int32_t>(total));
+  }
+  return plan;
+}
+
+int64_t DecodeSplitPlan::splitBegin(int64_t b, int64_t s) const {
+  int64_t blocks = cdiv(seqLens[b], tokensPerBlock);
+  int64_t n = numSplits[b];
+  // The first `rest` splits hold one block more than the others.
+  int64_t base = blocks / n, rest = blocks % n;
+  int64_t firstBlock = s * base + std::min(s, rest);
+  return std::min<int64_t>(firstBlock * tokensPerBlock, seqLens[b]);
+}
+
+int64_t DecodeSplitPlan::splitEnd(int64_t b, int64_t s) const {
+  return splitBegin(b, s + 1);
+}
+
+} // namespace mla::runtime
