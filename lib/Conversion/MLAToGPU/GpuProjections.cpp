@@ -46,12 +46,13 @@ void emitPerHeadProduct(Operation *op, Value tokensOperand,
       name, op->getOperandTypes(), [&](GpuEmitter &e, ValueRange a) {
         OpBuilder &b = e.builder();
         Location loc = e.location();
-        Value column = e.add(e.mul(e.blockId(Dimension::x),
+        // Tokens on grid x (up to 2^31 - 1 blocks), column tiles on z.
+        Value column = e.add(e.mul(e.blockId(Dimension::z),
                                    e.index(kBlockThreads)),
                              e.threadId());
         Value h = e.blockId(Dimension::y);
         Value firstToken =
-            e.mul(e.blockId(Dimension::z), e.index(kTokensPerBlock));
+            e.mul(e.blockId(Dimension::x), e.index(kTokensPerBlock));
         Value numTokens = e.dim(a[0], 0);
         Value lastToken = e.sub(numTokens, e.index(1));
         Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -82,7 +83,7 @@ void emitPerHeadProduct(Operation *op, Value tokensOperand,
           e.ifThen(valid, [&] { p.store(e, a, t, h, c, acc[i]); });
           if (p.extra) {
             Value firstTile = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::eq, e.blockId(Dimension::x),
+                b, loc, arith::CmpIPredicate::eq, e.blockId(Dimension::z),
                 e.index(0));
             Value tokenValid = arith::CmpIOp::create(
                 b, loc, arith::CmpIPredicate::slt, t, numTokens);
@@ -94,9 +95,9 @@ void emitPerHeadProduct(Operation *op, Value tokensOperand,
   OpBuilder host(op);
   LoopBuilder hb(host, op->getLoc());
   KernelFactory::launch(host, op->getLoc(), kernel,
-                        {hb.index((p.width + kBlockThreads - 1) / kBlockThreads),
+                        {hb.ceilDiv(hb.dim(tokensOperand, 0), kTokensPerBlock),
                          hb.index(p.heads),
-                         hb.ceilDiv(hb.dim(tokensOperand, 0), kTokensPerBlock)},
+                         hb.index((p.width + kBlockThreads - 1) / kBlockThreads)},
                         op->getOperands());
 }
 

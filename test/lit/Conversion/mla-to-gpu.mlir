@@ -286,7 +286,7 @@ func.func @concat(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: mem
 // CHECK: %[[T:.+]] = memref.dim %[[KVC]], %c0 : memref<?x512xbf16>
 // CHECK: %[[TB:.+]] = arith.ceildivsi %[[T]], %c8 : index
 // CHECK: scf.if
-// CHECK: gpu.launch_func @mla_kernels::@kv_up_proj_0 blocks in (%c2, %c16, %[[TB]]) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK: gpu.launch_func @mla_kernels::@kv_up_proj_0 blocks in (%[[TB]], %c16, %c2) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[KVC]] : memref<?x512xbf16>, %[[KPE]] : memref<?x64xbf16>, %[[W]] : memref<512x16x256xbf16>, %[[K]] : memref<?x16x192xbf16>, %[[V]] : memref<?x16x128xbf16>)
 // CHECK-NEXT: }
 // CHECK-NEXT: return
@@ -325,7 +325,7 @@ func.func @kv_up_proj(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %w: mem
 // CHECK: %[[T:.+]] = memref.dim %[[QN]], %c0 : memref<?x16x128xbf16>
 // CHECK: %[[TB:.+]] = arith.ceildivsi %[[T]], %c8 : index
 // CHECK: scf.if
-// CHECK: gpu.launch_func @mla_kernels::@q_absorb_0 blocks in (%c4, %c16, %[[TB]]) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK: gpu.launch_func @mla_kernels::@q_absorb_0 blocks in (%[[TB]], %c16, %c4) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[QN]] : memref<?x16x128xbf16>, %[[WUK]] : memref<16x128x512xbf16>, %[[QL]] : memref<?x16x512xbf16>)
 // CHECK-NEXT: }
 // CHECK-NEXT: return
@@ -333,10 +333,10 @@ func.func @kv_up_proj(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %w: mem
 // CHECK-NEXT: gpu.func @q_absorb_0(%[[KQN:.+]]: memref<?x16x128xbf16>, %[[KW:.+]]: memref<16x128x512xbf16>, %[[KQL:.+]]: memref<?x16x512xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
-// Column = 128 * block_id.x + thread_id.x, clamped to 511.
+// Column = 128 * block_id.z + thread_id.x, clamped to 511 (tokens are on x).
 // CHECK: %[[TID:.+]] = gpu.thread_id x
-// CHECK: %[[BX:.+]] = gpu.block_id x
-// CHECK: %[[C0:.+]] = arith.muli %[[BX]], %c128 : index
+// CHECK: %[[BZ:.+]] = gpu.block_id z
+// CHECK: %[[C0:.+]] = arith.muli %[[BZ]], %c128 : index
 // CHECK: %[[COL:.+]] = arith.addi %[[C0]], %[[TID]] : index
 // CHECK: %[[HEAD:.+]] = gpu.block_id y
 // CHECK: %[[C:.+]] = arith.minsi %[[COL]], %c511 : index
@@ -363,7 +363,7 @@ func.func @q_absorb(%qn: memref<?x16x128xbf16>, %wuk: memref<16x128x512xbf16>, %
 // CHECK: %[[T:.+]] = memref.dim %[[QL]], %c0 : memref<?x16x512xbf16>
 // CHECK: %[[TB:.+]] = arith.ceildivsi %[[T]], %c8 : index
 // CHECK: scf.if
-// CHECK: gpu.launch_func @mla_kernels::@v_up_proj_0 blocks in (%c1{{(_[0-9]+)?}}, %c16, %[[TB]]) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK: gpu.launch_func @mla_kernels::@v_up_proj_0 blocks in (%[[TB]], %c16, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[QL]] : memref<?x16x512xbf16>, %[[WUV]] : memref<16x512x128xbf16>, %[[O]] : memref<?x16x128xbf16>)
 // CHECK-NEXT: }
 // CHECK-NEXT: return
