@@ -14,7 +14,7 @@ steps=${2:-tests sanitizer bench}
 mkdir -p "$out"
 bin=$here/bin
 summary=()
-numerics_filter='-CpuKernel.*:Cuda*:Reference*'
+numerics_filter='Prefill*:Decode*:Merge*:GatherCache*:ConcatAndCache*:Projection*:ChunkedPrefill*:DTypes/*'
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   > "$out/device.txt" 2>&1 || true
