@@ -7,6 +7,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Verifier.h"
 
 using namespace mlir;
 
@@ -72,6 +73,23 @@ llvm::Expected<EntryPoint> EntryPoint::prepare(ModuleOp module,
     return makeError("the entry must return nothing (outputs are buffers)");
   func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                 UnitAttr::get(module.getContext()));
+  return entry;
+}
+
+llvm::Expected<EntryPoint> EntryPoint::verifyAndLower(
+    ModuleOp module, llvm::StringRef name,
+    llvm::function_ref<void(OpPassManager &)> buildPipeline,
+    const Twine &what) {
+  DiagnosticCollector diagnostics(module.getContext());
+  if (failed(verify(module)))
+    return diagnostics.takeError("the module is not valid");
+  auto entry = prepare(module, name);
+  if (!entry)
+    return entry.takeError();
+  PassManager pm(module.getContext());
+  buildPipeline(pm);
+  if (failed(pm.run(module)))
+    return diagnostics.takeError(what.str());
   return entry;
 }
 

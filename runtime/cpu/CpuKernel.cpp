@@ -37,20 +37,14 @@ CpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   MLIRContext *context = module->getContext();
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
-  DiagnosticCollector diagnostics(context);
-
-  if (failed(verify(*module)))
-    return diagnostics.takeError("the module is not valid");
-  auto entryPoint = EntryPoint::prepare(*module, entry);
+  auto entryPoint = EntryPoint::verifyAndLower(
+      *module, entry,
+      [&](OpPassManager &pm) { buildCpuLoweringPipeline(pm, options); },
+      "lowering to the LLVM dialect failed");
   if (!entryPoint)
     return entryPoint.takeError();
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
   kernel->entryPoint = std::move(*entryPoint);
-
-  PassManager pm(context);
-  buildCpuLoweringPipeline(pm, options);
-  if (failed(pm.run(*module)))
-    return diagnostics.takeError("lowering to the LLVM dialect failed");
 
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = makeOptimizingTransformer(

@@ -55,10 +55,10 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     registerMLADialects(registry);
     context->appendDialectRegistry(registry);
   }
-  DiagnosticCollector diagnostics(context);
-  if (failed(verify(*module)))
-    return diagnostics.takeError("the module is not valid");
-  auto entryPoint = EntryPoint::prepare(*module, entry);
+  auto entryPoint = EntryPoint::verifyAndLower(
+      *module, entry,
+      [&](OpPassManager &pm) { buildGpuLoweringPipeline(pm, *target); },
+      "lowering for " + target->chip() + " failed");
   if (!entryPoint)
     return entryPoint.takeError();
 
@@ -66,11 +66,6 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   kernel->device = &device;
   kernel->gpuTarget = *target;
   kernel->entryPoint = std::move(*entryPoint);
-
-  PassManager pm(context);
-  buildGpuLoweringPipeline(pm, *target);
-  if (failed(pm.run(*module)))
-    return diagnostics.takeError("lowering for " + target->chip() + " failed");
   kernel->ptxText = collectPtx(*module);
 
   ExecutionEngineOptions options;

@@ -1,4 +1,4 @@
-//===- LaunchShims.h - The mgpu* entry points of JIT-compiled host code -*- C++ -*-===//
+//===- LaunchShims.h - mgpu* entry points of JIT host code ------*- C++ -*-===//
 //
 // Host code lowered from gpu.launch_func, gpu.alloc and gpu.memcpy calls
 // mgpuModuleLoadJIT, mgpuLaunchKernel, mgpuMemAlloc and friends. These are

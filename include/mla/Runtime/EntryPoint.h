@@ -13,6 +13,7 @@
 #include "mla/Runtime/BufferView.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -41,6 +42,15 @@ public:
   /// lowering.
   static llvm::Expected<EntryPoint> prepare(mlir::ModuleOp module,
                                             llvm::StringRef name);
+
+  /// What every JIT runtime does before code generation: verifies
+  /// `module`, reads the entry's signature (prepare), and lowers the module
+  /// in place with the pipeline `buildPipeline` makes. Failures return the
+  /// collected diagnostics, prefixed with `what` for a failed lowering.
+  static llvm::Expected<EntryPoint>
+  verifyAndLower(mlir::ModuleOp module, llvm::StringRef name,
+                 llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline,
+                 const llvm::Twine &what);
 
   /// Checks `args` against the signature: count, element type, rank, static
   /// sizes, strides, non-null data.
