@@ -79,6 +79,30 @@ LogicalResult DecodeAttentionOp::verify() {
                       sym("query_len")},
                      ElementKind::F32)))
     return failure();
+
+  // The split-KV schedule: all three operands or none.
+  Value numSplits = getNumSplits(), splitOut = getSplitOut(),
+        splitLse = getSplitLse();
+  if (!numSplits && !splitOut && !splitLse)
+    return success();
+  if (!numSplits || !splitOut || !splitLse)
+    return emitOpError() << "'num_splits', 'split_out' and 'split_lse' must "
+                            "be given together (got "
+                         << (numSplits ? "" : "no ") << "'num_splits', "
+                         << (splitOut ? "" : "no ") << "'split_out', "
+                         << (splitLse ? "" : "no ") << "'split_lse')";
+  if (failed(c.check(numSplits, "num_splits", {sym("batch")},
+                     ElementKind::I32)) ||
+      failed(c.check(splitOut, "split_out",
+                     {sym("batch"), sym("query_len"),
+                      fixed("heads", heads, "num_heads"), sym("splits"),
+                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     ElementKind::F32)) ||
+      failed(c.check(splitLse, "split_lse",
+                     {sym("batch"), sym("query_len"),
+                      fixed("heads", heads, "num_heads"), sym("splits")},
+                     ElementKind::F32)))
+    return failure();
   return success();
 }
 

@@ -34,11 +34,18 @@ LogicalResult QAbsorbOp::verify() {
     return failure();
   int64_t heads = getNumHeads(), nope = getQkNopeHeadDim(),
           latent = getKvLoraRank();
+  // With rope_dim the rows carry q_pe after the projected columns.
+  std::optional<int64_t> rope = getRopeDim();
   OperandChecker c(*this);
   Dim headsDim = fixed("heads", heads, "num_heads");
+  Dim queryWidth = rope ? fixed("qk_nope_head_dim + rope_dim", nope + *rope,
+                                "qk_nope_head_dim + rope_dim")
+                        : fixed("qk_nope_head_dim", nope, "qk_nope_head_dim");
+  Dim outputWidth = rope ? fixed("kv_lora_rank + rope_dim", latent + *rope,
+                                 "kv_lora_rank + rope_dim")
+                         : fixed("kv_lora_rank", latent, "kv_lora_rank");
   if (failed(c.check(getQNope(), "q_nope",
-                     {sym("tokens"), headsDim,
-                      fixed("qk_nope_head_dim", nope, "qk_nope_head_dim")},
+                     {sym("tokens"), headsDim, queryWidth},
                      ElementKind::Activation)) ||
       failed(c.check(getWUkT(), "w_uk_t",
                      {headsDim,
@@ -46,8 +53,7 @@ LogicalResult QAbsorbOp::verify() {
                       fixed("kv_lora_rank", latent, "kv_lora_rank")},
                      ElementKind::Activation)) ||
       failed(c.check(getQlNope(), "ql_nope",
-                     {sym("tokens"), headsDim,
-                      fixed("kv_lora_rank", latent, "kv_lora_rank")},
+                     {sym("tokens"), headsDim, outputWidth},
                      ElementKind::Activation)))
     return failure();
   return success();

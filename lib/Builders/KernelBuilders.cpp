@@ -95,15 +95,31 @@ OwningOpRef<ModuleOp> buildDecodeAttention(MLIRContext &ctx,
                                            const DecodeAttentionSpec &s) {
   const MlaDims &d = s.dims;
   int64_t n = d.numHeads;
-  KernelModule m(ctx, {{{kDyn, kDyn, n, d.cacheEntry()}, s.activation},
-                       {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
-                       {{kDyn, kDyn}, DType::I32},
-                       {{kDyn}, DType::I32},
-                       {{kDyn, kDyn, n, d.kvLoraRank}, s.activation},
-                       {{kDyn, n, kDyn}, DType::F32}});
+  SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
+      {{kDyn, kDyn, n, d.cacheEntry()}, s.activation},
+      {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
+      {{kDyn, kDyn}, DType::I32},
+      {{kDyn}, DType::I32}};
+  if (s.withSplitPlan) {
+    params.push_back({{kDyn}, DType::I32});
+    params.push_back({{kDyn, kDyn, n, kDyn, d.kvLoraRank}, DType::F32});
+    params.push_back({{kDyn, kDyn, n, kDyn}, DType::F32});
+  }
+  params.push_back({{kDyn, kDyn, n, d.kvLoraRank}, s.activation});
+  params.push_back({{kDyn, n, kDyn}, DType::F32});
+  KernelModule m(ctx, params);
   auto &a = m.args;
-  DecodeAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5],
-                            m.i64(n), m.i64(d.kvLoraRank), m.i64(d.ropeDim),
+  // Absent schedule operands are null values.
+  Value numSplits, splitOut, splitLse;
+  if (s.withSplitPlan) {
+    numSplits = a[4];
+    splitOut = a[5];
+    splitLse = a[6];
+  }
+  Value out = a[a.size() - 2], lse = a[a.size() - 1];
+  DecodeAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], numSplits,
+                            splitOut, splitLse, out, lse, m.i64(n),
+                            m.i64(d.kvLoraRank), m.i64(d.ropeDim),
                             m.i64(s.blockSize), m.type(s.cache),
                             m.f32(s.softmaxScale), m.flag(s.causal));
   return std::move(m.module);
@@ -180,7 +196,23 @@ OwningOpRef<ModuleOp> buildQAbsorb(MLIRContext &ctx, const ProjectionSpec &s) {
                   {{kDyn, n, d.kvLoraRank}, s.activation}});
   auto &a = m.args;
   QAbsorbOp::create(m.b, m.loc(), a[0], a[1], a[2], m.i64(n),
-                    m.i64(d.qkNopeHeadDim), m.i64(d.kvLoraRank));
+                    m.i64(d.qkNopeHeadDim), m.i64(d.kvLoraRank),
+                    /*rope_dim=*/IntegerAttr());
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildDecodeQuery(MLIRContext &ctx,
+                                       const ProjectionSpec &s) {
+  const MlaDims &d = s.dims;
+  int64_t n = d.numHeads;
+  KernelModule m(ctx,
+                 {{{kDyn, n, d.qkHeadDim()}, s.activation},
+                  {{n, d.qkNopeHeadDim, d.kvLoraRank}, s.activation},
+                  {{kDyn, n, d.cacheEntry()}, s.activation}});
+  auto &a = m.args;
+  QAbsorbOp::create(m.b, m.loc(), a[0], a[1], a[2], m.i64(n),
+                    m.i64(d.qkNopeHeadDim), m.i64(d.kvLoraRank),
+                    m.i64(d.ropeDim));
   return std::move(m.module);
 }
 

@@ -21,6 +21,9 @@ void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
   // Launches, device allocations and copies become asynchronous on one
   // stream per call, with host waits only where the host reads results.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  // ... and none at the end: a call returns with its work queued on the
+  // caller's stream.
+  pm.addNestedPass<func::FuncOp>(createAsyncEntryReturn());
 
   // Kernels through NVVM and LLVM's NVPTX backend to PTX (embedded in the
   // module as a gpu.binary), host code to the LLVM dialect with launches

@@ -671,7 +671,12 @@ llvm::Error KernelCache::store(const KernelKey &key, StringRef payload) {
 
 llvm::Expected<std::string> KernelCache::getOrCompile(
     const KernelKey &key,
-    llvm::function_ref<llvm::Expected<std::string>()> compile) {
+    llvm::function_ref<llvm::Expected<std::string>()> compile,
+    CacheOutcome *outcome) {
+  auto tell = [&](CacheOutcome what) {
+    if (outcome)
+      *outcome = what;
+  };
   std::string digest = key.digest();
   std::string name = key.entryName();
   bool force = state->forceRecompile;
@@ -687,6 +692,7 @@ llvm::Expected<std::string> KernelCache::getOrCompile(
   auto tryLookup = [&](bool locked) -> std::optional<std::string> {
     if (std::optional<std::string> payload = state->fromMemory(digest)) {
       ++state->memoryHits;
+      tell(CacheOutcome::MemoryHit);
       return payload;
     }
     if (!useDisk)
@@ -697,6 +703,8 @@ llvm::Expected<std::string> KernelCache::getOrCompile(
       warnDisk(payload.takeError());
       return std::nullopt;
     }
+    if (*payload)
+      tell(CacheOutcome::DiskHit);
     return std::move(*payload);
   };
 
@@ -719,6 +727,7 @@ llvm::Expected<std::string> KernelCache::getOrCompile(
 
   ++state->misses;
   ++state->compiles;
+  tell(CacheOutcome::Compiled);
   state->emit("compiling " + name + " ...");
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<std::string> payload = compile();

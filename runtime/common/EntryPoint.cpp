@@ -5,7 +5,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
 
@@ -76,21 +75,23 @@ llvm::Expected<EntryPoint> EntryPoint::prepare(ModuleOp module,
   return entry;
 }
 
-llvm::Expected<EntryPoint> EntryPoint::verifyAndLower(
-    ModuleOp module, llvm::StringRef name,
-    llvm::function_ref<void(OpPassManager &)> buildPipeline,
-    const Twine &what) {
+llvm::Expected<EntryPoint> EntryPoint::verifyAndPrepare(ModuleOp module,
+                                                       llvm::StringRef name) {
   DiagnosticCollector diagnostics(module.getContext());
   if (failed(verify(module)))
     return diagnostics.takeError("the module is not valid");
-  auto entry = prepare(module, name);
-  if (!entry)
-    return entry.takeError();
+  return prepare(module, name);
+}
+
+llvm::Error EntryPoint::lower(
+    ModuleOp module, llvm::function_ref<void(OpPassManager &)> buildPipeline,
+    const Twine &what) {
+  DiagnosticCollector diagnostics(module.getContext());
   PassManager pm(module.getContext());
   buildPipeline(pm);
   if (failed(pm.run(module)))
     return diagnostics.takeError(what.str());
-  return entry;
+  return llvm::Error::success();
 }
 
 llvm::Error EntryPoint::check(const std::vector<BufferView> &args) const {
@@ -132,7 +133,7 @@ llvm::Error EntryPoint::check(const std::vector<BufferView> &args) const {
   return llvm::Error::success();
 }
 
-llvm::Error EntryPoint::invoke(ExecutionEngine &engine,
+llvm::Error EntryPoint::invoke(void (*packed)(void **),
                                const std::vector<BufferView> &args) const {
   if (llvm::Error error = check(args))
     return error;
@@ -149,16 +150,13 @@ llvm::Error EntryPoint::invoke(ExecutionEngine &engine,
     d.insert(d.end(), arg.strides.begin(), arg.strides.end());
     descriptors.push_back(std::move(d));
   }
-  std::vector<void *> descriptorPointers, packed;
+  std::vector<void *> descriptorPointers, slots;
   descriptorPointers.reserve(args.size());
   for (auto &d : descriptors)
     descriptorPointers.push_back(d.data());
   for (void *&p : descriptorPointers)
-    packed.push_back(&p);
-  if (llvm::Error error =
-          engine.invokePacked("_mlir_ciface_" + entry, packed))
-    return makeError("calling '" + entry +
-                     "' failed: " + llvm::toString(std::move(error)));
+    slots.push_back(&p);
+  packed(slots.data());
   return llvm::Error::success();
 }
 

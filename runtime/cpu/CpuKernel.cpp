@@ -1,15 +1,7 @@
 //===- CpuKernel.cpp - mla modules JIT-compiled for the host CPU ----------===//
 
 #include "mla/Runtime/CpuKernel.h"
-#include "mla/Support/Diagnostics.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
@@ -28,38 +20,45 @@ void initializeNativeTarget() {
   });
 }
 
-CpuKernel::~CpuKernel() = default;
+CompileRecipe cpuCompileRecipe(const CpuPipelineOptions &options) {
+  CompileRecipe recipe;
+  recipe.target = hostTargetDescription();
+  recipe.options = "cpu vector-width=" + std::to_string(options.vectorWidth) +
+                   " key-block=" + std::to_string(options.keyBlock) + " O3";
+  recipe.buildPipeline = [options](OpPassManager &pm) {
+    buildCpuLoweringPipeline(pm, options);
+  };
+  recipe.optLevel = 3;
+  recipe.failureMessage = "lowering to the LLVM dialect failed";
+  return recipe;
+}
+
+CpuKernel::~CpuKernel() {
+  if (compiled.object)
+    compiled.object->finalize();
+}
 
 llvm::Expected<std::unique_ptr<CpuKernel>>
 CpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
-                   const CpuPipelineOptions &options) {
+                   const CpuPipelineOptions &options,
+                   runtime::KernelCache *cache) {
   initializeNativeTarget();
   MLIRContext *context = module->getContext();
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
-  auto entryPoint = EntryPoint::verifyAndLower(
-      *module, entry,
-      [&](OpPassManager &pm) { buildCpuLoweringPipeline(pm, options); },
-      "lowering to the LLVM dialect failed");
-  if (!entryPoint)
-    return entryPoint.takeError();
+  auto compiled = compileModule(std::move(module), entry,
+                                cpuCompileRecipe(options), cache);
+  if (!compiled)
+    return compiled.takeError();
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
-  kernel->entryPoint = std::move(*entryPoint);
-
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  auto engine = ExecutionEngine::create(*module, engineOptions);
-  if (!engine)
-    return makeError("JIT compilation failed: " +
-                     llvm::toString(engine.takeError()));
-  kernel->engine = std::move(*engine);
+  kernel->compiled = std::move(*compiled);
+  if (llvm::Error error = kernel->compiled.object->initialize())
+    return std::move(error);
   return kernel;
 }
 
 llvm::Error CpuKernel::run(const std::vector<BufferView> &args) const {
-  return entryPoint.invoke(*engine, args);
+  return compiled.entry.invoke(compiled.packed, args);
 }
 
 } // namespace mla

@@ -7,40 +7,41 @@
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Support/Diagnostics.h"
 
-#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
 
 namespace mla {
 
-GpuKernel::~GpuKernel() {
-  // The JIT's static destructors unload the kernels' module; they need the
-  // device's context.
-  if (device)
-    llvm::consumeError(device->makeCurrent());
+CompileRecipe gpuCompileRecipe(const GpuTarget &target) {
+  CompileRecipe recipe;
+  recipe.target = target.chip() + target.ptxFeature() + "/" +
+                  hostTargetDescription();
+  recipe.options = "gpu strategy=" + name(target.strategy) +
+                   " nvptx-O3 host-O2";
+  recipe.buildPipeline = [target](OpPassManager &pm) {
+    buildGpuLoweringPipeline(pm, target);
+  };
+  recipe.optLevel = 2;
+  recipe.failureMessage = "lowering for " + target.chip() + " failed";
+  return recipe;
 }
 
-/// The PTX text of every gpu.binary object in `module`.
-static std::string collectPtx(ModuleOp module) {
-  std::string ptx;
-  module.walk([&](mlir::gpu::BinaryOp binary) {
-    for (Attribute attr : binary.getObjects())
-      if (auto object = dyn_cast<mlir::gpu::ObjectAttr>(attr))
-        ptx += object.getObject().getValue();
-  });
-  return ptx;
+GpuKernel::~GpuKernel() {
+  // The module's destructors unload the kernels; they need the device's
+  // context.
+  if (device && compiled.object) {
+    llvm::consumeError(device->makeCurrent());
+    gpu::GpuCall call(device->driver(), nullptr);
+    compiled.object->finalize();
+  }
 }
 
 llvm::Expected<std::unique_ptr<GpuKernel>>
 GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
                    const cuda::Device &device,
-                   std::optional<GpuTarget> target) {
+                   std::optional<GpuTarget> target,
+                   runtime::KernelCache *cache) {
   initializeNativeTarget();
   if (!target) {
     auto chosen = GpuTarget::forCapability(device.capability().major,
@@ -49,39 +50,28 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
       return chosen.takeError();
     target = *chosen;
   }
-  MLIRContext *context = module->getContext();
   {
     DialectRegistry registry;
     registerMLADialects(registry);
-    context->appendDialectRegistry(registry);
+    module->getContext()->appendDialectRegistry(registry);
   }
-  auto entryPoint = EntryPoint::verifyAndLower(
-      *module, entry,
-      [&](OpPassManager &pm) { buildGpuLoweringPipeline(pm, *target); },
-      "lowering for " + target->chip() + " failed");
-  if (!entryPoint)
-    return entryPoint.takeError();
+  auto compiled = compileModule(std::move(module), entry,
+                                gpuCompileRecipe(*target), cache,
+                                gpu::launchShimSymbols);
+  if (!compiled)
+    return compiled.takeError();
 
   std::unique_ptr<GpuKernel> kernel(new GpuKernel());
-  kernel->device = &device;
   kernel->gpuTarget = *target;
-  kernel->entryPoint = std::move(*entryPoint);
-  kernel->ptxText = collectPtx(*module);
+  kernel->compiled = std::move(*compiled);
 
-  ExecutionEngineOptions options;
-  options.transformer = makeOptimizingTransformer(2, 0, nullptr);
-  auto engine = ExecutionEngine::create(*module, options);
-  if (!engine)
-    return makeError("JIT compilation of the host code failed: " +
-                     llvm::toString(engine.takeError()));
-  kernel->engine = std::move(*engine);
-  kernel->engine->registerSymbols(gpu::launchShimSymbols);
-
-  // Initializing runs the static constructor that loads the kernels.
+  // The module's constructors load the kernels on the current context.
   if (llvm::Error error = device.makeCurrent())
     return std::move(error);
   gpu::GpuCall call(device.driver(), nullptr);
-  kernel->engine->initialize();
+  if (llvm::Error error = kernel->compiled.object->initialize())
+    return std::move(error);
+  kernel->device = &device;
   if (llvm::Error error = call.takeError())
     return makeError("loading the kernels for " + target->chip() + ": " +
                      llvm::toString(std::move(error)));
@@ -93,7 +83,7 @@ llvm::Error GpuKernel::run(const std::vector<BufferView> &args,
   if (llvm::Error error = device->makeCurrent())
     return error;
   gpu::GpuCall call(device->driver(), stream);
-  if (llvm::Error error = entryPoint.invoke(*engine, args))
+  if (llvm::Error error = compiled.entry.invoke(compiled.packed, args))
     return error;
   return call.takeError();
 }

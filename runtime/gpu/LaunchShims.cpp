@@ -17,6 +17,8 @@ thread_local GpuCall *activeCall = nullptr;
 
 /// Driver calls below 48 KiB of dynamic shared memory need no opt-in.
 constexpr int kDefaultSharedLimit = 48 * 1024;
+constexpr intptr_t kMaxGridX = 2147483647;
+constexpr intptr_t kMaxGridYZ = 65535;
 
 /// Records a failed driver call on the active call (the first one wins).
 bool failed(CUresult result, const char *call) {
@@ -92,6 +94,17 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                      void **params, void **extra, size_t) {
   if (!usable() || !function)
     return;
+  // An empty grid is an empty batch: nothing to do (the driver would call
+  // it an invalid value).
+  if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
+    return;
+  if (gridX > kMaxGridX || gridY > kMaxGridYZ || gridZ > kMaxGridYZ) {
+    activeCall->error = "kernel grid (" + std::to_string(gridX) + ", " +
+                        std::to_string(gridY) + ", " + std::to_string(gridZ) +
+                        ") exceeds CUDA's limits (2^31-1, 65535, 65535): the "
+                        "batch is too large for one launch";
+    return;
+  }
   auto f = static_cast<CUfunction>(function);
   if (sharedBytes > kDefaultSharedLimit &&
       failed(fn().cuFuncSetAttribute(

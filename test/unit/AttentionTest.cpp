@@ -8,10 +8,13 @@
 #include "MlaReference.h"
 #include "TestSupport.h"
 #include "mla/Builders/KernelBuilders.h"
+#include "mla/Runtime/MetadataDecodeSplits.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 using namespace mla;
 using namespace mla::test;
@@ -99,13 +102,132 @@ TEST(Prefill, UnalignedHeadDims) {
   checkPrefill({DType::F16, 3, true, {7, 9}, {12, 9}, 40, 23});
 }
 
+/// A decode case run in the scheduled form: a split plan from
+/// runtime::planDecodeSplits passed as num_splits, with workspaces of S
+/// splits. The plan's numHeads, queryLen and tokensPerBlock come from the
+/// case (tokensPerBlock = block_size, the granularity the kernels deal in).
+struct DecodeSchedule {
+  int64_t numSms, rowsPerCta, minTokensPerSplit;
+  /// Workspace splits beyond the plan's most (S = max numSplits + extra):
+  /// splits past a request's count must exit without writing.
+  int64_t extraSplits = 0;
+  /// num_splits entries replaced after planning (index, value): bad
+  /// metadata the kernels must clamp to [1, S].
+  std::vector<std::pair<int64_t, int32_t>> overrides = {};
+  /// The case is meant to split its longest request at least this much.
+  int32_t minSplits = 1;
+};
+
 struct DecodeCase {
   DType activation, cache;
   int64_t heads, queryLen, blockSize;
   bool causal;
   std::vector<int32_t> seqLens;
   int64_t kvLoraRank = 512, ropeDim = 64;
+  std::optional<DecodeSchedule> schedule = std::nullopt;
 };
+
+/// The split workspaces and metadata of a scheduled decode case.
+struct DecodeSplitBuffers {
+  runtime::DecodeSplitPlan plan; ///< as planned, before any override
+  std::vector<int32_t> numSplits; ///< what the kernel reads
+  int64_t capacity;               ///< S
+  HostTensor numSplitsT, splitOut, splitLse;
+};
+
+std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
+  const DecodeSchedule &sch = *c.schedule;
+  runtime::DecodeSplitConfig config;
+  config.numSms = sch.numSms;
+  config.numHeads = c.heads;
+  config.queryLen = c.queryLen;
+  config.rowsPerCta = sch.rowsPerCta;
+  config.tokensPerBlock = c.blockSize;
+  config.minTokensPerSplit = sch.minTokensPerSplit;
+  auto plan = runtime::planDecodeSplits(c.seqLens, config);
+  if (!plan) {
+    ADD_FAILURE() << llvm::toString(plan.takeError());
+    return std::nullopt;
+  }
+  int32_t most = *std::max_element(plan->numSplits.begin(),
+                                   plan->numSplits.end());
+  EXPECT_GE(most, sch.minSplits) << "the plan splits less than the case needs";
+  std::vector<int32_t> numSplits = plan->numSplits;
+  for (auto [b, value] : sch.overrides)
+    numSplits[b] = value;
+  int64_t batch = c.seqLens.size(), capacity = most + sch.extraSplits;
+  int64_t n = c.heads, sq = c.queryLen;
+  DecodeSplitBuffers buffers{
+      std::move(*plan), numSplits, capacity,
+      HostTensor::i32({batch}, numSplits),
+      HostTensor(DType::F32, {batch, sq, n, capacity, c.kvLoraRank}),
+      HostTensor(DType::F32, {batch, sq, n, capacity})};
+  buffers.splitOut.poison();
+  buffers.splitLse.poison();
+  return buffers;
+}
+
+/// On the GPU, where the kernels follow the schedule: split s < n of
+/// request b (n = num_splits[b] clamped to [1, S]) holds the LSE of each
+/// query row over the tokens DecodeSplitPlan::splitBegin/splitEnd deal it
+/// (within what the row sees), and splits s >= n are left untouched.
+void checkSplitPartials(const DecodeCase &c, const DecodeSplitBuffers &w,
+                        const std::vector<double> &q,
+                        const std::vector<double> &cache,
+                        const std::vector<int32_t> &blockTable,
+                        int64_t maxBlocks, float scale) {
+  int64_t batch = c.seqLens.size(), sq = c.queryLen, n = c.heads;
+  int64_t entry = c.kvLoraRank + c.ropeDim, S = w.capacity;
+  runtime::DecodeSplitPlan effective = w.plan;
+  for (int64_t b = 0; b < batch; ++b)
+    effective.numSplits[b] = static_cast<int32_t>(
+        std::clamp<int64_t>(w.numSplits[b], 1, S));
+  std::vector<double> lse = w.splitLse.toDouble(),
+                      out = w.splitOut.toDouble();
+  std::vector<double> got, want;
+  int64_t untouchedWritten = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = c.seqLens[b], splits = effective.numSplits[b];
+    for (int64_t i = 0; i < sq; ++i) {
+      int64_t visible =
+          c.causal ? std::clamp<int64_t>(len - sq + i + 1, 0, len) : len;
+      for (int64_t h = 0; h < n; ++h) {
+        const double *qRow = &q[((b * sq + i) * n + h) * entry];
+        for (int64_t s = 0; s < S; ++s) {
+          int64_t at = ((b * sq + i) * n + h) * S + s;
+          if (s >= splits) {
+            bool written = !std::isnan(lse[at]);
+            for (int64_t col = 0; col < c.kvLoraRank; ++col)
+              written |= !std::isnan(out[at * c.kvLoraRank + col]);
+            untouchedWritten += written;
+            continue;
+          }
+          int64_t begin = effective.splitBegin(b, s);
+          int64_t end = std::min(effective.splitEnd(b, s), visible);
+          double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+          std::vector<double> scores;
+          for (int64_t j = begin; j < end; ++j) {
+            int64_t page = blockTable[b * maxBlocks + j / c.blockSize];
+            const double *key =
+                &cache[(page * c.blockSize + j % c.blockSize) * entry];
+            double dot = 0.0;
+            for (int64_t e = 0; e < entry; ++e)
+              dot += qRow[e] * key[e];
+            scores.push_back(scale * dot);
+            max = std::max(max, scores.back());
+          }
+          for (double score : scores)
+            sum += std::exp(score - max);
+          got.push_back(lse[at]);
+          want.push_back(scores.empty() ? max : max + std::log(sum));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(untouchedWritten, 0)
+      << "splits past a request's count were written";
+  expectLseClose(got, want, kLseTolerance, "decode split lse");
+}
 
 void checkDecode(const DecodeCase &c) {
   MlaDims dims;
@@ -114,9 +236,10 @@ void checkDecode(const DecodeCase &c) {
   dims.ropeDim = c.ropeDim;
   int64_t entry = dims.cacheEntry();
   float scale = 1.0f / std::sqrt(192.0f);
-  auto kernel = compileKernel(buildDecodeAttention(
-      testContext(),
-      {dims, c.activation, c.cache, c.blockSize, c.causal, scale}));
+  DecodeAttentionSpec spec{dims, c.activation, c.cache, c.blockSize, c.causal,
+                           scale};
+  spec.withSplitPlan = c.schedule.has_value();
+  auto kernel = compileKernel(buildDecodeAttention(testContext(), spec));
   ASSERT_TRUE(kernel);
 
   int64_t batch = c.seqLens.size(), n = c.heads, sq = c.queryLen;
@@ -154,8 +277,20 @@ void checkDecode(const DecodeCase &c) {
   HostTensor lse(DType::F32, {batch, n, sq});
   out.poison();
   lse.poison();
-  runKernel(*kernel, {q.view(), cache.view(), table.view(), lens.view(),
-                      out.view(), lse.view()});
+  std::vector<BufferView> args{q.view(), cache.view(), table.view(),
+                               lens.view()};
+  // The scheduled form: split counts and NaN-poisoned workspaces, which
+  // the CPU lowering ignores and the GPU kernels fill.
+  std::optional<DecodeSplitBuffers> splits;
+  if (c.schedule) {
+    splits = makeSplitBuffers(c);
+    ASSERT_TRUE(splits);
+    args.insert(args.end(), {splits->numSplitsT.view(),
+                             splits->splitOut.view(),
+                             splits->splitLse.view()});
+  }
+  args.insert(args.end(), {out.view(), lse.view()});
+  runKernel(*kernel, args);
 
   std::vector<double> outRef(batch * sq * n * c.kvLoraRank),
       lseRef(batch * n * sq);
@@ -165,6 +300,9 @@ void checkDecode(const DecodeCase &c) {
                        lseRef);
   expectClose(out.toDouble(), outRef, tolerance(c.activation), "decode out");
   expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
+  if (splits && testingOnGpu())
+    checkSplitPartials(c, *splits, q.toDouble(), cache.toDouble(), blockTable,
+                       maxBlocks, scale);
 }
 
 TEST(Decode, SingleQueryBf16) {
@@ -199,6 +337,59 @@ TEST(Decode, BlockSizes) {
   for (int64_t block : {16, 32, 128})
     checkDecode({DType::BF16, DType::BF16, 8, 1, block, false,
                  {static_cast<int32_t>(block + 3), 1}});
+}
+
+// The scheduled form (num_splits and caller-owned workspaces). On the CPU
+// the schedule is ignored, so these check the verifier and builder path;
+// on the GPU the kernels follow it, and the result must not change.
+
+TEST(DecodeScheduled, ManyUnevenSplits) {
+  // 1000 tokens in 32 pages of 32 tokens (the last one partial) over 8 SMs:
+  // 7 splits of 5, 5, 5, 5, 4, 4, 4 pages.
+  checkDecode({DType::F32, DType::BF16, 16, 1, 32, false, {1000}, 512, 64,
+               DecodeSchedule{8, 16, 32, 0, {}, 7}});
+  checkDecode({DType::BF16, DType::BF16, 16, 1, 32, false, {1000}, 512, 64,
+               DecodeSchedule{8, 16, 32, 0, {}, 7}});
+}
+
+TEST(DecodeScheduled, EmptyOneTokenAndLongRequests) {
+  // Split counts proportional to length: the empty and 1-token requests
+  // keep one split (the empty one still gets out 0, lse -inf).
+  checkDecode({DType::F32, DType::F32, 16, 1, 16, false, {0, 1, 1000, 37, 300},
+               512, 64, DecodeSchedule{16, 16, 16, 0, {}, 5}});
+}
+
+TEST(DecodeScheduled, SpeculativeQueriesCausal) {
+  // Sq = 3: each query row clamps its split's range to the tokens it sees,
+  // so the last splits of the first rows are partly or wholly empty; the
+  // 2-token request leaves its first row with no token at all.
+  checkDecode({DType::BF16, DType::BF16, 8, 3, 16, true, {2, 500, 130}, 512,
+               64, DecodeSchedule{48, 8, 16, 0, {}, 4}});
+  checkDecode({DType::F32, DType::F32, 4, 3, 16, true, {3, 49, 17}, 512, 64,
+               DecodeSchedule{64, 4, 16, 0, {}, 2}});
+}
+
+TEST(DecodeScheduled, WorkspaceWiderThanPlan) {
+  // S = most splits + 5: every request has splits that must exit early.
+  checkDecode({DType::F32, DType::BF16, 16, 2, 64, true, {700, 64, 0, 129},
+               512, 64, DecodeSchedule{16, 32, 64, 5, {}, 2}});
+}
+
+TEST(DecodeScheduled, BadSplitCountsAreClamped) {
+  // num_splits of 0 and negative are read as 1, one beyond S as S: the
+  // kernels stay inside the workspaces and the result is unchanged.
+  checkDecode({DType::F32, DType::F32, 16, 1, 16, false, {700, 300, 50, 900},
+               512, 64,
+               DecodeSchedule{16, 16, 16, 0, {{0, 0}, {1, 1000}, {2, -3}}, 3}});
+}
+
+TEST(DecodeScheduled, HeadCountsAndSmallDims) {
+  for (int64_t heads : {1, 128})
+    checkDecode({DType::BF16, DType::BF16, heads, 1, 64, false, {900, 5}, 512,
+                 64, DecodeSchedule{132, 64, 64, 1, {}, 2}});
+  // Latent and rope dims that are not multiples of the warp width.
+  checkDecode({DType::F32, DType::F32, 3, 2, 16, true, {100, 7}, 40, 8,
+               DecodeSchedule{32, 4, 16, 0, {}, 3}});
 }
 
 } // namespace

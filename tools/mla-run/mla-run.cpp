@@ -1,10 +1,12 @@
-//===- mla-run.cpp - Run one DeepSeek-shaped MLA serving step -------------===//
+//===- mla-run.cpp - DeepSeek-shaped MLA serving steps over the runtime ----===//
 //
-// The main job: builds a mixed batch (decodes over a paged latent cache,
-// prefills with cached context), JIT-compiles the mla kernels for the host,
-// runs them, checks them against the float64 reference and reports what it
-// did and how long each phase took. The work itself lives in the library
-// (mla/Workload/ServingStep.h).
+// The main job, a driver over the runtime's host API: creates a runtime (the
+// GPU when there is one, else the CPU), an MLA attention layer (showing the
+// backend chosen and why the others were not, and every kernel compiled or
+// found in the kernel cache), then runs serving steps with growing contexts,
+// each checked against the float64 reference, with per-phase timings. Run
+// it twice: the second run loads its kernels from the disk cache. The work
+// itself lives in the library (mla/Workload/ServingStep.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +40,13 @@ static cl::list<int> prefillNew("prefill-new-tokens", cl::CommaSeparated,
 static cl::opt<int> workspace(
     "workspace", cl::desc("context-gather workspace rows (0: vLLM's sizing)"),
     cl::init(256));
+static cl::opt<int> steps("steps",
+                          cl::desc("steps: the mixed one, then decode steps"),
+                          cl::init(2));
+static cl::opt<std::string> backend(
+    "backend", cl::desc("attention backend to use (default: selection by "
+                        "priority, or MLA_ATTENTION_BACKEND)"),
+    cl::init(""));
 static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1));
 static cl::opt<std::string> deviceChoice(
     "device", cl::desc("auto (the GPU if there is one), gpu or cpu"),
@@ -45,7 +54,7 @@ static cl::opt<std::string> deviceChoice(
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "run one MLA serving step\n");
+  cl::ParseCommandLineOptions(argc, argv, "run MLA serving steps\n");
 
   mla::ServingStepConfig config;
   auto act = mla::parseDType(dtype), cache = mla::parseDType(cacheDtype);
@@ -53,8 +62,18 @@ int main(int argc, char **argv) {
     errs() << "mla-run: --dtype and --cache-dtype take f32, f16 or bf16\n";
     return 2;
   }
-  if (heads < 1 || heads > 128 || blockSize < 1) {
-    errs() << "mla-run: --heads must be 1..128 and --block-size positive\n";
+  if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1) {
+    errs() << "mla-run: --heads must be 1..128, --block-size and --steps "
+              "positive\n";
+    return 2;
+  }
+  mla::runtime::RuntimeOptions options;
+  if (deviceChoice == "cpu")
+    options.device = mla::runtime::DevicePreference::Cpu;
+  else if (deviceChoice == "gpu")
+    options.device = mla::runtime::DevicePreference::Gpu;
+  else if (deviceChoice != "auto") {
+    errs() << "mla-run: --device takes auto, gpu or cpu\n";
     return 2;
   }
   config.dims.numHeads = heads;
@@ -62,6 +81,8 @@ int main(int argc, char **argv) {
   config.cache = *cache;
   config.blockSize = blockSize;
   config.workspaceTokens = workspace;
+  config.steps = steps;
+  config.backend = backend;
   config.seed = seed;
   if (!decodeContexts.empty())
     config.decodeContexts.assign(decodeContexts.begin(), decodeContexts.end());
@@ -70,35 +91,23 @@ int main(int argc, char **argv) {
     config.prefillNewTokens.assign(prefillNew.begin(), prefillNew.end());
   }
 
-  // The GPU when there is one (or when asked for), else the host CPU.
-  std::unique_ptr<mla::cuda::Device> gpu;
-  std::string where = "host CPU through the LLVM JIT";
-  if (deviceChoice != "cpu") {
-    auto opened = mla::cuda::Device::open(0);
-    if (opened) {
-      gpu = std::move(*opened);
-      where = gpu->name() + " (kernels JIT-compiled to PTX, host code "
-                            "through the LLVM JIT)";
-    } else if (deviceChoice == "gpu") {
-      errs() << "mla-run: --device=gpu: " << toString(opened.takeError())
-             << "\n";
-      return 1;
-    } else {
-      where += " (no GPU: " + toString(opened.takeError()) + ")";
-    }
+  const mla::MlaDims &d = config.dims;
+  outs() << "MLA serving steps (DeepSeek-V3 dims: kv_lora_rank " << d.kvLoraRank
+         << ", rope " << d.ropeDim << ", qk_nope " << d.qkNopeHeadDim << ", v "
+         << d.vHeadDim << "; " << d.numHeads << " heads), activations "
+         << mla::name(config.activation) << ", cache " << mla::name(config.cache)
+         << ", page " << config.blockSize << " tokens\n";
+  options.log = [](const std::string &line) {
+    outs() << "  [runtime] " << line << "\n";
+    outs().flush();
+  };
+  auto runtime = mla::runtime::Runtime::create(options);
+  if (!runtime) {
+    errs() << "mla-run: " << toString(runtime.takeError()) << "\n";
+    return 1;
   }
 
-  const mla::MlaDims &d = config.dims;
-  outs() << "MLA serving step (DeepSeek-V3 dims: kv_lora_rank " << d.kvLoraRank
-         << ", rope " << d.ropeDim << ", qk_nope " << d.qkNopeHeadDim << ", v "
-         << d.vHeadDim << "; " << d.numHeads << " heads)\n"
-         << "device: " << where << "\n"
-         << "activations " << mla::name(config.activation) << ", cache "
-         << mla::name(config.cache) << ", page " << config.blockSize
-         << " tokens\n";
-  outs().flush();
-
-  auto report = mla::runServingStep(config, gpu.get(), [](const std::string &line) {
+  auto report = mla::runServingSteps(config, **runtime, [](const std::string &line) {
     outs() << "  ... " << line << "\n";
     outs().flush();
   });
@@ -107,25 +116,59 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  outs() << "\n";
-  outs() << format("%-18s %12s %12s  %s\n", "phase", "compile ms", "run ms",
-                   "what");
-  double compile = 0, run = 0;
-  for (const auto &phase : report->phases) {
-    outs() << format("%-18s %12.1f %12.1f  %s\n", phase.name.c_str(),
-                     phase.compileMs, phase.runMs, phase.detail.c_str());
-    compile += phase.compileMs;
-    run += phase.runMs;
+  // Why this backend: the ones above it in priority, then every other one.
+  outs() << "\nbackend: " << report->selection.backend->name << " ("
+         << report->selection.backend->description << ")\n";
+  mla::AttentionConfig attention = (*runtime)->onThisDevice([&] {
+    mla::runtime::MlaLayerConfig c;
+    c.dims = d;
+    c.activation = config.activation;
+    c.cacheDType = config.cache;
+    c.blockSize = config.blockSize;
+    c.needsDecodeLse = true;
+    return c.attentionConfig(**runtime);
+  }());
+  for (const mla::Backend &other : (*runtime)->backends().backends()) {
+    if (&other == report->selection.backend)
+      continue;
+    std::vector<std::string> reasons = other.validate(attention);
+    std::string why;
+    for (const std::string &r : reasons)
+      why += (why.empty() ? "" : "; ") + r;
+    outs() << "  not " << other.name << ": "
+           << (why.empty() ? "valid, lower priority on this device" : why)
+           << "\n";
   }
-  outs() << format("%-18s %12.1f %12.1f\n", "total", compile, run);
-  outs() << format("\ncontext workspace %lld tokens, %lld chunk(s)\n",
-                   (long long)report->workspaceTokens,
-                   (long long)report->contextChunks);
-  outs() << format("check vs float64 reference: prefill rel. L2 %.2e, "
-                   "prefill max |dLSE| %.2e, decode rel. L2 %.2e "
-                   "(tolerance %.1e): %s\n",
-                   report->prefillError, report->prefillLseError,
-                   report->decodeError, report->tolerance,
-                   report->passed ? "PASS" : "FAIL");
+
+  outs() << format("\nlayer setup %.1f ms; kernels:\n", report->layerSetupMs);
+  for (const mla::CompileEvent &e : report->compiles)
+    outs() << format("  %-13s %8.1f ms  %s\n", std::string(e.source()).c_str(),
+                     e.milliseconds, e.entryName.c_str());
+
+  for (size_t i = 0; i < report->steps.size(); ++i) {
+    const mla::StepReport &s = report->steps[i];
+    outs() << format("\nstep %zu: %s\n  plan (validate + schedule) %.1f us\n",
+                     i, s.plan.c_str(), s.planMicroseconds);
+    double total = 0;
+    for (const auto &p : s.phases) {
+      outs() << format("  %-18s %9.3f ms\n", p.phase.c_str(), p.milliseconds);
+      total += p.milliseconds;
+    }
+    outs() << format("  %-18s %9.3f ms\n", "total", total);
+    outs() << format("  check vs float64 reference: prefill rel. L2 %.2e, "
+                     "decode rel. L2 %.2e, decode max |dLSE| %.2e, cache "
+                     "rows wrong %lld (tolerance %.1e): %s\n",
+                     s.prefillError, s.decodeError, s.decodeLseError,
+                     (long long)s.cacheMismatches, report->tolerance,
+                     s.passed ? "PASS" : "FAIL");
+  }
+  mla::runtime::KernelCacheStats stats = (*runtime)->cacheStats();
+  outs() << format("\nkernel cache: %llu compiled, %llu from disk, %llu from "
+                   "memory, %llu corrupt entries rebuilt\n",
+                   (unsigned long long)stats.compiles,
+                   (unsigned long long)stats.diskHits,
+                   (unsigned long long)stats.memoryHits,
+                   (unsigned long long)stats.corruptEntries);
+  outs() << (report->passed ? "PASS" : "FAIL") << "\n";
   return report->passed ? 0 : 1;
 }

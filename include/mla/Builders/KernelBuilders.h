@@ -50,8 +50,15 @@ struct DecodeAttentionSpec {
   int64_t blockSize;
   bool causal;
   float softmaxScale;
+  /// Takes the split-KV schedule: num_splits [B] i32 (DecodeSplitPlan::
+  /// numSplits) and the f32 workspaces split_out [B, Sq, N, S, Lkv] and
+  /// split_lse [B, Sq, N, S], S the most splits of any request.
+  bool withSplitPlan = false;
 };
-/// @kernel(q, kv_cache, block_table, seq_lens, out, lse)
+/// @kernel(q, kv_cache, block_table, seq_lens, out, lse), or with
+/// withSplitPlan
+/// @kernel(q, kv_cache, block_table, seq_lens, num_splits, split_out,
+///         split_lse, out, lse)
 mlir::OwningOpRef<mlir::ModuleOp>
 buildDecodeAttention(mlir::MLIRContext &ctx, const DecodeAttentionSpec &s);
 
@@ -91,6 +98,10 @@ mlir::OwningOpRef<mlir::ModuleOp> buildKvUpProj(mlir::MLIRContext &ctx,
 /// @kernel(q_nope, w_uk_t, ql_nope)
 mlir::OwningOpRef<mlir::ModuleOp> buildQAbsorb(mlir::MLIRContext &ctx,
                                                const ProjectionSpec &s);
+/// @kernel(q, w_uk_t, decode_q): q [T, N, P + R] -> the absorbed decode
+/// query [T, N, Lkv + R] (q_absorb with rope_dim).
+mlir::OwningOpRef<mlir::ModuleOp> buildDecodeQuery(mlir::MLIRContext &ctx,
+                                                   const ProjectionSpec &s);
 /// @kernel(o_latent, w_uv, out)
 mlir::OwningOpRef<mlir::ModuleOp> buildVUpProj(mlir::MLIRContext &ctx,
                                                const ProjectionSpec &s);

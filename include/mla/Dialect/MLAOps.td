@@ -72,7 +72,8 @@ def MLA_PrefillAttentionOp : MLA_Op<"prefill_attention"> {
   }];
 }
 
-def MLA_DecodeAttentionOp : MLA_Op<"decode_attention"> {
+def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
+                                   [AttrSizedOperandSegments]> {
   let summary = "absorbed MLA decode attention over a paged latent KV cache";
   let description = [{
     The data-movement friendly form: every head attends over the shared
@@ -91,12 +92,50 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention"> {
     [num_blocks, block_size, 576] of `cache_dtype`, block_table
     [B, max_blocks] i32, seq_lens [B] i32, out [B, Sq, N, 512], lse
     [B, N, Sq] f32 (natural log). Heads: 1 to 128.
+
+    Split-KV schedule (optional; the three operands are given together or
+    not at all): `num_splits` [B] i32, `split_out` [B, Sq, N, S, Lkv] f32
+    and `split_lse` [B, Sq, N, S] f32, S being the most splits any request
+    may use. These are scheduling operands: they never change the result
+    (up to float rounding), only how a kernel divides the work and where it
+    keeps its partial results, so that the runtime owns the workspace
+    (allocated once; calls allocate nothing and can be captured in CUDA
+    graphs). The CPU lowering ignores them. On the GPU, request `b` is
+    split into `n = clamp(num_splits[b], 1, S)` parts (metadata is clamped,
+    so bad metadata never reads or writes outside the buffers); with
+    `blocks = cdiv(seq_lens[b], block_size)`, `base = blocks / n` and
+    `rem = blocks % n`, split `s < n` covers the tokens of blocks
+    `[s * base + min(s, rem), that + base + (s < rem ? 1 : 0))` (as
+    DecodeSplitPlan::splitBegin/splitEnd deal them with tokensPerBlock =
+    `block_size`), each query row further clamped to the tokens it sees
+    under `causal`. Splits `s >= n` write nothing, and the combine reads the
+    first `n` partials only; an empty request still gets `out = 0`,
+    `lse = -inf`. Without these operands the GPU lowering allocates its own
+    partials and splits every request into fixed-size chunks.
+
+    ```mlir
+    mla.decode_attention
+        ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>,
+            memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+        splits(%num_splits, %split_out, %split_lse : memref<?xi32>,
+               memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+        outs(%out, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+        {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64,
+         block_size = 64 : i64, cache_dtype = bf16, softmax_scale = 0.0722 : f32,
+         causal}
+    ```
   }];
   let arguments = (ins
     MLA_In<"absorbed queries [B, Sq, N, Lkv + R]">:$q,
     MLA_In<"paged latent cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
     MLA_In<"page ids per request [B, max_blocks]">:$block_table,
     MLA_In<"cached tokens per request, new ones included [B]">:$seq_lens,
+    Arg<Optional<AnyMemRef>, "splits per request [B] (schedule)",
+        [MemRead]>:$num_splits,
+    Arg<Optional<AnyMemRef>, "partial outputs workspace [B, Sq, N, S, Lkv]",
+        [MemRead, MemWrite]>:$split_out,
+    Arg<Optional<AnyMemRef>, "partial log-sum-exp workspace [B, Sq, N, S]",
+        [MemRead, MemWrite]>:$split_lse,
     MLA_Out<"latent output [B, Sq, N, Lkv]">:$out,
     MLA_Out<"log-sum-exp [B, N, Sq]">:$lse,
     MLA_DimAttr:$num_heads,
@@ -110,8 +149,15 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention"> {
   let assemblyFormat = [{
     `ins` `(` $q `,` $kv_cache `,` $block_table `,` $seq_lens `:`
       type($q) `,` type($kv_cache) `,` type($block_table) `,` type($seq_lens) `)`
+    (`splits` `(` $num_splits^ `,` $split_out `,` $split_lse `:`
+      type($num_splits) `,` type($split_out) `,` type($split_lse) `)`)?
     `outs` `(` $out `,` $lse `:` type($out) `,` type($lse) `)`
     attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// True when the split-KV schedule operands (num_splits, split_out,
+    /// split_lse) are present.
+    bool hasSplitPlan() { return getNumSplits() != nullptr; }
   }];
 }
 
@@ -251,14 +297,21 @@ def MLA_QAbsorbOp : MLA_Op<"q_absorb"> {
 
     Shapes: q_nope [T, N, P], w_uk_t [N, P, Lkv], ql_nope [T, N, Lkv]
     (typically a strided view of the decode query's first Lkv columns).
+
+    With `rope_dim` = R the op builds the whole decode query from the whole
+    MLA query, as serving engines do with `cat([ql_nope, q_pe], -1)`:
+    `q_nope` is then the query [T, N, P + R] (q_nope followed by q_pe) and
+    `ql_nope` the decode query [T, N, Lkv + R], whose last R columns are the
+    query's q_pe, copied. One pass, no strided views or extra copy kernel.
   }];
   let arguments = (ins
-    MLA_In<"non-rope queries [T, N, P]">:$q_nope,
+    MLA_In<"non-rope queries [T, N, P] (with rope_dim: queries [T, N, P + R])">:$q_nope,
     MLA_In<"absorbed key weight [N, P, Lkv]">:$w_uk_t,
-    MLA_Out<"latent queries [T, N, Lkv]">:$ql_nope,
+    MLA_Out<"latent queries [T, N, Lkv] (with rope_dim: [T, N, Lkv + R])">:$ql_nope,
     MLA_DimAttr:$num_heads,
     MLA_DimAttr:$qk_nope_head_dim,
-    MLA_DimAttr:$kv_lora_rank
+    MLA_DimAttr:$kv_lora_rank,
+    OptionalAttr<MLA_DimAttr>:$rope_dim
   );
   let assemblyFormat = [{
     `ins` `(` $q_nope `,` $w_uk_t `:` type($q_nope) `,` type($w_uk_t) `)`

@@ -1,9 +1,10 @@
 //===- CpuKernel.h - mla modules JIT-compiled for the host CPU --*- C++ -*-===//
 //
-// Compiles a module of mla ops (inside func.func) with the CPU pipeline and
-// LLVM's ORC JIT through mlir::ExecutionEngine, then runs its entry function
-// on caller buffers. Arguments are checked against the entry's signature
-// (count, element type, rank, static sizes, layout) before every call.
+// Compiles a module of mla ops (inside func.func) with the CPU pipeline to
+// host object code, through the kernel cache when one is given, links it
+// into the process and runs its entry function on caller buffers. Arguments
+// are checked against the entry's signature (count, element type, rank,
+// static sizes, layout) before every call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,7 @@
 
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Runtime/BufferView.h"
-#include "mla/Runtime/EntryPoint.h"
+#include "mla/Runtime/CompiledModule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -22,36 +23,38 @@
 #include <string>
 #include <vector>
 
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
-
 namespace mla {
 
 class CpuKernel {
 public:
   ~CpuKernel();
 
-  /// Verifies `module`, lowers it (consuming it) and JIT-compiles it.
+  /// Verifies `module`, then finds its object code in `cache` (when given)
+  /// or lowers (consuming the module) and compiles it, and links it.
   /// `entry` must be a func.func whose arguments are all memrefs.
   static llvm::Expected<std::unique_ptr<CpuKernel>>
   compile(mlir::OwningOpRef<mlir::ModuleOp> module, llvm::StringRef entry,
-          const CpuPipelineOptions &options = {});
+          const CpuPipelineOptions &options = {},
+          runtime::KernelCache *cache = nullptr);
 
   /// Runs the entry on `args` (one per entry argument, in order).
   llvm::Error run(const std::vector<BufferView> &args) const;
 
   const std::vector<ArgumentSpec> &signature() const {
-    return entryPoint.arguments();
+    return compiled.entry.arguments();
   }
-  const std::string &entryName() const { return entryPoint.name(); }
+  const std::string &entryName() const { return compiled.entry.name(); }
+  /// Where the object code came from and how long getting it took.
+  const CompileEvent &compileEvent() const { return compiled.event; }
 
 private:
   CpuKernel() = default;
 
-  std::unique_ptr<mlir::ExecutionEngine> engine;
-  EntryPoint entryPoint;
+  CompiledModule compiled;
 };
+
+/// The recipe of the CPU pipeline with `options` for this host.
+CompileRecipe cpuCompileRecipe(const CpuPipelineOptions &options = {});
 
 /// Initializes LLVM's native target once per process (thread-safe).
 void initializeNativeTarget();

@@ -19,10 +19,6 @@
 #include <string>
 #include <vector>
 
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
-
 namespace mla {
 
 /// What one entry argument must look like.
@@ -43,21 +39,25 @@ public:
   static llvm::Expected<EntryPoint> prepare(mlir::ModuleOp module,
                                             llvm::StringRef name);
 
-  /// What every JIT runtime does before code generation: verifies
-  /// `module`, reads the entry's signature (prepare), and lowers the module
-  /// in place with the pipeline `buildPipeline` makes. Failures return the
-  /// collected diagnostics, prefixed with `what` for a failed lowering.
-  static llvm::Expected<EntryPoint>
-  verifyAndLower(mlir::ModuleOp module, llvm::StringRef name,
-                 llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline,
-                 const llvm::Twine &what);
+  /// Verifies `module` and prepares `name` (see prepare); failures return
+  /// the collected diagnostics.
+  static llvm::Expected<EntryPoint> verifyAndPrepare(mlir::ModuleOp module,
+                                                     llvm::StringRef name);
+
+  /// Lowers `module` in place with the pipeline `buildPipeline` makes;
+  /// failures return the collected diagnostics prefixed with `what`.
+  static llvm::Error
+  lower(mlir::ModuleOp module,
+        llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline,
+        const llvm::Twine &what);
 
   /// Checks `args` against the signature: count, element type, rank, static
   /// sizes, strides, non-null data.
   llvm::Error check(const std::vector<BufferView> &args) const;
 
-  /// Calls the entry in `engine` on `args` (checked first).
-  llvm::Error invoke(mlir::ExecutionEngine &engine,
+  /// Calls the entry through its packed wrapper (see JitObject.h) on
+  /// `args`, checked first.
+  llvm::Error invoke(void (*packed)(void **),
                      const std::vector<BufferView> &args) const;
 
   const std::string &name() const { return entry; }

@@ -13,7 +13,7 @@
 
 #include "mla/Runtime/BufferView.h"
 #include "mla/Runtime/CudaDevice.h"
-#include "mla/Runtime/EntryPoint.h"
+#include "mla/Runtime/CompiledModule.h"
 #include "mla/Target/GpuTarget.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -24,23 +24,21 @@
 #include <optional>
 #include <string>
 
-namespace mlir {
-class ExecutionEngine;
-} // namespace mlir
-
 namespace mla {
 
 class GpuKernel {
 public:
   ~GpuKernel();
 
-  /// Verifies `module`, lowers it (consuming it) for `target` (by default
-  /// the best target for `device`'s compute capability), JIT-compiles the
+  /// Verifies `module`, then finds its compiled form in `cache` (when
+  /// given) or lowers it (consuming it) for `target` (by default the best
+  /// target for `device`'s compute capability) and compiles it, links the
   /// host code and loads the kernels on `device`.
   static llvm::Expected<std::unique_ptr<GpuKernel>>
   compile(mlir::OwningOpRef<mlir::ModuleOp> module, llvm::StringRef entry,
           const cuda::Device &device,
-          std::optional<GpuTarget> target = std::nullopt);
+          std::optional<GpuTarget> target = std::nullopt,
+          runtime::KernelCache *cache = nullptr);
 
   /// Runs the entry on device buffers `args` (one per entry argument) on
   /// `stream` (the legacy default stream when null) and waits for it.
@@ -51,20 +49,24 @@ public:
 
   const GpuTarget &target() const { return gpuTarget; }
   /// The PTX of the kernels, as loaded.
-  const std::string &ptx() const { return ptxText; }
+  const std::string &ptx() const { return compiled.ptx; }
   const std::vector<ArgumentSpec> &signature() const {
-    return entryPoint.arguments();
+    return compiled.entry.arguments();
   }
+  /// Where the compiled module came from and how long getting it took.
+  const CompileEvent &compileEvent() const { return compiled.event; }
 
 private:
   GpuKernel() = default;
 
   const cuda::Device *device = nullptr;
   GpuTarget gpuTarget;
-  std::string ptxText;
-  EntryPoint entryPoint;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
+  CompiledModule compiled;
 };
+
+/// The recipe of the GPU pipeline for `target` (kernels) and this host
+/// (launch code).
+CompileRecipe gpuCompileRecipe(const GpuTarget &target);
 
 } // namespace mla
 

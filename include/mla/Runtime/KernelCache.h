@@ -146,6 +146,9 @@ struct KernelCacheStats {
   uint64_t storeFailures = 0;
 };
 
+/// Where getOrCompile found an artifact.
+enum class CacheOutcome : uint8_t { MemoryHit, DiskHit, Compiled };
+
 /// A two-level (in-process map, then disk) cache of compiled artifacts. All
 /// member functions are safe to call from several threads, and several
 /// processes may share one directory.
@@ -198,10 +201,12 @@ public:
   /// compile it once; the rest wait and read the result. Compile errors are
   /// returned as they are; a failure of the disk layer is logged and the
   /// compiled artifact returned anyway. `compile` runs with the entry locked,
-  /// so it must not ask this cache for the same key.
+  /// so it must not ask this cache for the same key. `outcome`, when given,
+  /// receives where the artifact came from.
   llvm::Expected<std::string>
   getOrCompile(const KernelKey &key,
-               llvm::function_ref<llvm::Expected<std::string>()> compile);
+               llvm::function_ref<llvm::Expected<std::string>()> compile,
+               CacheOutcome *outcome = nullptr);
 
   /// Where `key`'s entry lives on disk (it may not exist).
   std::string entryDirectory(const KernelKey &key) const;

@@ -86,6 +86,22 @@ def ConvertMLAToGPU : Pass<"convert-mla-to-gpu", "mlir::ModuleOp"> {
   ];
 }
 
+def AsyncEntryReturn : Pass<"mla-async-entry-return", "mlir::func::FuncOp"> {
+  let summary = "lets host functions return with their GPU work still queued";
+  let description = [{
+    After gpu-async-region every host function ends by waiting, on the host,
+    for the stream its work was queued on. The runtime gives each call the
+    caller's stream, so that wait is not needed for ordering: everything the
+    caller queues next runs after it. It also forbids what serving engines
+    rely on, overlapping host work with the GPU and capturing calls into CUDA
+    graphs (a host wait inside a stream capture is an error). This pass
+    removes every synchronous `gpu.wait` in a function's body after which
+    the host reads no memory; waits that a later host read depends on stay
+    (conservatively: any op with a read effect or unknown effects, outside
+    the gpu dialect).
+  }];
+}
+
 def PrintPtx : Pass<"mla-print-ptx", "mlir::ModuleOp"> {
   let summary = "writes the PTX of every compiled GPU module";
   let description = [{

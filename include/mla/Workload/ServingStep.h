@@ -1,12 +1,13 @@
-//===- ServingStep.h - A synthetic DeepSeek-shaped MLA step -----*- C++ -*-===//
+//===- ServingStep.h - DeepSeek-shaped MLA serving steps --------*- C++ -*-===//
 //
-// One serving step of an MLA attention layer with random weights, on the
-// host CPU or a GPU: a mixed
-// batch of decode requests over a paged latent cache and prefill requests
-// with cached context. The step writes the new tokens into the cache,
-// runs the chunked prefill and the absorbed decode, and checks both against
-// the float64 reference (the prefill computed without chunking, the decode
-// in float64 from the unrounded absorbed query).
+// What a serving engine does with one MLA attention layer, driven through
+// the runtime's host API (Runtime + MlaLayer) on whatever device the runtime
+// has: the layer is created (backend selection, kernels compiled or loaded
+// from the cache), then a few steps run over a paged latent cache with
+// random weights. Step 0 is a mixed batch of decodes and prefills with
+// cached context; every later step decodes one more token of every request,
+// so contexts grow. Each step's outputs, decode LSE and cache writes are
+// checked against the float64 reference.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,8 @@
 #define MLA_WORKLOAD_SERVINGSTEP_H
 
 #include "mla/Builders/KernelBuilders.h"
-#include "mla/Runtime/CudaDevice.h"
+#include "mla/Runtime/MlaLayer.h"
+#include "mla/Runtime/Runtime.h"
 
 #include "llvm/Support/Error.h"
 
@@ -34,33 +36,43 @@ struct ServingStepConfig {
   /// Cached context and new tokens of each prefill request.
   std::vector<int32_t> prefillContexts = {900, 0};
   std::vector<int32_t> prefillNewTokens = {96, 40};
-  /// Rows of the context-gather workspace; 0 sizes it as vLLM does,
-  /// clamped so a chunk holds at least one page per request.
+  /// Rows of the context-gather workspace; 0 sizes it as vLLM does.
   int64_t workspaceTokens = 0;
+  /// Steps to run: the mixed step, then decode steps.
+  int64_t steps = 2;
+  /// A backend to ask for (empty: automatic selection).
+  std::string backend;
   uint32_t seed = 1;
 };
 
-struct PhaseReport {
-  std::string name;
-  std::string detail;
-  double compileMs = 0; ///< JIT compile of the phase's kernels
-  double runMs = 0;     ///< execution on the caller's buffers
+struct StepReport {
+  /// MlaStepPlan::str().
+  std::string plan;
+  /// Host time to validate and plan the batch.
+  double planMicroseconds = 0;
+  std::vector<runtime::PhaseTiming> phases;
+  /// Relative L2 errors of the outputs, max |dLSE| of the decode LSE, and
+  /// new cache entries that differ from the tokens' latent rows.
+  double prefillError = 0, decodeError = 0, decodeLseError = 0;
+  int64_t cacheMismatches = 0;
+  bool passed = false;
 };
 
 struct ServingStepReport {
-  std::vector<PhaseReport> phases;
-  int64_t contextChunks = 0, workspaceTokens = 0;
-  double prefillError = 0, prefillLseError = 0, decodeError = 0;
+  Selection selection;
+  /// Creating the layer: selection plus every kernel compiled or loaded.
+  double layerSetupMs = 0;
+  std::vector<CompileEvent> compiles;
+  std::vector<StepReport> steps;
   double tolerance = 0;
   bool passed = false;
 };
 
-/// Runs the step's kernels on `device`, or on the host CPU when null, with
-/// host-side data (copied to the device and back around each kernel).
-/// `progress` receives a line before each long piece of work.
+/// Runs the steps on `runtime`'s device. `progress` receives a line before
+/// each long piece of work.
 llvm::Expected<ServingStepReport>
-runServingStep(const ServingStepConfig &config, const cuda::Device *device,
-               const std::function<void(const std::string &)> &progress);
+runServingSteps(const ServingStepConfig &config, runtime::Runtime &runtime,
+                const std::function<void(const std::string &)> &progress);
 
 } // namespace mla
 

@@ -6,11 +6,14 @@
 // online-softmax state (running max, sum, and the lane's output columns)
 // stays in registers.
 //
-// Decode splits each request's keys into chunks (256 tokens per 16 heads): a
-// block handles one chunk for four heads (the heads share the cache rows
-// through L1), writes a normalized partial output and its LSE, and a
-// combine kernel merges the chunks. Long contexts so spread over all SMs
-// whatever the batch size.
+// Decode splits each request's keys: a block handles one split for four
+// heads (the heads share the cache rows through L1), writes a normalized
+// partial output and its LSE, and a combine kernel merges the splits. Long
+// contexts so spread over all SMs whatever the batch size. By default every
+// request is cut into chunks of 256 tokens per 16 heads, in partials
+// allocated per call; with the op's split plan (num_splits, split_out,
+// split_lse) each request gets its own split count, its pages dealt evenly
+// over its splits, in the caller's workspaces.
 //
 //===----------------------------------------------------------------------===//
 
@@ -240,48 +243,112 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
                         op->getOperands());
 }
 
+namespace {
+
+/// How a decode call divides each request's keys among splits; one split
+/// kernel and one combine kernel serve both schedules.
+///  - Default: every request in fixed chunks of `splitTokens` tokens, as
+///    many splits as the block table's capacity needs; the lowering
+///    allocates the partials.
+///  - Planned (the op's num_splits, split_out, split_lse): request b in
+///    n = clamp(num_splits[b], 1, S) splits over which its blocks of
+///    `page` tokens are dealt evenly (DecodeSplitPlan::splitBegin); the
+///    caller owns the partials.
+struct DecodeSchedule {
+  bool planned;
+  int64_t splitTokens; ///< default schedule only
+  int64_t page;
+
+  /// Splits request `req` uses: all `capacity` splits, or num_splits[req]
+  /// clamped to [1, capacity] (0 only when capacity is 0).
+  Value activeSplits(GpuEmitter &e, Value numSplits, Value req,
+                     Value capacity) const {
+    if (!planned)
+      return capacity;
+    return e.clampIndex(e.loadIndex(numSplits, {req}), e.index(1), capacity);
+  }
+
+  /// Tokens [first, end) of split `split` of `n` of a request of `seqLen`
+  /// tokens (`end` may exceed what a query row sees; the caller clamps it).
+  std::pair<Value, Value> tokenRange(GpuEmitter &e, Value split, Value n,
+                                     Value seqLen) const {
+    if (!planned) {
+      Value first = e.mul(split, e.index(splitTokens));
+      return {first, e.add(first, e.index(splitTokens))};
+    }
+    OpBuilder &b = e.builder();
+    Location l = e.location();
+    // blocks = cdiv(seqLen, page) dealt out: the first blocks % n splits
+    // get one block more than the others.
+    Value blocks = e.ceilDiv(seqLen, page);
+    Value base = arith::DivUIOp::create(b, l, blocks, n);
+    Value rem = arith::RemUIOp::create(b, l, blocks, n);
+    Value firstBlock = e.add(e.mul(split, base), e.minIndex(split, rem));
+    Value extra = arith::SelectOp::create(b, l, isLessThan(e, split, rem),
+                                          e.index(1), e.index(0));
+    Value endBlock = e.add(e.add(firstBlock, base), extra);
+    Value pageSize = e.index(page);
+    return {e.mul(firstBlock, pageSize), e.mul(endBlock, pageSize)};
+  }
+};
+
+} // namespace
+
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
           page = op.getBlockSize();
   int64_t qkDim = latent + op.getRopeDim();
   float scale = op.getSoftmaxScale().convertToFloat();
   bool causal = op.getCausal();
-  int64_t splitTokens = decodeSplitTokens(heads);
+  DecodeSchedule schedule{op.hasSplitPlan(), decodeSplitTokens(heads), page};
   Location loc = op.getLoc();
   OpBuilder host(op);
   LoopBuilder hb(host, loc);
   MLIRContext *ctx = op.getContext();
 
   // Partial results of every split: [B, Sq, N, splits, Lkv] and
-  // [B, Sq, N, splits].
+  // [B, Sq, N, splits], the caller's workspaces or allocated here.
   Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
-  Value splits = hb.ceilDiv(
-      hb.mul(hb.dim(op.getBlockTable(), 1), hb.index(page)),
-      splitTokens);
-  int64_t dyn = ShapedType::kDynamic;
-  auto partialType =
-      MemRefType::get({dyn, dyn, heads, dyn, latent}, Float32Type::get(ctx));
-  auto partialLseType =
-      MemRefType::get({dyn, dyn, heads, dyn}, Float32Type::get(ctx));
-  Value partial = mlir::gpu::AllocOp::create(
-                      host, loc, partialType, /*asyncToken=*/Type(),
-                      ValueRange{}, ValueRange{batch, queryLen, splits},
-                      ValueRange{}, /*hostShared=*/false)
-                      .getMemref();
-  Value partialLse = mlir::gpu::AllocOp::create(
-                         host, loc, partialLseType, Type(), ValueRange{},
-                         ValueRange{batch, queryLen, splits}, ValueRange{},
-                         false)
-                         .getMemref();
+  Value partial, partialLse, splits;
+  if (schedule.planned) {
+    partial = op.getSplitOut();
+    partialLse = op.getSplitLse();
+    splits = hb.dim(partialLse, 3);
+  } else {
+    splits = hb.ceilDiv(
+        hb.mul(hb.dim(op.getBlockTable(), 1), hb.index(page)),
+        schedule.splitTokens);
+    int64_t dyn = ShapedType::kDynamic;
+    auto partialType =
+        MemRefType::get({dyn, dyn, heads, dyn, latent}, Float32Type::get(ctx));
+    auto partialLseType =
+        MemRefType::get({dyn, dyn, heads, dyn}, Float32Type::get(ctx));
+    partial = mlir::gpu::AllocOp::create(
+                  host, loc, partialType, /*asyncToken=*/Type(), ValueRange{},
+                  ValueRange{batch, queryLen, splits}, ValueRange{},
+                  /*hostShared=*/false)
+                  .getMemref();
+    partialLse = mlir::gpu::AllocOp::create(
+                     host, loc, partialLseType, Type(), ValueRange{},
+                     ValueRange{batch, queryLen, splits}, ValueRange{}, false)
+                     .getMemref();
+  }
+  // The planned schedule's per-request split counts: one more argument of
+  // both kernels, right before the partials (the op's operand order).
+  SmallVector<Value> plan;
+  if (schedule.planned)
+    plan.push_back(op.getNumSplits());
 
-  SmallVector<Type> splitTypes{op.getQ().getType(), op.getKvCache().getType(),
-                               op.getBlockTable().getType(),
-                               op.getSeqLens().getType(), partialType,
-                               partialLseType};
+  SmallVector<Value> splitArgs{op.getQ(), op.getKvCache(), op.getBlockTable(),
+                               op.getSeqLens()};
+  llvm::append_range(splitArgs, plan);
+  splitArgs.append({partial, partialLse});
   auto splitKernel = kernels.create(
-      "decode_attention_split", splitTypes, [&](GpuEmitter &e, ValueRange a) {
-        Value q = a[0], cache = a[1], table = a[2], lens = a[3],
-              part = a[4], partLse = a[5];
+      "decode_attention_split", ValueRange(splitArgs).getTypes(),
+      [&](GpuEmitter &e, ValueRange a) {
+        Value q = a[0], cache = a[1], table = a[2], lens = a[3];
+        Value numSplits = schedule.planned ? a[4] : Value();
+        Value part = a[a.size() - 2], partLse = a[a.size() - 1];
         OpBuilder &b = e.builder();
         Location l = e.location();
         Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
@@ -294,13 +361,21 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
         Value split = e.blockId(Dimension::z);
         Value capacity = e.mul(e.dim(table, 1), pageSize);
         Value lastBlock = e.sub(e.dim(cache, 0), one);
-        e.ifThen(isLessThan(e, h, e.index(heads)), [&] {
+        Value active = isLessThan(e, h, e.index(heads));
+        Value n;
+        if (schedule.planned) {
+          // A split past the request's count writes nothing: the combine
+          // reads only the first n partials.
+          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+          active = arith::AndIOp::create(b, l, active,
+                                         isLessThan(e, split, n));
+        }
+        e.ifThen(active, [&] {
           Value seqLen =
               e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
           Value visible = e.visibleKeys(causal, s, sq, seqLen);
-          Value first = e.mul(split, e.index(splitTokens));
-          Value end = e.clampIndex(e.add(first, e.index(splitTokens)),
-                                   zero, visible);
+          auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
+          Value end = e.clampIndex(last, zero, visible);
           auto cacheRow = [&](Value j) {
             Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);
             Value offset = arith::RemUIOp::create(b, l, j, pageSize);
@@ -321,14 +396,15 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
       host, loc, splitKernel,
       {hb.mul(batch, queryLen), hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock),
        splits},
-      {op.getQ(), op.getKvCache(), op.getBlockTable(), op.getSeqLens(),
-       partial, partialLse});
+      splitArgs);
 
-  SmallVector<Type> combineTypes{partialType, partialLseType,
-                                 op.getOut().getType(), op.getLse().getType()};
+  SmallVector<Value> combineArgs(plan);
+  combineArgs.append({partial, partialLse, op.getOut(), op.getLse()});
   auto combineKernel = kernels.create(
-      "decode_attention_combine", combineTypes,
+      "decode_attention_combine", ValueRange(combineArgs).getTypes(),
       [&](GpuEmitter &e, ValueRange a) {
+        Value numSplits = schedule.planned ? a.front() : Value();
+        a = a.take_back(4);
         Value part = a[0], partLse = a[1], out = a[2], lse = a[3];
         OpBuilder &b = e.builder();
         Location l = e.location();
@@ -338,9 +414,10 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
         Value req = arith::DivUIOp::create(b, l, row, sq);
         Value s = arith::RemUIOp::create(b, l, row, sq);
         Value h = e.blockId(Dimension::y);
-        Value numSplits = e.dim(partLse, 3);
+        Value activeSplits =
+            schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
         // Global max, then the sum of the splits' weights.
-        Value max = e.forLoop(zero, numSplits, 1, {e.negInf()},
+        Value max = e.forLoop(zero, activeSplits, 1, {e.negInf()},
                               [&](Value i, ValueRange it) -> SmallVector<Value> {
                                 return {arith::MaximumFOp::create(
                                     b, l, it[0],
@@ -355,7 +432,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
               arith::SubFOp::create(b, l, e.loadF32(partLse, {req, s, h, i}),
                                     safeMax));
         };
-        Value sum = e.forLoop(zero, numSplits, 1, {e.f32(0.0)},
+        Value sum = e.forLoop(zero, activeSplits, 1, {e.f32(0.0)},
                               [&](Value i, ValueRange it) -> SmallVector<Value> {
                                 return {arith::AddFOp::create(b, l, it[0],
                                                               weightOf(i))};
@@ -367,7 +444,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
             e.f32(0.0));
         e.blockStridedLoop(zero, e.index(latent), [&](Value c) {
           Value v = e.forLoop(
-              zero, numSplits, 1, {e.f32(0.0)},
+              zero, activeSplits, 1, {e.f32(0.0)},
               [&](Value i, ValueRange it) -> SmallVector<Value> {
                 return {math::FmaOp::create(
                     b, l, weightOf(i), e.loadF32(part, {req, s, h, i, c}),
@@ -388,10 +465,12 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
       });
   KernelFactory::launch(host, loc, combineKernel,
                         {hb.mul(batch, queryLen), hb.index(heads), hb.index(1)},
-                        {partial, partialLse, op.getOut(), op.getLse()});
-  mlir::gpu::DeallocOp::create(host, loc, /*asyncToken=*/Type(), ValueRange{},
-                               partial);
-  mlir::gpu::DeallocOp::create(host, loc, Type(), ValueRange{}, partialLse);
+                        combineArgs);
+  if (!schedule.planned) {
+    mlir::gpu::DeallocOp::create(host, loc, /*asyncToken=*/Type(),
+                                 ValueRange{}, partial);
+    mlir::gpu::DeallocOp::create(host, loc, Type(), ValueRange{}, partialLse);
+  }
 }
 
 } // namespace mla::gpu

@@ -118,10 +118,18 @@ PerHeadProduct batchedPerHead(int64_t heads, int64_t depth, int64_t width) {
 } // namespace
 
 void lowerQAbsorb(QAbsorbOp op, KernelFactory &kernels) {
-  emitPerHeadProduct(op, op.getQNope(),
-                     batchedPerHead(op.getNumHeads(), op.getQkNopeHeadDim(),
-                                    op.getKvLoraRank()),
-                     kernels, "q_absorb");
+  int64_t nope = op.getQkNopeHeadDim(), latent = op.getKvLoraRank();
+  PerHeadProduct p = batchedPerHead(op.getNumHeads(), nope, latent);
+  // With rope_dim: the decode query's q_pe columns are the query's, copied.
+  if (std::optional<int64_t> rope = op.getRopeDim())
+    p.extra = [nope, latent, rope = *rope](GpuEmitter &e, ValueRange a,
+                                           Value t, Value h) {
+      e.blockStridedLoop(e.index(0), e.index(rope), [&](Value c) {
+        e.storeF32(e.loadF32(a[0], {t, h, e.add(c, e.index(nope))}), a[2],
+                   {t, h, e.add(c, e.index(latent))});
+      });
+    };
+  emitPerHeadProduct(op, op.getQNope(), p, kernels, "q_absorb");
 }
 
 void lowerVUpProj(VUpProjOp op, KernelFactory &kernels) {

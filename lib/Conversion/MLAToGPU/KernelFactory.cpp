@@ -3,7 +3,6 @@
 #include "GpuKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 
@@ -34,23 +33,15 @@ mlir::gpu::GPUFuncOp KernelFactory::create(
 void KernelFactory::launch(OpBuilder &host, Location loc,
                            mlir::gpu::GPUFuncOp kernel,
                            std::array<Value, 3> grid, ValueRange args) {
+  // No guard for empty grids here: the runtime's launch skips them (an
+  // empty batch is valid), and straight-line launch code lets every call
+  // return with its work queued (see mla-async-entry-return).
   LoopBuilder h(host, loc);
-  Value zero = h.index(0);
-  Value nonEmpty;
-  for (Value g : grid) {
-    Value positive =
-        arith::CmpIOp::create(host, loc, arith::CmpIPredicate::sgt, g, zero);
-    nonEmpty = nonEmpty ? arith::AndIOp::create(host, loc, nonEmpty, positive)
-                              .getResult()
-                        : positive;
-  }
-  h.ifThen(nonEmpty, [&] {
-    Value one = h.index(1);
-    mlir::gpu::LaunchFuncOp::create(
-        host, loc, kernel, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
-        mlir::gpu::KernelDim3{h.index(kBlockThreads), one, one},
-        /*dynamicSharedMemorySize=*/Value(), args);
-  });
+  Value one = h.index(1);
+  mlir::gpu::LaunchFuncOp::create(
+      host, loc, kernel, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
+      mlir::gpu::KernelDim3{h.index(kBlockThreads), one, one},
+      /*dynamicSharedMemorySize=*/Value(), args);
 }
 
 } // namespace mla::gpu

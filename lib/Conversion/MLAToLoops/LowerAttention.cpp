@@ -84,6 +84,11 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
           page = op.getBlockSize();
   int64_t qkDim = latent + op.getRopeDim();
   AttentionScratch scratch = makeScratch(e, latent, options);
+  // The split-KV schedule (num_splits, split_out, split_lse), when present,
+  // is ignored: it only says how a GPU kernel spreads a request's keys over
+  // thread blocks and where their partials go, never what the result is. A
+  // host loop computes each row over its whole visible range in one pass,
+  // which needs no partials and no combine.
 
   Value zero = e.index(0), one = e.index(1);
   Value pageSize = e.index(page);

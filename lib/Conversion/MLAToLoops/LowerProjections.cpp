@@ -70,8 +70,20 @@ static void perHeadProduct(KernelEmitter &e, Value x, Value w, Value out,
 }
 
 void lowerQAbsorb(QAbsorbOp op, KernelEmitter &e) {
+  int64_t nope = op.getQkNopeHeadDim(), latent = op.getKvLoraRank();
   perHeadProduct(e, op.getQNope(), op.getWUkT(), op.getQlNope(),
-                 op.getNumHeads(), op.getQkNopeHeadDim(), op.getKvLoraRank());
+                 op.getNumHeads(), nope, latent);
+  std::optional<int64_t> rope = op.getRopeDim();
+  if (!rope)
+    return;
+  // The decode query's q_pe columns: the query's, copied.
+  Value zero = e.index(0);
+  e.forLoop(zero, e.dim(op.getQNope(), 0), 1, [&](Value t) {
+    e.forLoop(zero, e.index(op.getNumHeads()), 1, [&](Value h) {
+      e.copy(Row{op.getQlNope(), {t, h}}.shifted(latent),
+             Row{op.getQNope(), {t, h}}.shifted(nope), *rope);
+    });
+  });
 }
 
 void lowerVUpProj(VUpProjOp op, KernelEmitter &e) {

@@ -159,6 +159,88 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 
 // -----
 
+// Decode with a split schedule: the caller's workspaces hold the partials
+// (nothing allocated or freed), the grid has one z block per workspace split
+// (dim 3 of split_lse), and the kernels read each request's split count.
+// CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "generic"}} {
+// CHECK-LABEL: func.func @decode_scheduled(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x?x16x576xbf16>, %[[CACHE:[a-z0-9]+]]: memref<?x64x576xbf16>,
+// CHECK-SAME: %[[BT:[a-z0-9]+]]: memref<?x?xi32>, %[[LENS:[a-z0-9]+]]: memref<?xi32>,
+// CHECK-SAME: %[[NS:[a-z0-9]+]]: memref<?xi32>, %[[SO:[a-z0-9]+]]: memref<?x?x16x?x512xf32>, %[[SL:[a-z0-9]+]]: memref<?x?x16x?xf32>,
+// CHECK-SAME: %[[O:[a-z0-9]+]]: memref<?x?x16x512xbf16>, %[[LSE:[a-z0-9]+]]: memref<?x16x?xf32>)
+// CHECK-NOT: {{^ *mla\.}}
+// CHECK-NOT: gpu.{{(de)?}}alloc
+// CHECK: %[[B:.+]] = memref.dim %[[Q]], %c0 : memref<?x?x16x576xbf16>
+// CHECK: %[[SQ:.+]] = memref.dim %[[Q]], %c1 : memref<?x?x16x576xbf16>
+// CHECK-NOT: gpu.{{(de)?}}alloc
+// CHECK: %[[SPLITS:.+]] = memref.dim %[[SL]], %c3 : memref<?x?x16x?xf32>
+// CHECK-NOT: gpu.{{(de)?}}alloc
+// CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
+// CHECK-NOT: gpu.{{(de)?}}alloc
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in ({{[^)]+}})
+// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>)
+// CHECK-NOT: gpu.{{(de)?}}alloc
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%{{.+}}, %c16, %c1{{(_[0-9]+)?}})
+// CHECK-SAME: args(%[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
+// CHECK-NOT: gpu.{{(de)?}}alloc
+// CHECK: return
+// The split kernel: n = clamp(num_splits[req], 1, S); splits >= n exit.
+// CHECK: gpu.func @decode_attention_split_0(%{{.+}}: memref<?x?x16x576xbf16>, %{{.+}}: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %[[KLENS:.+]]: memref<?xi32>, %[[KNS:.+]]: memref<?xi32>, %[[KSO:.+]]: memref<?x?x16x?x512xf32>, %[[KSL:.+]]: memref<?x?x16x?xf32>)
+// CHECK: %[[REQ:.+]] = arith.divui %{{.+}}, %{{.+}} : index
+// CHECK: %[[SPLIT:.+]] = gpu.block_id z
+// CHECK: %[[HEAD_OK:.+]] = arith.cmpi slt, %{{.+}}, %c16 : index
+// CHECK: %[[S:.+]] = memref.dim %[[KSL]], %c3 : memref<?x?x16x?xf32>
+// CHECK: %[[NRAW:.+]] = memref.load %[[KNS]][%[[REQ]]] : memref<?xi32>
+// CHECK: %[[NIDX:.+]] = arith.index_cast %[[NRAW]] : i32 to index
+// CHECK: %[[NLO:.+]] = arith.maxsi %[[NIDX]], %c1{{(_[0-9]+)?}} : index
+// CHECK: %[[N:.+]] = arith.minsi %[[NLO]], %[[S]] : index
+// CHECK: %[[SPLIT_OK:.+]] = arith.cmpi slt, %[[SPLIT]], %[[N]] : index
+// CHECK: %[[OK:.+]] = arith.andi %[[HEAD_OK]], %[[SPLIT_OK]] : i1
+// CHECK: scf.if %[[OK]] {
+// Blocks of 64 tokens dealt out: base = blocks / n, rem = blocks % n,
+// first block = split * base + min(split, rem).
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivsi %{{.+}}, %c64{{(_[0-9]+)?}} : index
+// CHECK: %[[BASE:.+]] = arith.divui %[[BLOCKS]], %[[N]] : index
+// CHECK: %[[REM:.+]] = arith.remui %[[BLOCKS]], %[[N]] : index
+// CHECK: %[[LOW:.+]] = arith.minsi %[[SPLIT]], %[[REM]] : index
+// CHECK: %[[FB0:.+]] = arith.muli %[[SPLIT]], %[[BASE]] : index
+// CHECK: %[[FB:.+]] = arith.addi %[[FB0]], %[[LOW]] : index
+// CHECK: %[[LONGER:.+]] = arith.cmpi slt, %[[SPLIT]], %[[REM]] : index
+// CHECK: %[[EXTRA:.+]] = arith.select %[[LONGER]], %c1{{(_[0-9]+)?}}, %c0{{(_[0-9]+)?}} : index
+// CHECK: %[[EB0:.+]] = arith.addi %[[FB]], %[[BASE]] : index
+// CHECK: %[[EB:.+]] = arith.addi %[[EB0]], %[[EXTRA]] : index
+// CHECK: %[[FIRST:.+]] = arith.muli %[[FB]], %c64{{(_[0-9]+)?}} : index
+// CHECK: %[[LAST:.+]] = arith.muli %[[EB]], %c64{{(_[0-9]+)?}} : index
+// CHECK: scf.for %{{.+}} = %[[FIRST]] to %{{.+}} step
+// CHECK: memref.store %{{.+}}, %[[KSO]][%[[REQ]], %{{.+}}, %{{.+}}, %[[SPLIT]], %{{.+}}] : memref<?x?x16x?x512xf32>
+// CHECK: memref.store %{{.+}}, %[[KSL]][%[[REQ]], %{{.+}}, %{{.+}}, %[[SPLIT]]] : memref<?x?x16x?xf32>
+// CHECK: gpu.return
+// The combine kernel: the first n partials only.
+// CHECK: gpu.func @decode_attention_combine_1(%[[CNS:.+]]: memref<?xi32>, %{{.+}}: memref<?x?x16x?x512xf32>, %[[CSL:.+]]: memref<?x?x16x?xf32>, %{{.+}}: memref<?x?x16x512xbf16>, %{{.+}}: memref<?x16x?xf32>)
+// CHECK: %[[CS:.+]] = memref.dim %[[CSL]], %c3 : memref<?x?x16x?xf32>
+// CHECK: %[[CRAW:.+]] = memref.load %[[CNS]][%{{.+}}] : memref<?xi32>
+// CHECK: %[[CIDX:.+]] = arith.index_cast %[[CRAW]] : i32 to index
+// CHECK: %[[CLO:.+]] = arith.maxsi %[[CIDX]], %c1{{(_[0-9]+)?}} : index
+// CHECK: %[[CN:.+]] = arith.minsi %[[CLO]], %[[CS]] : index
+// CHECK: scf.for %{{.+}} = %c0 to %[[CN]] step
+// CHECK: scf.for %{{.+}} = %c0 to %[[CN]] step
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c512 step %block_dim_x {
+// CHECK: scf.for %{{.+}} = %c0 to %[[CN]] step
+// CHECK: gpu.return
+func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
+                            %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                            %ns: memref<?xi32>, %so: memref<?x?x16x?x512xf32>, %sl: memref<?x?x16x?xf32>,
+                            %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// -----
+
 // Merge: one block per (token, head), threads striding over the head dim;
 // with and without the merged lse.
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "generic"}} {

@@ -4,7 +4,7 @@
 // RUN: mla-opt %s -split-input-file -verify-diagnostics --mla-lower-to-cpu | FileCheck %s --check-prefix=LOWERED
 
 // Every baseline (the last chunk) reaches the LLVM dialect.
-// LOWERED-COUNT-9: llvm.func @{{[a-z_]+}}_baseline(
+// LOWERED-COUNT-10: llvm.func @{{[a-z_]+}}_baseline(
 
 // prefill_attention: q of rank 2.
 func.func @prefill_q_rank(%q: memref<4x16xf32>, %k: memref<6x2x8xf32>, %v: memref<6x2x4xf32>, %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<4x2x4xf32>, %lse: memref<2x4xf32>) {
@@ -577,6 +577,229 @@ func.func @decode_lse_bf16(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>
 func.func @decode_cache_stride(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16, strided<[96, 24, 2]>>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   // expected-error @+1 {{'kv_cache' must be contiguous in its innermost dimension (stride 1), got 'memref<5x4x12xbf16, strided<[96, 24, 2]>>'}}
   mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16, strided<[96, 24, 2]>>, memref<2x3xi32>, memref<2xi32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: num_splits must be i32.
+func.func @decode_num_splits_i64(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi64>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'num_splits' must hold i32, got 'i64'}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi64>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: num_splits must be rank 1.
+func.func @decode_num_splits_rank(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2x1xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'num_splits' must have rank 1 [batch], got 'memref<2x1xi32>'}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2x1xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: num_splits batch differs from q.
+func.func @decode_num_splits_batch(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<3xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'num_splits' dimension 0 (batch) is 3, inconsistent with 'q' dimension 0 (batch = 2)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<3xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out of rank 4 (no splits dimension).
+func.func @decode_split_out_rank(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' must have rank 5 [batch, query_len, heads, splits, kv_lora_rank], got 'memref<2x1x2x8xf32>'}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out must be f32, whatever the activations.
+func.func @decode_split_out_bf16(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xbf16>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' must hold f32, got 'bf16'}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xbf16>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out batch differs from q.
+func.func @decode_split_out_batch(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<1x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' dimension 0 (batch) is 1, inconsistent with 'q' dimension 0 (batch = 2)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<1x1x2x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out query_len differs from q.
+func.func @decode_split_out_query_len(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x2x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' dimension 1 (query_len) is 2, inconsistent with 'q' dimension 1 (query_len = 1)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x2x2x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out has 4 heads, num_heads is 2.
+func.func @decode_split_out_heads(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x4x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' dimension 2 (heads) is 4, but num_heads is 2}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x4x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out heads must be static.
+func.func @decode_split_out_dynamic_heads(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x?x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' dimension 2 (heads) must be static (num_heads is 2)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x?x4x8xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_out last dim differs from kv_lora_rank.
+func.func @decode_split_out_latent(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x12xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_out' dimension 4 (kv_lora_rank) is 12, but kv_lora_rank is 8}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x12xf32>, memref<2x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_lse of rank 5.
+func.func @decode_split_lse_rank(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4x1xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_lse' must have rank 4 [batch, query_len, heads, splits], got 'memref<2x1x2x4x1xf32>'}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4x1xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_lse must be f32.
+func.func @decode_split_lse_f16(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf16>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_lse' must hold f32, got 'f16'}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf16>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_lse batch differs from q.
+func.func @decode_split_lse_batch(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<3x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_lse' dimension 0 (batch) is 3, inconsistent with 'q' dimension 0 (batch = 2)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<3x1x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_lse query_len differs from q.
+func.func @decode_split_lse_query_len(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x3x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_lse' dimension 1 (query_len) is 3, inconsistent with 'q' dimension 1 (query_len = 1)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x3x2x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_lse has 3 heads, num_heads is 2.
+func.func @decode_split_lse_heads(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x3x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_lse' dimension 2 (heads) is 3, but num_heads is 2}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x3x4xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: split_lse holds 3 splits, split_out 4.
+func.func @decode_split_lse_splits(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x3xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'split_lse' dimension 3 (splits) is 3, inconsistent with 'split_out' dimension 3 (splits = 4)}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x3xf32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// -----
+
+// decode_attention: the schedule operands come together; the generic form can
+// give num_splits alone.
+func.func @decode_num_splits_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'num_splits', 'split_out' and 'split_lse' must be given together (got 'num_splits', no 'split_out', no 'split_lse')}}
+  "mla.decode_attention"(%q, %cache, %bt, %lens, %ns, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2xi32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
+  return
+}
+
+// -----
+
+// decode_attention: workspaces without num_splits (generic form).
+func.func @decode_workspaces_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{'num_splits', 'split_out' and 'split_lse' must be given together (got no 'num_splits', 'split_out', 'split_lse')}}
+  "mla.decode_attention"(%q, %cache, %bt, %lens, %so, %sl, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
+  return
+}
+
+// -----
+
+// decode_attention: the splits clause takes all three operands.
+func.func @decode_splits_clause_short(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      // expected-error @+1 {{expected ','}}
+      splits(%ns, %so : memref<2xi32>, memref<2x1x2x4x8xf32>)
       outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
       {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
   return
@@ -1626,6 +1849,15 @@ func.func @prefill_baseline(%q: memref<4x2x8xf32>, %k: memref<6x2x8xf32>, %v: me
 // mla.decode_attention: valid baseline.
 func.func @decode_baseline(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// mla.decode_attention with a split schedule: valid baseline.
+func.func @decode_splits_baseline(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>)
       outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
       {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
   return

@@ -49,6 +49,42 @@ func.func @decode_f16_cache(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576
   return
 }
 
+// With a split-KV schedule: per-request split counts and caller-owned
+// workspaces of S splits, in the `splits(...)` clause.
+// CHECK-LABEL: func.func @decode_scheduled
+func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
+                            %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                            %ns: memref<?xi32>, %so: memref<?x?x16x?x512xf32>, %sl: memref<?x?x16x?xf32>,
+                            %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
+  // CHECK: mla.decode_attention ins({{.*}} : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+  // CHECK-SAME: splits(%{{.*}}, %{{.*}}, %{{.*}} : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+  // CHECK-SAME: outs({{.*}} : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+  // CHECK-SAME: block_size = 64 : i64, cache_dtype = bf16, causal
+  // CHECK-NOT: operandSegmentSizes
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// Static shapes: B = 2, Sq = 1, S = 7.
+// CHECK-LABEL: func.func @decode_scheduled_static
+func.func @decode_scheduled_static(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576xf16>,
+                                   %bt: memref<2x5xi32>, %lens: memref<2xi32>,
+                                   %ns: memref<2xi32>, %so: memref<2x1x16x7x512xf32>, %sl: memref<2x1x16x7xf32>,
+                                   %o: memref<2x1x16x512xf32>, %lse: memref<2x16x1xf32>) {
+  // CHECK: mla.decode_attention
+  // CHECK-SAME: splits(%{{.*}}, %{{.*}}, %{{.*}} : memref<2xi32>, memref<2x1x16x7x512xf32>, memref<2x1x16x7xf32>)
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x16x576xf32>, memref<10x16x576xf16>, memref<2x5xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x16x7x512xf32>, memref<2x1x16x7xf32>)
+      outs(%o, %lse : memref<2x1x16x512xf32>, memref<2x16x1xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
+       cache_dtype = f16, softmax_scale = 0.0722 : f32}
+  return
+}
+
 // CHECK-LABEL: func.func @merge
 func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
                  %so: memref<?x16x128xf16>, %sl: memref<16x?xf32>,

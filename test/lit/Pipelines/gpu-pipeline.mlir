@@ -37,6 +37,16 @@
 // CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@merge_attn_states_2 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK: llvm.return
 // CHECK-NEXT: }
+// Decode with a split schedule: the partials are the caller's workspaces,
+// nothing allocated or freed (a call can be captured in a CUDA graph).
+// CHECK-LABEL: llvm.func @decode_scheduled(
+// CHECK-NOT: mgpuMem{{(Alloc|Free)}}
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_3 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK-NOT: mgpuMem{{(Alloc|Free)}}
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK-NOT: mgpuMem{{(Alloc|Free)}}
+// CHECK: llvm.return
+// CHECK-NEXT: }
 // The kernels as PTX for sm_80 (PTX ISA 7.0), one entry per kernel.
 // CHECK: gpu.binary @mla_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
@@ -44,6 +54,8 @@
 // CHECK-SAME: .visible .entry decode_attention_split_0(
 // CHECK-SAME: .visible .entry decode_attention_combine_1(
 // CHECK-SAME: .visible .entry merge_attn_states_2(
+// CHECK-SAME: .visible .entry decode_attention_split_3(
+// CHECK-SAME: .visible .entry decode_attention_combine_4(
 // CHECK-NOT: .entry
 // CHECK-NOT: gpu.binary
 
@@ -66,5 +78,17 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
                  %o: memref<?x16x128xf16>, %ol: memref<16x?xf32>) {
   mla.merge_attn_states ins(%po, %pl, %so, %sl : memref<?x16x128xf16>, memref<16x?xf32>, memref<?x16x128xf16>, memref<16x?xf32>)
       outs(%o, %ol : memref<?x16x128xf16>, memref<16x?xf32>)
+  return
+}
+
+func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
+                            %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                            %ns: memref<?xi32>, %so: memref<?x?x16x?x512xf32>, %sl: memref<?x?x16x?xf32>,
+                            %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
   return
 }

@@ -23,7 +23,7 @@
 // RUN: %ptxas -arch=sm_90a %t.sm_90a.ptx -o %t.sm_90a.cubin
 // RUN: FileCheck %s --check-prefixes=PTX,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_90a.ptx
 //
-// Register use of every kernel: twenty "Function properties" blocks, each
+// Register use of every kernel: twenty-four "Function properties" blocks, each
 // with a zero stack frame and no spills; any other stack-frame line (a
 // nonzero one) fails.
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
@@ -48,22 +48,26 @@
 // PTX: {{^}}.visible .entry decode_attention_combine_3(
 // PTX: {{^}}.visible .entry decode_attention_split_4(
 // PTX: {{^}}.visible .entry decode_attention_combine_5(
-// PTX: {{^}}.visible .entry merge_attn_states_6(
-// PTX: {{^}}.visible .entry merge_attn_states_7(
-// PTX: {{^}}.visible .entry gather_cache_8(
-// PTX: {{^}}.visible .entry concat_and_cache_9(
-// PTX: {{^}}.visible .entry kv_up_proj_10(
-// PTX: {{^}}.visible .entry q_absorb_11(
-// PTX: {{^}}.visible .entry v_up_proj_12(
-// PTX: {{^}}.visible .entry q_absorb_13(
+// PTX: {{^}}.visible .entry decode_attention_split_6(
+// PTX: {{^}}.visible .entry decode_attention_combine_7(
+// PTX: {{^}}.visible .entry decode_attention_split_8(
+// PTX: {{^}}.visible .entry decode_attention_combine_9(
+// PTX: {{^}}.visible .entry merge_attn_states_10(
+// PTX: {{^}}.visible .entry merge_attn_states_11(
+// PTX: {{^}}.visible .entry gather_cache_12(
+// PTX: {{^}}.visible .entry concat_and_cache_13(
 // PTX: {{^}}.visible .entry kv_up_proj_14(
-// PTX: {{^}}.visible .entry prefill_attention_15(
-// PTX: {{^}}.visible .entry gather_cache_16(
-// PTX: {{^}}.visible .entry kv_up_proj_17(
-// PTX: {{^}}.visible .entry prefill_attention_18(
-// PTX: {{^}}.visible .entry merge_attn_states_19(
+// PTX: {{^}}.visible .entry q_absorb_15(
+// PTX: {{^}}.visible .entry v_up_proj_16(
+// PTX: {{^}}.visible .entry q_absorb_17(
+// PTX: {{^}}.visible .entry kv_up_proj_18(
+// PTX: {{^}}.visible .entry prefill_attention_19(
+// PTX: {{^}}.visible .entry gather_cache_20(
+// PTX: {{^}}.visible .entry kv_up_proj_21(
+// PTX: {{^}}.visible .entry prefill_attention_22(
+// PTX: {{^}}.visible .entry merge_attn_states_23(
 
-// RESOURCES-COUNT-20: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// RESOURCES-COUNT-24: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
                    %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
@@ -92,6 +96,31 @@ func.func @decode_f16_cache(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576
                             %bt: memref<2x5xi32>, %lens: memref<2xi32>,
                             %o: memref<2x1x16x512xf32>, %lse: memref<2x16x1xf32>) {
   mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x16x576xf32>, memref<10x16x576xf16>, memref<2x5xi32>, memref<2xi32>)
+      outs(%o, %lse : memref<2x1x16x512xf32>, memref<2x16x1xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
+       cache_dtype = f16, softmax_scale = 0.0722 : f32}
+  return
+}
+
+// With a split-KV schedule: the caller's split counts and workspaces.
+func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
+                            %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                            %ns: memref<?xi32>, %so: memref<?x?x16x?x512xf32>, %sl: memref<?x?x16x?xf32>,
+                            %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+func.func @decode_scheduled_static(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576xf16>,
+                                   %bt: memref<2x5xi32>, %lens: memref<2xi32>,
+                                   %ns: memref<2xi32>, %so: memref<2x1x16x7x512xf32>, %sl: memref<2x1x16x7xf32>,
+                                   %o: memref<2x1x16x512xf32>, %lse: memref<2x16x1xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x16x576xf32>, memref<10x16x576xf16>, memref<2x5xi32>, memref<2xi32>)
+      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x16x7x512xf32>, memref<2x1x16x7xf32>)
       outs(%o, %lse : memref<2x1x16x512xf32>, memref<2x16x1xf32>)
       {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
        cache_dtype = f16, softmax_scale = 0.0722 : f32}

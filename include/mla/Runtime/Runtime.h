@@ -1,0 +1,182 @@
+//===- Runtime.h - The runtime a serving engine embeds ----------*- C++ -*-===//
+//
+// One object per device that a host engine creates once: it owns the device
+// (a CUDA GPU, or the host CPU), the kernel cache (memory and disk), and the
+// compiled kernels of this process. Everything else asks it for kernels:
+//
+//   Runtime::create  -> the device (GPU when present, else CPU, or as asked)
+//   selectBackend    -> which attention backend runs a configuration, and
+//                       why each one above it in priority does not
+//   compile          -> a kernel for a module of mla ops: from this
+//                       process's kernels, the disk cache, or the compiler
+//   allocate/upload  -> memory on the runtime's device, for engines and
+//                       layers that have none of their own
+//
+// The MLA attention layer built on it is in MlaLayer.h; the C interface over
+// both in mla/mla.h.
+//
+// Thread safety: every member function may be called from several threads.
+// Compiles are serialized per runtime (one MLIR context); runs are not.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_RUNTIME_H
+#define MLA_RUNTIME_RUNTIME_H
+
+#include "mla/Runtime/BackendRegistry.h"
+#include "mla/Runtime/BufferView.h"
+#include "mla/Runtime/CompiledModule.h"
+#include "mla/Runtime/KernelCache.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
+namespace mla {
+namespace cuda {
+class Device;
+} // namespace cuda
+
+namespace runtime {
+
+/// Where a runtime runs its kernels.
+enum class DevicePreference : uint8_t {
+  /// The GPU when one is usable, else the CPU.
+  Auto,
+  Cpu,
+  /// A CUDA GPU; creating the runtime fails without one.
+  Gpu,
+};
+
+/// A CUDA stream (CUstream) on a GPU runtime; ignored on the CPU, where
+/// kernels run on the calling thread. Null is the legacy default stream.
+using Stream = void *;
+
+struct RuntimeOptions {
+  DevicePreference device = DevicePreference::Auto;
+  /// Which GPU, for Auto and Gpu.
+  int gpuOrdinal = 0;
+  /// The kernel cache's setup; by default from the environment
+  /// (MLA_CACHE_DIR, MLA_CACHE_DISABLE, MLA_CACHE_FORCE_RECOMPILE).
+  KernelCache::Config cache = KernelCache::Config::fromEnvironment();
+  /// Receives one line per event worth a log line: device chosen, backend
+  /// selected, kernel compiled or loaded from the cache (with its time).
+  /// Empty: events are dropped.
+  std::function<void(const std::string &)> log;
+};
+
+/// A compiled module on the runtime's device.
+class Kernel {
+public:
+  virtual ~Kernel();
+  /// Runs the entry on `args` (device memory on a GPU runtime, host memory
+  /// on a CPU one). On a GPU the work is queued on `stream` and the call
+  /// returns without waiting for it; on the CPU it runs to completion.
+  virtual llvm::Error run(const std::vector<BufferView> &args,
+                          Stream stream = nullptr) const = 0;
+  virtual const std::vector<ArgumentSpec> &signature() const = 0;
+  /// How this kernel was obtained when it was first asked for.
+  virtual const CompileEvent &compileEvent() const = 0;
+};
+
+/// Memory on the runtime's device, released when the object goes away.
+class DeviceAllocation {
+public:
+  DeviceAllocation() = default;
+  DeviceAllocation(DeviceAllocation &&other) noexcept;
+  DeviceAllocation &operator=(DeviceAllocation &&other) noexcept;
+  DeviceAllocation(const DeviceAllocation &) = delete;
+  DeviceAllocation &operator=(const DeviceAllocation &) = delete;
+  ~DeviceAllocation();
+
+  void *data() const { return pointer; }
+  size_t size() const { return bytes; }
+
+private:
+  friend class Runtime;
+  const class Runtime *owner = nullptr;
+  void *pointer = nullptr;
+  size_t bytes = 0;
+};
+
+class Runtime {
+public:
+  /// Opens the device `options` asks for. With Auto, a missing driver or GPU
+  /// is not an error: the runtime runs on the CPU and logs why.
+  static llvm::Expected<std::unique_ptr<Runtime>>
+  create(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+
+  DeviceKind deviceKind() const;
+  /// The GPU, or null on a CPU runtime.
+  const cuda::Device *gpu() const;
+  /// "NVIDIA H100 80GB HBM3 (sm_90a, 132 SMs)" or "host CPU (<target>)".
+  std::string deviceDescription() const;
+  /// Streaming multiprocessors of the GPU; the CPU's hardware threads.
+  int64_t parallelism() const;
+
+  /// `config` with the device fields (kind, capability) of this runtime.
+  AttentionConfig onThisDevice(AttentionConfig config) const;
+  /// The backend for `config` (see BackendRegistry::select); logged.
+  llvm::Expected<Selection> selectBackend(const AttentionConfig &config,
+                                          llvm::StringRef choice = {}) const;
+  const BackendRegistry &backends() const;
+
+  /// A kernel for the module `build` creates (in the runtime's context),
+  /// entry `entry`: the one this process already compiled for the same
+  /// module, else from the kernel cache, else compiled.
+  using ModuleBuilder =
+      llvm::function_ref<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)>;
+  llvm::Expected<std::shared_ptr<Kernel>> compile(ModuleBuilder build,
+                                                  llvm::StringRef entry);
+  /// A kernel for a module written in MLIR's textual form.
+  llvm::Expected<std::shared_ptr<Kernel>> compileSource(llvm::StringRef source,
+                                                        llvm::StringRef entry);
+
+  KernelCache &kernelCache() const;
+  KernelCacheStats cacheStats() const;
+  /// Every compile event since the runtime was created, in order.
+  std::vector<CompileEvent> compileEvents() const;
+
+  /// `bytes` of device memory (host memory on a CPU runtime), 256-byte
+  /// aligned. Zero bytes gives an empty allocation.
+  llvm::Expected<DeviceAllocation> allocate(size_t bytes) const;
+  /// Copies host memory to the device, ordered on `stream`. The source may
+  /// be reused as soon as the call returns.
+  llvm::Error upload(void *device, const void *host, size_t bytes,
+                     Stream stream = nullptr) const;
+  /// Copies device memory to the host and waits for it (and for the work
+  /// queued before it on `stream`).
+  llvm::Error download(void *host, const void *device, size_t bytes,
+                       Stream stream = nullptr) const;
+  /// Waits for the work queued on `stream`; nothing on the CPU.
+  llvm::Error synchronize(Stream stream = nullptr) const;
+
+  /// Sends `line` to the log sink.
+  void log(const std::string &line) const;
+
+private:
+  friend class DeviceAllocation;
+  struct State;
+  explicit Runtime(std::unique_ptr<State> state);
+  void release(void *pointer) const;
+
+  std::unique_ptr<State> state;
+};
+
+} // namespace runtime
+} // namespace mla
+
+#endif // MLA_RUNTIME_RUNTIME_H

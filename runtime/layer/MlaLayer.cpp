@@ -1,0 +1,482 @@
+//===- MlaLayer.cpp - The MLA attention layer of a serving engine ---------===//
+
+#include "mla/Runtime/MlaLayer.h"
+
+#include "mla/Support/Diagnostics.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace mla::runtime {
+
+//===----------------------------------------------------------------------===//
+// Configuration
+//===----------------------------------------------------------------------===//
+
+float MlaLayerConfig::effectiveScale() const {
+  if (softmaxScale > 0)
+    return softmaxScale;
+  return 1.0f / std::sqrt(static_cast<float>(dims.qkHeadDim()));
+}
+
+AttentionConfig MlaLayerConfig::attentionConfig(const Runtime &runtime) const {
+  AttentionConfig c;
+  c.dtype = activation;
+  c.kvCacheDType = cacheDType;
+  c.blockSize = static_cast<int>(blockSize);
+  c.numHeads = static_cast<int>(dims.numHeads);
+  c.kvLoraRank = static_cast<int>(dims.kvLoraRank);
+  c.ropeDim = static_cast<int>(dims.ropeDim);
+  c.qkNopeHeadDim = static_cast<int>(dims.qkNopeHeadDim);
+  c.vHeadDim = static_cast<int>(dims.vHeadDim);
+  c.maxQueryLen = static_cast<int>(decodeThreshold);
+  c.needsDecodeLse = needsDecodeLse;
+  c.wantsCudaGraphs = wantsCudaGraphs;
+  return runtime.onThisDevice(c);
+}
+
+std::string MlaStepPlan::str() const {
+  std::string s = std::to_string(split.numDecodes) + " decodes (" +
+                  std::to_string(split.numDecodeTokens) + " tokens";
+  if (split.numDecodes)
+    s += ", " + std::to_string(decodeSplits.totalSplits()) + " KV splits";
+  s += "), " + std::to_string(split.numPrefills) + " prefills (" +
+       std::to_string(split.numPrefillTokens) + " tokens";
+  if (split.numPrefills)
+    s += ", " + std::to_string(prefill.chunks.numChunks) + " context chunks";
+  return s + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Creation
+//===----------------------------------------------------------------------===//
+
+MlaLayer::MlaLayer(Runtime &runtime, MlaLayerConfig config,
+                   MlaLayerWeights weights)
+    : runtime(runtime), layerConfig(std::move(config)),
+      weights(std::move(weights)) {}
+
+MlaLayer::~MlaLayer() {
+  // Scratch may still be in use by queued work.
+  llvm::consumeError(runtime.synchronize());
+}
+
+/// Checks that `view` is a contiguous `dtype` buffer of `shape` (-1: any
+/// size, at least `minRows` for dimension 0 when given) in the device's
+/// memory, naming `what` otherwise.
+static llvm::Error expectBuffer(llvm::StringRef what, const BufferView &view,
+                                DType dtype, std::vector<int64_t> shape,
+                                int64_t minRows = -1) {
+  std::string want = std::string(name(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    want += (i ? ", " : "") +
+            (shape[i] < 0 ? (i == 0 && minRows >= 0
+                                 ? ">= " + std::to_string(minRows)
+                                 : std::string("?"))
+                          : std::to_string(shape[i]));
+  want += "]";
+  auto fail = [&](const llvm::Twine &why) {
+    return makeError(what + " must be " + want + ", got " + view.describe() +
+                     ": " + why);
+  };
+  if (view.dtype != dtype)
+    return fail("wrong element type");
+  if (view.shape.size() != shape.size() ||
+      view.strides.size() != shape.size())
+    return fail("wrong rank");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] >= 0 && view.shape[i] != shape[i])
+      return fail("dimension " + llvm::Twine(i) + " differs");
+    if (view.shape[i] < 0)
+      return fail("negative size");
+  }
+  if (minRows >= 0 && view.shape[0] < minRows)
+    return fail("too few rows");
+  BufferView contiguous = BufferView::contiguous(view.data, dtype, view.shape);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (view.shape[i] > 1 && view.strides[i] != contiguous.strides[i])
+      return fail("not contiguous");
+  if (!view.data && view.numElements() != 0)
+    return fail("null data");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<MlaLayer>>
+MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
+                 MlaLayerWeights weights) {
+  const MlaDims &d = config.dims;
+  if (d.numHeads < 1 || d.kvLoraRank < 1 || d.ropeDim < 1 ||
+      d.qkNopeHeadDim < 1 || d.vHeadDim < 1 || config.blockSize < 1)
+    return makeError("MLA layer: heads, dims and block size must be "
+                     "positive, got " +
+                     config.attentionConfig(runtime).str());
+  if (config.decodeThreshold < 1)
+    return makeError("MLA layer: decodeThreshold must be at least 1, got " +
+                     llvm::Twine(config.decodeThreshold));
+  DType act = config.activation;
+  if (act != DType::BF16 && act != DType::F16 && act != DType::F32)
+    return makeError("MLA layer: activations must be bf16, f16 or f32");
+  if (llvm::Error e = expectBuffer(
+          "kv_b_proj", weights.kvBProj, act,
+          {d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}))
+    return std::move(e);
+  if (llvm::Error e = expectBuffer("W_UK_T", weights.wUkT, act,
+                                   {d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}))
+    return std::move(e);
+  if (llvm::Error e = expectBuffer("W_UV", weights.wUv, act,
+                                   {d.numHeads, d.kvLoraRank, d.vHeadDim}))
+    return std::move(e);
+
+  std::unique_ptr<MlaLayer> layer(
+      new MlaLayer(runtime, std::move(config), std::move(weights)));
+  auto selection = runtime.selectBackend(
+      layer->layerConfig.attentionConfig(runtime), layer->layerConfig.backend);
+  if (!selection)
+    return selection.takeError();
+  layer->chosen = std::move(*selection);
+  const MlaLayerConfig &c = layer->layerConfig;
+  layer->workspaceTokens =
+      c.workspaceTokens > 0
+          ? c.workspaceTokens
+          : defaultContextWorkspaceTokens(c.maxModelLen, c.maxNumSeqs,
+                                          c.blockSize);
+  if (llvm::Error error = layer->compileKernels())
+    return std::move(error);
+  return layer;
+}
+
+llvm::Error MlaLayer::compileKernels() {
+  const MlaLayerConfig &c = layerConfig;
+  const MlaDims &d = c.dims;
+  float scale = c.effectiveScale();
+  struct Want {
+    std::shared_ptr<Kernel> *slot;
+    std::function<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)> build;
+  };
+  std::vector<Want> wants = {
+      {&cacheWrite,
+       [&](mlir::MLIRContext &ctx) {
+         return buildConcatAndCache(ctx, {d.kvLoraRank, d.ropeDim, c.blockSize,
+                                          c.activation, c.cacheDType});
+       }},
+      {&prefill,
+       [&](mlir::MLIRContext &ctx) {
+         return buildChunkedPrefill(
+             ctx, {d, c.activation, c.cacheDType, c.blockSize, scale});
+       }},
+      {&decodeQuery,
+       [&](mlir::MLIRContext &ctx) {
+         return buildDecodeQuery(ctx, {d, c.activation});
+       }},
+      {&decode,
+       [&](mlir::MLIRContext &ctx) {
+         DecodeAttentionSpec spec{d,     c.activation, c.cacheDType,
+                                  c.blockSize, /*causal=*/true, scale};
+         spec.withSplitPlan = true;
+         return buildDecodeAttention(ctx, spec);
+       }},
+      {&vUpProj,
+       [&](mlir::MLIRContext &ctx) {
+         return buildVUpProj(ctx, {d, c.activation});
+       }},
+  };
+  for (Want &want : wants) {
+    auto kernel = runtime.compile(want.build, kKernelEntry);
+    if (!kernel)
+      return kernel.takeError();
+    *want.slot = std::move(*kernel);
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<MlaStepPlan>
+MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
+  const MlaLayerConfig &c = layerConfig;
+  if (llvm::Error error = validate(m, numCacheBlocks, c.blockSize))
+    return std::move(error);
+  auto split = splitDecodesAndPrefills(m, c.decodeThreshold);
+  if (!split)
+    return split.takeError();
+
+  MlaStepPlan plan;
+  plan.split = *split;
+  plan.numActualTokens = m.numActualTokens;
+  plan.numCacheBlocks = numCacheBlocks;
+  plan.slotMapping.assign(m.slotMapping.begin(),
+                          m.slotMapping.begin() + m.numActualTokens);
+
+  if (split->numDecodes > 0) {
+    plan.decodeQueryLen = m.queryLen(0);
+    for (int64_t b = 1; b < split->numDecodes; ++b)
+      if (m.queryLen(b) != plan.decodeQueryLen)
+        return makeError(
+            "decode requests must all have the same number of new tokens: "
+            "request 0 has " +
+            llvm::Twine(plan.decodeQueryLen) + ", request " + llvm::Twine(b) +
+            " has " + llvm::Twine(m.queryLen(b)));
+    plan.decodeTableWidth = std::max<int64_t>(m.maxBlocks, 1);
+    for (int64_t b = 0; b < split->numDecodes; ++b) {
+      plan.decodeSeqLens.push_back(m.seqLens[b]);
+      for (int64_t j = 0; j < plan.decodeTableWidth; ++j)
+        plan.decodeBlockTable.push_back(j < m.maxBlocks ? m.blockTableRow(b)[j]
+                                                        : 0);
+    }
+    DecodeSplitConfig schedule;
+    schedule.numSms = runtime.parallelism();
+    schedule.numHeads = c.dims.numHeads;
+    schedule.queryLen = plan.decodeQueryLen;
+    // The generic kernels give each CTA 4 heads (one warp each); splits
+    // start on cache pages.
+    schedule.rowsPerCta = 4;
+    schedule.tokensPerBlock = c.blockSize;
+    auto splits = planDecodeSplits(plan.decodeSeqLens, schedule);
+    if (!splits)
+      return splits.takeError();
+    plan.decodeSplits = std::move(*splits);
+    // The CPU computes each row in one pass; it reads no partials.
+    plan.splitCapacity =
+        runtime.deviceKind() == DeviceKind::CPU
+            ? 1
+            : *std::max_element(plan.decodeSplits.numSplits.begin(),
+                                plan.decodeSplits.numSplits.end());
+  }
+  if (split->numPrefills > 0) {
+    auto prefill = buildChunkedPrefillMetadata(m, workspaceTokens,
+                                               c.blockSize, c.decodeThreshold);
+    if (!prefill)
+      return prefill.takeError();
+    plan.prefill = std::move(*prefill);
+  }
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
+// Running
+//===----------------------------------------------------------------------===//
+
+llvm::Error MlaLayer::checkArgs(const MlaStepPlan &plan,
+                                const MlaForwardArgs &args) const {
+  const MlaDims &d = layerConfig.dims;
+  DType act = layerConfig.activation;
+  int64_t t = plan.numActualTokens;
+  if (llvm::Error e = expectBuffer("q", args.q, act,
+                                   {-1, d.numHeads, d.qkHeadDim()}, t))
+    return e;
+  if (llvm::Error e = expectBuffer("kv_c", args.kvC, act, {-1, d.kvLoraRank}, t))
+    return e;
+  if (llvm::Error e = expectBuffer("k_pe", args.kPe, act, {-1, d.ropeDim}, t))
+    return e;
+  if (llvm::Error e = expectBuffer(
+          "kv_cache", args.kvCache, layerConfig.cacheDType,
+          {plan.numCacheBlocks, layerConfig.blockSize, d.cacheEntry()}))
+    return e;
+  if (llvm::Error e = expectBuffer("output", args.output, act,
+                                   {-1, d.numHeads, d.vHeadDim}, t))
+    return e;
+  if (args.decodeLse.data || !args.decodeLse.shape.empty())
+    if (llvm::Error e = expectBuffer(
+            "decode_lse", args.decodeLse, DType::F32,
+            {plan.split.numDecodes, d.numHeads, plan.decodeQueryLen}))
+      return e;
+  return llvm::Error::success();
+}
+
+llvm::Expected<void *> MlaLayer::reserve(DeviceAllocation &slot, size_t bytes,
+                                         Stream stream) {
+  if (slot.size() >= bytes && slot.data())
+    return slot.data();
+  // The old buffer may still be read by queued work.
+  if (slot.data())
+    if (llvm::Error error = runtime.synchronize(stream))
+      return std::move(error);
+  auto fresh = runtime.allocate(std::max<size_t>(bytes, 256));
+  if (!fresh)
+    return fresh.takeError();
+  slot = std::move(*fresh);
+  return slot.data();
+}
+
+llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
+                               const std::vector<BufferView> &args,
+                               Stream stream) {
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error error = kernel.run(args, stream))
+    return makeError(llvm::Twine(phase) + ": " +
+                     llvm::toString(std::move(error)));
+  if (timePhases) {
+    if (llvm::Error error = runtime.synchronize(stream))
+      return makeError(llvm::Twine(phase) + ": " +
+                       llvm::toString(std::move(error)));
+    timings.push_back(
+        {phase, std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count()});
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+/// Host arrays packed into one block for a single upload; sections are
+/// 256-byte aligned so every view is aligned for any access width.
+class MetadataPack {
+public:
+  explicit MetadataPack(std::vector<char> &bytes) : bytes(bytes) {
+    bytes.clear();
+  }
+  template <typename T> size_t add(const std::vector<T> &values) {
+    size_t offset = (bytes.size() + 255) / 256 * 256;
+    bytes.resize(offset + values.size() * sizeof(T));
+    if (!values.empty())
+      std::memcpy(bytes.data() + offset, values.data(),
+                  values.size() * sizeof(T));
+    return offset;
+  }
+
+private:
+  std::vector<char> &bytes;
+};
+} // namespace
+
+llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
+                              const MlaForwardArgs &args, Stream stream) {
+  if (llvm::Error error = checkArgs(plan, args))
+    return error;
+  timings.clear();
+  const MlaDims &d = layerConfig.dims;
+  const DType act = layerConfig.activation;
+  const int64_t n = d.numHeads;
+  const int64_t tokens = plan.numActualTokens;
+  const BatchSplit &s = plan.split;
+  const ChunkedPrefillMetadata &pf = plan.prefill;
+  const int64_t numChunks = pf.chunks.numChunks;
+
+  // One upload of every metadata array the kernels read.
+  std::vector<int32_t> numSplits = plan.decodeSplits.numSplits;
+  MetadataPack pack(staging);
+  size_t slotAt = pack.add(plan.slotMapping);
+  size_t decLensAt = pack.add(plan.decodeSeqLens);
+  size_t decTableAt = pack.add(plan.decodeBlockTable);
+  size_t decSplitsAt = pack.add(numSplits);
+  size_t cuQAt = pack.add(pf.cuSeqlensQ);
+  size_t pfTableAt = pack.add(pf.blockTable);
+  size_t chunkCuAt = pack.add(pf.chunks.chunkCuSeqLens);
+  size_t chunkStartsAt = pack.add(pf.chunks.chunkStarts);
+  auto base = reserve(metadata, staging.size(), stream);
+  if (!base)
+    return base.takeError();
+  if (llvm::Error error =
+          runtime.upload(*base, staging.data(), staging.size(), stream))
+    return error;
+  auto at = [&](size_t offset) { return static_cast<char *>(*base) + offset; };
+  size_t width = byteWidth(act);
+  auto rows = [&](const BufferView &v, int64_t first, int64_t count) {
+    std::vector<int64_t> shape = v.shape;
+    shape[0] = count;
+    size_t rowBytes = size_t(v.numElements() / std::max<int64_t>(v.shape[0], 1)) *
+                      byteWidth(v.dtype);
+    return BufferView::contiguous(
+        static_cast<char *>(v.data) + size_t(first) * rowBytes, v.dtype, shape);
+  };
+
+  // 1. The new tokens' latent entries into the cache.
+  if (llvm::Error error = runPhase(
+          "concat_and_cache", *cacheWrite,
+          {rows(args.kvC, 0, tokens), rows(args.kPe, 0, tokens),
+           BufferView::contiguous(at(slotAt), DType::I64, {tokens}),
+           args.kvCache},
+          stream))
+    return error;
+
+  // 2. Prefills: new tokens plus cached context in chunks.
+  if (s.numPrefills > 0) {
+    int64_t first = s.numDecodeTokens, count = s.numPrefillTokens;
+    auto ws = reserve(workspace, size_t(workspaceTokens) * d.cacheEntry() * width,
+                      stream);
+    auto lse = reserve(prefillLse, size_t(n) * count * sizeof(float), stream);
+    if (!ws)
+      return ws.takeError();
+    if (!lse)
+      return lse.takeError();
+    if (llvm::Error error = runPhase(
+            "prefill", *prefill,
+            {rows(args.q, first, count), rows(args.kvC, first, count),
+             rows(args.kPe, first, count),
+             BufferView::contiguous(at(cuQAt), DType::I32, {s.numPrefills + 1}),
+             args.kvCache,
+             BufferView::contiguous(at(pfTableAt), DType::I32,
+                                    {s.numPrefills, pf.maxBlocks}),
+             BufferView::contiguous(at(chunkCuAt), DType::I32,
+                                    {numChunks, s.numPrefills + 1}),
+             BufferView::contiguous(at(chunkStartsAt), DType::I32,
+                                    {numChunks, s.numPrefills}),
+             weights.kvBProj,
+             BufferView::contiguous(*ws, act, {workspaceTokens, d.cacheEntry()}),
+             rows(args.output, first, count),
+             BufferView::contiguous(*lse, DType::F32, {n, count})},
+            stream))
+      return error;
+  }
+
+  // 3. Decodes, absorbed.
+  if (s.numDecodes > 0) {
+    int64_t b = s.numDecodes, sq = plan.decodeQueryLen, td = s.numDecodeTokens;
+    int64_t splits = plan.splitCapacity;
+    auto q = reserve(decodeQ, size_t(td) * n * d.cacheEntry() * width, stream);
+    auto latent = reserve(latentOut, size_t(td) * n * d.kvLoraRank * width, stream);
+    auto part = reserve(splitOut,
+                        size_t(td) * n * splits * d.kvLoraRank * sizeof(float),
+                        stream);
+    auto partLse = reserve(splitLse, size_t(td) * n * splits * sizeof(float),
+                           stream);
+    void *lseData = args.decodeLse.data;
+    if (!lseData) {
+      auto scratch = reserve(decodeLseScratch, size_t(td) * n * sizeof(float),
+                             stream);
+      if (!scratch)
+        return scratch.takeError();
+      lseData = *scratch;
+    }
+    for (auto *result : {&q, &latent, &part, &partLse})
+      if (!*result)
+        return result->takeError();
+
+    if (llvm::Error error = runPhase(
+            "decode query", *decodeQuery,
+            {rows(args.q, 0, td), weights.wUkT,
+             BufferView::contiguous(*q, act, {td, n, d.cacheEntry()})},
+            stream))
+      return error;
+    if (llvm::Error error = runPhase(
+            "decode attention", *decode,
+            {BufferView::contiguous(*q, act, {b, sq, n, d.cacheEntry()}),
+             args.kvCache,
+             BufferView::contiguous(at(decTableAt), DType::I32,
+                                    {b, plan.decodeTableWidth}),
+             BufferView::contiguous(at(decLensAt), DType::I32, {b}),
+             BufferView::contiguous(at(decSplitsAt), DType::I32, {b}),
+             BufferView::contiguous(*part, DType::F32,
+                                    {b, sq, n, splits, d.kvLoraRank}),
+             BufferView::contiguous(*partLse, DType::F32, {b, sq, n, splits}),
+             BufferView::contiguous(*latent, act, {b, sq, n, d.kvLoraRank}),
+             BufferView::contiguous(lseData, DType::F32, {b, n, sq})},
+            stream))
+      return error;
+    if (llvm::Error error = runPhase(
+            "decode v_up_proj", *vUpProj,
+            {BufferView::contiguous(*latent, act, {td, n, d.kvLoraRank}),
+             weights.wUv, rows(args.output, 0, td)},
+            stream))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace mla::runtime
