@@ -138,10 +138,13 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     if (v < 0)
       return makeError("negative decode context length");
   for (size_t i = 0; i < config.prefillContexts.size(); ++i)
-    if (config.prefillContexts[i] < 0 || config.prefillNewTokens[i] < 1)
-      return makeError("a prefill needs a context >= 0 and >= 1 new token");
-  if (config.steps < 1)
-    return makeError("at least one step");
+    if (config.prefillContexts[i] < 0 ||
+        config.prefillNewTokens[i] <= config.decodeQueryLen)
+      return makeError("a prefill needs a context >= 0 and more new tokens "
+                       "than a decode");
+  if (config.steps < 1 || config.decodeQueryLen < 1)
+    return makeError("at least one step of at least one token per decode");
+  const int32_t perStep = config.decodeQueryLen;
 
   std::mt19937 rng(config.seed);
   ServingStepReport report;
@@ -150,12 +153,12 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   // token of each.
   std::vector<Request> requests;
   for (int32_t c : config.decodeContexts)
-    requests.push_back({c, 1, {}});
+    requests.push_back({c, perStep, {}});
   for (size_t i = 0; i < config.prefillContexts.size(); ++i)
     requests.push_back({config.prefillContexts[i], config.prefillNewTokens[i], {}});
   int64_t pagesNeeded = 0, maxBlocks = 1;
   for (const Request &r : requests) {
-    int64_t finalLen = r.total() + config.steps - 1;
+    int64_t finalLen = r.total() + (config.steps - 1) * perStep;
     int64_t pages = (finalLen + page - 1) / page;
     pagesNeeded += pages;
     maxBlocks = std::max(maxBlocks, pages);
@@ -165,7 +168,8 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   std::iota(freePages.begin(), freePages.end(), 0);
   std::shuffle(freePages.begin(), freePages.end(), rng);
   for (Request &r : requests)
-    for (int64_t j = 0; j * page < r.total() + config.steps - 1; ++j) {
+    for (int64_t j = 0; j * page < r.total() + (config.steps - 1) * perStep;
+         ++j) {
       r.pages.push_back(freePages.back());
       freePages.pop_back();
     }
@@ -192,6 +196,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   layerConfig.blockSize = page;
   layerConfig.workspaceTokens = config.workspaceTokens;
   layerConfig.needsDecodeLse = true;
+  layerConfig.decodeThreshold = perStep;
   layerConfig.backend = config.backend;
   size_t eventsBefore = runtime.compileEvents().size();
   auto setupStart = Clock::now();
@@ -216,7 +221,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     if (step > 0)
       for (Request &r : requests) {
         r.context = r.total();
-        r.fresh = 1;
+        r.fresh = perStep;
       }
     // --- The batch's metadata ---------------------------------------------
     std::vector<int32_t> queryLens, seqLens, table;

@@ -44,11 +44,24 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
+using CUgraph = CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
+
+/// cuStreamBeginCapture modes: RELAXED lets other threads make calls that
+/// are unsafe during capture (allocations), which the runtime never makes
+/// from captured work.
+enum CUstreamCaptureMode : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;

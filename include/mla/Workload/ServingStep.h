@@ -40,6 +40,9 @@ struct ServingStepConfig {
   int64_t workspaceTokens = 0;
   /// Steps to run: the mixed step, then decode steps.
   int64_t steps = 2;
+  /// New tokens of a decode per step: 1, or 1 + speculative tokens (the
+  /// layer's decode threshold; prefills must add more).
+  int32_t decodeQueryLen = 1;
   /// A backend to ask for (empty: automatic selection).
   std::string backend;
   uint32_t seed = 1;

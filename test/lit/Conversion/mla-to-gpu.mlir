@@ -1,7 +1,7 @@
 // convert-mla-to-gpu: every primitive op becomes generic kernels (gpu.func,
 // 128 threads per block) in the module's gpu.module @mla_kernels, targeted
 // at the chip recorded by mla-select-gpu-target, and the op is replaced by
-// their launches, each guarded by a check that no grid dimension is empty.
+// their launches, unguarded: the runtime's launch skips an empty grid.
 //
 // RUN: split-file %s %t --leading-lines
 // One function per primitive op.
@@ -25,18 +25,11 @@
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x192xbf16>, %[[K:[a-z0-9]+]]: memref<?x16x192xbf16>, %[[V:[a-z0-9]+]]: memref<?x16x128xbf16>,
 // CHECK-SAME: %[[CQ:[a-z0-9]+]]: memref<?xi32>, %[[CK:[a-z0-9]+]]: memref<?xi32>, %[[O:[a-z0-9]+]]: memref<?x16x128xbf16>, %[[LSE:[a-z0-9]+]]: memref<16x?xf32>)
 // CHECK-NOT: {{^ *mla\.}}
-// Grid: ceil(tokens / 4) x heads x 1, launched only when no dimension is 0.
+// Grid: ceil(tokens / 4) x heads x 1.
 // CHECK: %[[T:.+]] = memref.dim %[[Q]], %c0 : memref<?x16x192xbf16>
 // CHECK: %[[GX:.+]] = arith.ceildivsi %[[T]], %c4 : index
-// CHECK: %[[GX_OK:.+]] = arith.cmpi sgt, %[[GX]], %[[ZERO:c0(_[0-9]+)?]] : index
-// CHECK: %[[GY_OK:.+]] = arith.cmpi sgt, %c16, %[[ZERO]] : index
-// CHECK: %[[XY_OK:.+]] = arith.andi %[[GX_OK]], %[[GY_OK]] : i1
-// CHECK: %[[GZ_OK:.+]] = arith.cmpi sgt, %c1, %[[ZERO]] : index
-// CHECK: %[[OK:.+]] = arith.andi %[[XY_OK]], %[[GZ_OK]] : i1
-// CHECK-NEXT: scf.if %[[OK]] {
 // CHECK: gpu.launch_func @mla_kernels::@prefill_attention_0 blocks in (%[[GX]], %c16, %c1) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[Q]] : memref<?x16x192xbf16>, %[[K]] : memref<?x16x192xbf16>, %[[V]] : memref<?x16x128xbf16>, %[[CQ]] : memref<?xi32>, %[[CK]] : memref<?xi32>, %[[O]] : memref<?x16x128xbf16>, %[[LSE]] : memref<16x?xf32>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @prefill_attention_0(%{{.+}}: memref<?x16x192xbf16>, %{{.+}}: memref<?x16x192xbf16>, %{{.+}}: memref<?x16x128xbf16>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?x16x128xbf16>, %[[KLSE:.+]]: memref<16x?xf32>)
@@ -98,21 +91,12 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: %[[PART:.+]] = gpu.alloc (%[[B]], %[[SQ]], %[[SPLITS]]) : memref<?x?x16x?x512xf32>
 // CHECK: %[[PART_LSE:.+]] = gpu.alloc (%[[B]], %[[SQ]], %[[SPLITS]]) : memref<?x?x16x?xf32>
 // CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
-// CHECK: %[[ROWS_OK:.+]] = arith.cmpi sgt, %[[ROWS]], %[[ZERO:c0(_[0-9]+)?]] : index
-// CHECK: %[[HEADS_OK:.+]] = arith.cmpi sgt, %c4, %[[ZERO]] : index
-// CHECK: %[[XY_OK:.+]] = arith.andi %[[ROWS_OK]], %[[HEADS_OK]] : i1
-// CHECK: %[[SPLITS_OK:.+]] = arith.cmpi sgt, %[[SPLITS]], %[[ZERO]] : index
-// CHECK: %[[OK:.+]] = arith.andi %[[XY_OK]], %[[SPLITS_OK]] : i1
-// CHECK-NEXT: scf.if %[[OK]] {
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>)
-// CHECK-NEXT: }
 // The combine kernel: one block per (row, head).
 // CHECK: %[[ROWS2:.+]] = arith.muli %[[B]], %[[SQ]] : index
-// CHECK: scf.if %{{.+}} {
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%[[ROWS2]], %c16, %c1{{(_[0-9]+)?}}) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
-// CHECK-NEXT: }
 // CHECK-NEXT: gpu.dealloc %[[PART]] : memref<?x?x16x?x512xf32>
 // CHECK-NEXT: gpu.dealloc %[[PART_LSE]] : memref<?x?x16x?xf32>
 // CHECK-NEXT: return
@@ -250,18 +234,10 @@ func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[O]], %c0 : memref<?x16x128xf16>
 // CHECK: %[[N:.+]] = memref.dim %[[O]], %c1 : memref<?x16x128xf16>
-// CHECK: %[[T_OK:.+]] = arith.cmpi sgt, %[[T]], %{{.+}} : index
-// CHECK: %[[N_OK:.+]] = arith.cmpi sgt, %[[N]], %{{.+}} : index
-// CHECK: scf.if
-// CHECK-NEXT: %c1{{(_[0-9]+)?}} = arith.constant 1 : index
-// CHECK-NEXT: %c128 = arith.constant 128 : index
-// CHECK-NEXT: gpu.launch_func @mla_kernels::@merge_attn_states_0 blocks in (%[[T]], %[[N]], %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK: gpu.launch_func @mla_kernels::@merge_attn_states_0 blocks in (%[[T]], %[[N]], %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[PO]] : memref<?x16x128xf16>, %[[PL]] : memref<16x?xf32>, %[[SO]] : memref<?x16x128xf16>, %[[SL]] : memref<16x?xf32>, %[[O]] : memref<?x16x128xf16>, %[[OL]] : memref<16x?xf32>)
-// CHECK-NEXT: }
-// CHECK: scf.if
 // CHECK: gpu.launch_func @mla_kernels::@merge_attn_states_1 blocks in
 // CHECK-SAME: args(%[[PO]] : memref<?x16x128xf16>, %[[PL]] : memref<16x?xf32>, %[[SO]] : memref<?x16x128xf16>, %[[SL]] : memref<16x?xf32>, %[[O]] : memref<?x16x128xf16>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @merge_attn_states_0({{.+}}, %[[KOL:.+]]: memref<16x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
@@ -292,11 +268,8 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
 // CHECK-SAME: %[[CACHE:[a-z0-9]+]]: memref<?x64x576xbf16>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>, %[[CU:[a-z0-9]+]]: memref<?xi32>, %[[ST:[a-z0-9]+]]: memref<?xi32>, %[[WS:[a-z0-9]+]]: memref<?x576xbf16>)
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[REQS:.+]] = memref.dim %[[ST]], %c0 : memref<?xi32>
-// CHECK: arith.cmpi sgt, %[[REQS]], %{{.+}} : index
-// CHECK: scf.if
 // CHECK: gpu.launch_func @mla_kernels::@gather_cache_0 blocks in (%[[REQS]], %c32, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[CU]] : memref<?xi32>, %[[ST]] : memref<?xi32>, %[[WS]] : memref<?x576xbf16>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @gather_cache_0(%[[KCACHE:.+]]: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %[[KWS:.+]]: memref<?x576xbf16>)
@@ -326,10 +299,8 @@ func.func @gather(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %cu: memr
 // CHECK-SAME: %[[KVC:[a-z0-9]+]]: memref<?x512xbf16>, %[[KPE:[a-z0-9]+]]: memref<?x64xbf16>, %[[SLOTS:[a-z0-9]+]]: memref<?xi64>, %[[CACHE:[a-z0-9]+]]: memref<?x64x576xbf16>)
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[SLOTS]], %c0 : memref<?xi64>
-// CHECK: scf.if
 // CHECK: gpu.launch_func @mla_kernels::@concat_and_cache_0 blocks in (%[[T]], %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[KVC]] : memref<?x512xbf16>, %[[KPE]] : memref<?x64xbf16>, %[[SLOTS]] : memref<?xi64>, %[[CACHE]] : memref<?x64x576xbf16>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @concat_and_cache_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<?x64xbf16>, %{{.+}}: memref<?xi64>, %[[KCACHE:.+]]: memref<?x64x576xbf16>)
@@ -367,10 +338,8 @@ func.func @concat(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: mem
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[KVC]], %c0 : memref<?x512xbf16>
 // CHECK: %[[TB:.+]] = arith.ceildivsi %[[T]], %c8 : index
-// CHECK: scf.if
 // CHECK: gpu.launch_func @mla_kernels::@kv_up_proj_0 blocks in (%[[TB]], %c16, %c2) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[KVC]] : memref<?x512xbf16>, %[[KPE]] : memref<?x64xbf16>, %[[W]] : memref<512x16x256xbf16>, %[[K]] : memref<?x16x192xbf16>, %[[V]] : memref<?x16x128xbf16>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @kv_up_proj_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<?x64xbf16>, %{{.+}}: memref<512x16x256xbf16>, %[[KK:.+]]: memref<?x16x192xbf16>, %[[KV:.+]]: memref<?x16x128xbf16>)
@@ -406,10 +375,8 @@ func.func @kv_up_proj(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %w: mem
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[QN]], %c0 : memref<?x16x128xbf16>
 // CHECK: %[[TB:.+]] = arith.ceildivsi %[[T]], %c8 : index
-// CHECK: scf.if
 // CHECK: gpu.launch_func @mla_kernels::@q_absorb_0 blocks in (%[[TB]], %c16, %c4) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[QN]] : memref<?x16x128xbf16>, %[[WUK]] : memref<16x128x512xbf16>, %[[QL]] : memref<?x16x512xbf16>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @q_absorb_0(%[[KQN:.+]]: memref<?x16x128xbf16>, %[[KW:.+]]: memref<16x128x512xbf16>, %[[KQL:.+]]: memref<?x16x512xbf16>)
@@ -444,10 +411,8 @@ func.func @q_absorb(%qn: memref<?x16x128xbf16>, %wuk: memref<16x128x512xbf16>, %
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[QL]], %c0 : memref<?x16x512xbf16>
 // CHECK: %[[TB:.+]] = arith.ceildivsi %[[T]], %c8 : index
-// CHECK: scf.if
 // CHECK: gpu.launch_func @mla_kernels::@v_up_proj_0 blocks in (%[[TB]], %c16, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[QL]] : memref<?x16x512xbf16>, %[[WUV]] : memref<16x512x128xbf16>, %[[O]] : memref<?x16x128xbf16>)
-// CHECK-NEXT: }
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @v_up_proj_0(%{{.+}}: memref<?x16x512xbf16>, %{{.+}}: memref<16x512x128xbf16>, %[[KO:.+]]: memref<?x16x128xbf16>)

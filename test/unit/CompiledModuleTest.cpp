@@ -1,0 +1,204 @@
+//===- CompiledModuleTest.cpp - Kernels through the kernel cache ----------===//
+//
+// The compile path end to end: a kernel compiled into the disk cache is
+// loaded by a fresh cache (another process, in effect) without compiling and
+// computes the same bytes; a corrupted artifact is reported, rebuilt and
+// still correct; a GPU module's artifact (host object with the PTX inside)
+// is built and linked without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestSupport.h"
+
+#include "mla/Builders/KernelBuilders.h"
+#include "mla/Runtime/CompiledModule.h"
+#include "mla/Runtime/CpuKernel.h"
+#include "mla/Runtime/GpuKernel.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <fstream>
+
+using namespace mla;
+using namespace mla::test;
+
+namespace {
+
+class CompiledModuleCache : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> path;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mla-compiled", path));
+    dir = std::string(path);
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+
+  runtime::KernelCache freshCache(std::vector<std::string> *log = nullptr) {
+    runtime::KernelCache::Config config;
+    config.directory = dir;
+    runtime::KernelCache cache(config);
+    cache.setLogSink([log](const std::string &line) {
+      if (log)
+        log->push_back(line);
+    });
+    return cache;
+  }
+
+  /// A merge kernel compiled through `cache`, run on fixed inputs.
+  std::vector<double> compileAndRun(runtime::KernelCache &cache,
+                                    runtime::CacheOutcome expected) {
+    auto kernel = CpuKernel::compile(
+        buildMergeAttnStates(testContext(), {4, 32, DType::F32, true}),
+        kKernelEntry, {}, &cache);
+    EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    if (!kernel)
+      return {};
+    EXPECT_EQ((*kernel)->compileEvent().outcome, expected)
+        << (*kernel)->compileEvent().source();
+    HostTensor po(DType::F32, {3, 4, 32}), so(DType::F32, {3, 4, 32});
+    HostTensor pl(DType::F32, {4, 3}), sl(DType::F32, {4, 3});
+    std::mt19937 fixed(7);
+    for (HostTensor *t : {&po, &so, &pl, &sl})
+      t->fillRandom(fixed);
+    HostTensor out(DType::F32, {3, 4, 32}), outLse(DType::F32, {4, 3});
+    out.poison();
+    outLse.poison();
+    llvm::Error error = (*kernel)->run({po.view(), pl.view(), so.view(),
+                                        sl.view(), out.view(), outLse.view()});
+    EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+    std::vector<double> result = out.toDouble();
+    std::vector<double> lse = outLse.toDouble();
+    result.insert(result.end(), lse.begin(), lse.end());
+    return result;
+  }
+
+  std::string dir;
+};
+
+TEST_F(CompiledModuleCache, DiskHitSkipsTheCompilerAndComputesTheSame) {
+  runtime::KernelCache first = freshCache();
+  std::vector<double> compiled =
+      compileAndRun(first, runtime::CacheOutcome::Compiled);
+  EXPECT_EQ(first.stats().compiles, 1u);
+
+  runtime::KernelCache second = freshCache();
+  std::vector<double> loaded =
+      compileAndRun(second, runtime::CacheOutcome::DiskHit);
+  EXPECT_EQ(second.stats().compiles, 0u);
+  EXPECT_EQ(second.stats().diskHits, 1u);
+  EXPECT_EQ(compiled, loaded);
+
+  // The same cache object serves it again from memory.
+  compileAndRun(second, runtime::CacheOutcome::MemoryHit);
+}
+
+TEST_F(CompiledModuleCache, CorruptArtifactIsReportedRebuiltAndCorrect) {
+  runtime::KernelCache first = freshCache();
+  std::vector<double> good =
+      compileAndRun(first, runtime::CacheOutcome::Compiled);
+
+  // Flip one byte in the middle of every stored payload.
+  int flipped = 0;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    if (llvm::sys::path::filename(it->path()) != "payload")
+      continue;
+    std::fstream file(it->path(),
+                      std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(0, std::ios::end);
+    std::streamoff size = file.tellg();
+    file.seekp(size / 2);
+    char c = 0;
+    file.seekg(size / 2);
+    file.read(&c, 1);
+    c ^= 0x5a;
+    file.seekp(size / 2);
+    file.write(&c, 1);
+    ++flipped;
+  }
+  ASSERT_EQ(flipped, 1);
+
+  std::vector<std::string> log;
+  runtime::KernelCache second = freshCache(&log);
+  std::vector<double> rebuilt =
+      compileAndRun(second, runtime::CacheOutcome::Compiled);
+  EXPECT_EQ(second.stats().corruptEntries, 1u);
+  EXPECT_EQ(rebuilt, good);
+  bool reported = false;
+  for (const std::string &line : log)
+    reported = reported || line.find("corrupt") != std::string::npos;
+  EXPECT_TRUE(reported) << "no log line reports the corrupt entry";
+
+  // The rebuilt entry is served next time.
+  runtime::KernelCache third = freshCache();
+  compileAndRun(third, runtime::CacheOutcome::DiskHit);
+}
+
+TEST_F(CompiledModuleCache, SpecializationsAreSeparateEntries) {
+  runtime::KernelCache cache = freshCache();
+  CompileRecipe recipe = cpuCompileRecipe();
+  auto a = kernelKeyFor(
+      *buildMergeAttnStates(testContext(), {4, 32, DType::F32, true}), recipe);
+  auto b = kernelKeyFor(
+      *buildMergeAttnStates(testContext(), {8, 32, DType::F32, true}), recipe);
+  auto c = kernelKeyFor(
+      *buildMergeAttnStates(testContext(), {4, 32, DType::BF16, true}), recipe);
+  EXPECT_NE(a.digest(), b.digest());
+  EXPECT_NE(a.digest(), c.digest());
+  EXPECT_EQ(a.op, "merge_attn_states");
+  EXPECT_NE(a.specialization.find("f32"), std::string::npos) << a.specialization;
+  EXPECT_NE(c.specialization.find("bf16"), std::string::npos)
+      << c.specialization;
+  // Another pipeline option, another key.
+  CpuPipelineOptions narrow;
+  narrow.vectorWidth = 8;
+  auto d = kernelKeyFor(
+      *buildMergeAttnStates(testContext(), {4, 32, DType::F32, true}),
+      cpuCompileRecipe(narrow));
+  EXPECT_NE(a.digest(), d.digest());
+}
+
+/// Stand-ins for the launch shims: a GPU artifact links against them
+/// without a GPU. None is ever called.
+void unusedShim() {}
+
+TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
+  auto target = GpuTarget::parse("sm_90a");
+  ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
+  mlir::MLIRContext &ctx = testContext();
+  MlaDims dims;
+  dims.numHeads = 16;
+  auto module = buildDecodeAttention(
+      ctx, {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
+  initializeNativeTarget();
+  auto compiled = compileModule(
+      std::move(module), kKernelEntry, gpuCompileRecipe(*target), nullptr,
+      [](llvm::orc::MangleAndInterner interner) {
+        llvm::orc::SymbolMap map;
+        for (const char *name :
+             {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
+              "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
+              "mgpuStreamDestroy", "mgpuStreamSynchronize",
+              "mgpuStreamWaitEvent", "mgpuEventCreate", "mgpuEventDestroy",
+              "mgpuEventRecord", "mgpuEventSynchronize", "mgpuMemAlloc",
+              "mgpuMemFree", "mgpuMemcpy", "mgpuSetDefaultDevice"})
+          map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(&unusedShim),
+                                 llvm::JITSymbolFlags::Exported};
+        return map;
+      });
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  EXPECT_NE(compiled->ptx.find(".target sm_90a"), std::string::npos);
+  EXPECT_NE(compiled->ptx.find("decode_attention_split"), std::string::npos);
+  EXPECT_NE(compiled->packed, nullptr);
+  EXPECT_EQ(compiled->event.outcome, runtime::CacheOutcome::Compiled);
+  EXPECT_NE(compiled->event.entryName.find("decode_attention__h16"),
+            std::string::npos)
+      << compiled->event.entryName;
+  EXPECT_NE(compiled->event.entryName.find("sm_90a"), std::string::npos)
+      << compiled->event.entryName;
+}
+
+} // namespace

@@ -1,0 +1,285 @@
+//===- MlaLayerTest.cpp - The MLA layer through the runtime's API ---------===//
+//
+// Serving steps (mixed batch, then growing decodes) through Runtime and
+// MlaLayer against the float64 reference, on the CPU, or on the GPU with
+// MLA_TEST_DEVICE=gpu; the layer's argument and metadata errors; the kernel
+// cache seen through the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestSupport.h"
+
+#include "mla/Runtime/MlaLayer.h"
+#include "mla/Runtime/Runtime.h"
+#include "mla/Workload/ServingStep.h"
+
+#include "llvm/Support/FileSystem.h"
+
+using namespace mla;
+using namespace mla::runtime;
+using namespace mla::test;
+
+namespace {
+
+/// Small MLA dims (every one a multiple of 32) so steps run fast.
+MlaDims smallDims(int64_t heads = 4) { return {heads, 128, 64, 32, 64}; }
+
+class LayerTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> path;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mla-layer", path));
+    dir = std::string(path);
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+
+  std::unique_ptr<Runtime> makeRuntime() {
+    RuntimeOptions options;
+    options.device = testingOnGpu() ? DevicePreference::Gpu
+                                    : DevicePreference::Cpu;
+    options.cache.directory = dir;
+    options.cache.diskEnabled = true;
+    options.cache.forceRecompile = false;
+    auto runtime = Runtime::create(options);
+    EXPECT_TRUE(bool(runtime)) << llvm::toString(runtime.takeError());
+    return runtime ? std::move(*runtime) : nullptr;
+  }
+
+  void expectSteps(const ServingStepConfig &config) {
+    auto runtime = makeRuntime();
+    ASSERT_TRUE(runtime);
+    auto report = runServingSteps(config, *runtime, [](const std::string &) {});
+    ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+    ASSERT_EQ(int64_t(report->steps.size()), config.steps);
+    for (size_t i = 0; i < report->steps.size(); ++i) {
+      const StepReport &s = report->steps[i];
+      SCOPED_TRACE("step " + std::to_string(i) + ": " + s.plan);
+      EXPECT_LE(s.prefillError, report->tolerance);
+      EXPECT_LE(s.decodeError, report->tolerance);
+      EXPECT_LE(s.decodeLseError, 5e-2);
+      EXPECT_EQ(s.cacheMismatches, 0);
+      EXPECT_TRUE(s.passed);
+    }
+  }
+
+  std::string dir;
+};
+
+TEST_F(LayerTest, MixedBatchThenGrowingDecodes) {
+  ServingStepConfig c;
+  c.dims = smallDims();
+  c.blockSize = 16;
+  c.decodeContexts = {300, 1, 45, 0};
+  c.prefillContexts = {70, 0, 33};
+  c.prefillNewTokens = {20, 9, 2};
+  // A workspace of 64 rows: several context chunks.
+  c.workspaceTokens = 64;
+  c.steps = 3;
+  c.seed = rng()();
+  expectSteps(c);
+}
+
+TEST_F(LayerTest, SpeculativeDecodesWithThreeTokens) {
+  ServingStepConfig c;
+  c.dims = smallDims();
+  c.blockSize = 16;
+  c.decodeContexts = {40, 0, 100};
+  c.prefillContexts = {20};
+  c.prefillNewTokens = {7};
+  c.decodeQueryLen = 3;
+  c.steps = 2;
+  c.seed = rng()();
+  expectSteps(c);
+}
+
+TEST_F(LayerTest, DTypesAndCacheDTypes) {
+  for (auto [act, cache] : {std::pair{DType::F32, DType::F32},
+                            std::pair{DType::F16, DType::F16},
+                            std::pair{DType::BF16, DType::F32}}) {
+    SCOPED_TRACE(std::string(name(act)) + " activations, " +
+                 std::string(name(cache)) + " cache");
+    ServingStepConfig c;
+    c.dims = smallDims(2);
+    c.activation = act;
+    c.cache = cache;
+    c.blockSize = 32;
+    c.decodeContexts = {50, 7};
+    c.prefillContexts = {40};
+    c.prefillNewTokens = {12};
+    c.steps = 1;
+    c.seed = rng()();
+    expectSteps(c);
+  }
+}
+
+TEST_F(LayerTest, OnlyDecodesAndOnlyPrefills) {
+  ServingStepConfig decodes;
+  decodes.dims = smallDims();
+  decodes.blockSize = 16;
+  decodes.decodeContexts = {10, 200};
+  decodes.prefillContexts = {};
+  decodes.prefillNewTokens = {};
+  decodes.steps = 1;
+  expectSteps(decodes);
+  ServingStepConfig prefills = decodes;
+  prefills.decodeContexts = {};
+  prefills.prefillContexts = {0, 50};
+  prefills.prefillNewTokens = {5, 30};
+  expectSteps(prefills);
+}
+
+TEST_F(LayerTest, SecondRuntimeLoadsEveryKernelFromDisk) {
+  ServingStepConfig c;
+  c.dims = smallDims();
+  c.blockSize = 16;
+  c.decodeContexts = {20};
+  c.prefillContexts = {16};
+  c.prefillNewTokens = {4};
+  c.steps = 1;
+  auto first = makeRuntime();
+  ASSERT_TRUE(first);
+  auto firstReport = runServingSteps(c, *first, [](const std::string &) {});
+  ASSERT_TRUE(bool(firstReport)) << llvm::toString(firstReport.takeError());
+  EXPECT_GT(first->cacheStats().compiles, 0u);
+
+  auto second = makeRuntime();
+  ASSERT_TRUE(second);
+  auto report = runServingSteps(c, *second, [](const std::string &) {});
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_EQ(second->cacheStats().compiles, 0u);
+  EXPECT_EQ(second->cacheStats().diskHits, report->compiles.size());
+  for (const CompileEvent &e : report->compiles)
+    EXPECT_EQ(e.outcome, CacheOutcome::DiskHit) << e.entryName;
+  EXPECT_TRUE(report->passed);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// A layer with tiny weights (values irrelevant: these tests fail before
+/// any kernel reads them).
+class LayerErrors : public LayerTest {
+protected:
+  void SetUp() override {
+    LayerTest::SetUp();
+    runtime = makeRuntime();
+    ASSERT_TRUE(runtime);
+    const MlaDims d = smallDims();
+    auto alloc = [&](std::vector<int64_t> shape) {
+      int64_t elements = 1;
+      for (int64_t s : shape)
+        elements *= s;
+      auto a = runtime->allocate(size_t(elements) * 2);
+      EXPECT_TRUE(bool(a));
+      BufferView v = BufferView::contiguous(a->data(), DType::BF16, shape);
+      storage.push_back(std::move(*a));
+      return v;
+    };
+    weights = {alloc({d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}),
+               alloc({d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}),
+               alloc({d.numHeads, d.kvLoraRank, d.vHeadDim})};
+    config.dims = d;
+    config.blockSize = 16;
+  }
+
+  std::string createError(MlaLayerConfig c, MlaLayerWeights w) {
+    auto layer = MlaLayer::create(*runtime, c, w);
+    if (layer)
+      return "";
+    return llvm::toString(layer.takeError());
+  }
+
+  std::unique_ptr<Runtime> runtime;
+  std::vector<DeviceAllocation> storage;
+  MlaLayerWeights weights;
+  MlaLayerConfig config;
+};
+
+TEST_F(LayerErrors, WeightsOfTheWrongShapeAreNamed) {
+  MlaLayerWeights w = weights;
+  w.wUv.shape[2] = 65;
+  std::string error = createError(config, w);
+  EXPECT_NE(error.find("W_UV"), std::string::npos) << error;
+  w = weights;
+  w.kvBProj.dtype = DType::F16;
+  error = createError(config, w);
+  EXPECT_NE(error.find("kv_b_proj"), std::string::npos) << error;
+  EXPECT_NE(error.find("element type"), std::string::npos) << error;
+}
+
+TEST_F(LayerErrors, ARejectedBackendListsItsReasons) {
+  MlaLayerConfig c = config;
+  c.backend = testingOnGpu() ? "CPU_JIT" : "GENERIC_GPU";
+  std::string error = createError(c, weights);
+  EXPECT_NE(error.find(c.backend), std::string::npos) << error;
+  EXPECT_NE(error.find("not supported"), std::string::npos) << error;
+  c.backend = "NO_SUCH_BACKEND";
+  error = createError(c, weights);
+  EXPECT_NE(error.find("CPU_JIT"), std::string::npos) << error;
+}
+
+TEST_F(LayerErrors, PlanRefusesBadBatches) {
+  auto layer = MlaLayer::create(*runtime, config, weights);
+  ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+  // A prefill before a decode: the batch is not ordered decodes-first.
+  std::vector<int32_t> table = {0, 1, 2, 3};
+  auto m = makeCommonAttentionMetadata({5, 1}, {5, 9}, table, 2, 16);
+  auto plan = (*layer)->plan(m, 8);
+  ASSERT_FALSE(bool(plan));
+  std::string error = llvm::toString(plan.takeError());
+  EXPECT_NE(error.find("decode"), std::string::npos) << error;
+
+  // seq_len < query_len.
+  m = makeCommonAttentionMetadata({1, 5}, {9, 5}, table, 2, 16);
+  m.seqLens[1] = 3;
+  plan = (*layer)->plan(m, 8);
+  ASSERT_FALSE(bool(plan));
+  error = llvm::toString(plan.takeError());
+  EXPECT_NE(error.find("less than its query length"), std::string::npos)
+      << error;
+
+  // Decodes of different lengths under a threshold of 2.
+  MlaLayerConfig spec = config;
+  spec.decodeThreshold = 2;
+  auto specLayer = MlaLayer::create(*runtime, spec, weights);
+  ASSERT_TRUE(bool(specLayer)) << llvm::toString(specLayer.takeError());
+  m = makeCommonAttentionMetadata({1, 2}, {9, 5}, table, 2, 16);
+  plan = (*specLayer)->plan(m, 8);
+  ASSERT_FALSE(bool(plan));
+  error = llvm::toString(plan.takeError());
+  EXPECT_NE(error.find("same number of new tokens"), std::string::npos)
+      << error;
+}
+
+TEST_F(LayerErrors, ForwardNamesTheWrongBuffer) {
+  auto layer = MlaLayer::create(*runtime, config, weights);
+  ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+  std::vector<int32_t> table = {0, 1};
+  auto m = makeCommonAttentionMetadata({1}, {9}, table, 2, 16);
+  auto plan = (*layer)->plan(m, 4);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  const MlaDims d = config.dims;
+  std::vector<char> bytes(1 << 20);
+  auto view = [&](DType t, std::vector<int64_t> shape) {
+    return BufferView::contiguous(bytes.data(), t, shape);
+  };
+  MlaForwardArgs args{view(DType::BF16, {1, d.numHeads, d.qkHeadDim()}),
+                      view(DType::BF16, {1, d.kvLoraRank}),
+                      view(DType::BF16, {1, d.ropeDim}),
+                      view(DType::BF16, {4, 16, d.cacheEntry()}),
+                      view(DType::BF16, {1, d.numHeads, d.vHeadDim + 1}),
+                      {}};
+  llvm::Error error = (*layer)->forward(*plan, args);
+  ASSERT_TRUE(bool(error));
+  std::string text = llvm::toString(std::move(error));
+  EXPECT_NE(text.find("output"), std::string::npos) << text;
+  args.output = view(DType::BF16, {1, d.numHeads, d.vHeadDim});
+  args.kvCache = view(DType::BF16, {3, 16, d.cacheEntry()});
+  error = (*layer)->forward(*plan, args);
+  ASSERT_TRUE(bool(error));
+  text = llvm::toString(std::move(error));
+  EXPECT_NE(text.find("kv_cache"), std::string::npos) << text;
+}
+
+} // namespace
