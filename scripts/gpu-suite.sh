@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from an unpacked bundle (scripts/make-gpu-bundle.sh):
 #   tar -xJf mla-bundle.tar.xz -C /tmp && /tmp/mla/scripts/gpu-suite.sh [out-dir] [steps]
-# Steps (default: tests sanitizer bench):
-#   tests      every op on the GPU against the float64 reference (fresh
-#              random inputs, NaN-poisoned outputs), and the driver tests
+# Steps (default: tests sanitizer run bench):
+#   tests      every op and the MLA layer on the GPU against the float64
+#              reference (fresh random inputs, NaN-poisoned outputs), the
+#              driver tests and the CUDA-graph replay test
+#   run        mla-run twice on a fresh kernel cache (cold, then from disk),
+#              16 and 128 heads
 #   sanitizer  compute-sanitizer memcheck over the GPU numerics suite
 #   bench      mla-bench with ceilings measured in the same run
 # Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$PWD/mla-gpu-logs}
-steps=${2:-tests sanitizer bench}
+steps=${2:-tests sanitizer run bench}
 mkdir -p "$out"
 bin=$here/bin
 summary=()
-numerics_filter='Prefill*:Decode*:Merge*:GatherCache*:ConcatAndCache*:Projection*:ChunkedPrefill*:DTypes/*'
+numerics_filter='Prefill*:Decode*:Merge*:GatherCache*:ConcatAndCache*:Projection*:ChunkedPrefill*:DTypes/*:LayerTest*:LayerErrors*'
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
   > "$out/device.txt" 2>&1 || true
@@ -35,6 +38,18 @@ for step in $steps; do
       "$bin/mla-unit-tests" --gtest_filter="$numerics_filter" \
       > "$out/memcheck.log" 2>&1
     summary+=("memcheck: exit $? ($(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1))")
+    ;;
+  run)
+    cache=$(mktemp -d)
+    for attempt in cold disk; do
+      MLA_CACHE_DIR=$cache "$bin/mla-run" --device=gpu \
+        > "$out/mla-run-16-$attempt.log" 2>&1
+      summary+=("mla-run 16 heads ($attempt cache): exit $? ($(tail -1 "$out/mla-run-16-$attempt.log"))")
+    done
+    MLA_CACHE_DIR=$cache "$bin/mla-run" --device=gpu --heads=128 --steps=2 \
+      --decode-contexts=4000,100,16000,1 > "$out/mla-run-128.log" 2>&1
+    summary+=("mla-run 128 heads: exit $? ($(tail -1 "$out/mla-run-128.log"))")
+    rm -rf "$cache"
     ;;
   bench)
     "$bin/mla-bench" ${MLA_BENCH_ARGS:-} > "$out/bench.log" 2>&1

@@ -24,10 +24,12 @@
  *    mla_status_t; results come back through pointer arguments, which are
  *    written only on success. No function throws, aborts or exits.
  *  - Every call sets the calling thread's last-error message: "" after a
- *    success, else one line that names the function and the problem (a NULL
- *    argument by its name, a tensor by its role, a metadata field by its
- *    vLLM name). mla_last_error returns it; mla_status_string and
- *    mla_last_error themselves leave it as it is.
+ *    success, else a message that starts with the function's name and says
+ *    what is wrong (a NULL argument by its name, a tensor by its role, a
+ *    metadata field and request, both sides of a failed comparison);
+ *    compiler diagnostics follow on further lines. mla_last_error returns
+ *    it; mla_status_string and mla_last_error themselves leave it as it
+ *    is.
  *  - Handles are opaque. Layers, kernels and allocations belong to the
  *    runtime that made them and must be released before it:
  *    mla_runtime_destroy refuses (MLA_ERROR_INVALID_ARGUMENT, nothing
@@ -176,7 +178,8 @@ typedef enum mla_device_kind {
 /** Receives one log line (no trailing newline) and the options' user
  *  pointer: the device chosen, each backend selected, each kernel compiled
  *  or loaded from the cache with its time, cache problems. `line` is valid
- *  only during the call. */
+ *  only during the call. The callback may run while the runtime holds its
+ *  compile lock: it must not call into this interface. */
 typedef void (*mla_log_fn)(const char *line, void *user);
 
 typedef struct mla_runtime_options {

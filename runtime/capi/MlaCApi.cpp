@@ -70,12 +70,15 @@ struct mla_runtime {
 
 struct mla_layer {
   mla_runtime *owner = nullptr;
+  /// Unique in the process, so that a plan cannot pass for another layer's
+  /// even when a new layer reuses a destroyed one's address.
+  uint64_t id = 0;
   std::unique_ptr<MlaLayer> layer;
   SelectionText selection;
 };
 
 struct mla_plan {
-  const mla_layer *layer = nullptr;
+  uint64_t layerId = 0;
   MlaStepPlan plan;
   std::string line;
 };
@@ -93,6 +96,7 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 thread_local std::string lastError;
+std::atomic<uint64_t> nextLayerId{1};
 
 mla_status_t succeed() {
   lastError.clear();
@@ -911,6 +915,7 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
       return fail(MLA_ERROR_COMPILE, fn, created.takeError());
     auto handle = std::make_unique<mla_layer>();
     handle->owner = runtime;
+    handle->id = nextLayerId++;
     handle->layer = std::move(*created);
     handle->selection = describeSelection(handle->layer->selection());
     ++runtime->layers;
@@ -1012,7 +1017,7 @@ extern "C" mla_status_t mla_layer_plan(const mla_layer_t *layer,
     if (!planned)
       return fail(MLA_ERROR_INVALID_METADATA, fn, planned.takeError());
     auto handle = std::make_unique<mla_plan>();
-    handle->layer = layer;
+    handle->layerId = layer->id;
     handle->plan = std::move(*planned);
     handle->line = handle->plan.str();
     *plan = handle.release();
@@ -1064,7 +1069,7 @@ extern "C" mla_status_t mla_layer_forward(mla_layer_t *layer,
     MLA_REQUIRE(layer);
     MLA_REQUIRE(plan);
     MLA_REQUIRE(args);
-    if (plan->layer != layer)
+    if (plan->layerId != layer->id)
       return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
                   "the plan was made by another layer");
     MlaForwardArgs a;

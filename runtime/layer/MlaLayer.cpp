@@ -229,14 +229,9 @@ MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
         plan.decodeBlockTable.push_back(j < m.maxBlocks ? m.blockTableRow(b)[j]
                                                         : 0);
     }
-    DecodeSplitConfig schedule;
-    schedule.numSms = runtime.parallelism();
-    schedule.numHeads = c.dims.numHeads;
-    schedule.queryLen = plan.decodeQueryLen;
-    // The generic kernels give each CTA 4 heads (one warp each); splits
-    // start on cache pages.
-    schedule.rowsPerCta = 4;
-    schedule.tokensPerBlock = c.blockSize;
+    DecodeSplitConfig schedule =
+        genericDecodeSchedule(runtime.parallelism(), c.dims.numHeads,
+                              plan.decodeQueryLen, c.blockSize);
     auto splits = planDecodeSplits(plan.decodeSeqLens, schedule);
     if (!splits)
       return splits.takeError();

@@ -21,6 +21,7 @@ static llvm::Error checkConfig(const DecodeSplitConfig &c) {
   };
   const Field fields[] = {
       {"numSms", c.numSms, 1},
+      {"ctasPerSm", c.ctasPerSm, 1},
       {"numHeads", c.numHeads, 1},
       {"queryLen", c.queryLen, 1},
       {"rowsPerCta", c.rowsPerCta, 1},
@@ -61,10 +62,11 @@ planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
   plan.tokensPerBlock = config.tokensPerBlock;
   plan.seqLens.assign(seqLens.begin(), seqLens.end());
   // One split's rows (heads x new tokens) take this many CTAs side by side;
-  // the SMs left over hold that many splits at once.
+  // the CTA slots of the device hold that many splits at once.
   int64_t ctasPerSplit =
       cdiv(config.numHeads * config.queryLen, config.rowsPerCta);
-  plan.numSmParts = std::max<int64_t>(1, config.numSms / ctasPerSplit);
+  plan.numSmParts = std::max<int64_t>(
+      1, config.numSms * config.ctasPerSm / ctasPerSplit);
   plan.blocksPerSplit = blocksPerSplit(seqLens, config, plan.numSmParts);
 
   int64_t total = 0;
@@ -95,6 +97,22 @@ int64_t DecodeSplitPlan::splitBegin(int64_t b, int64_t s) const {
 
 int64_t DecodeSplitPlan::splitEnd(int64_t b, int64_t s) const {
   return splitBegin(b, s + 1);
+}
+
+} // namespace mla::runtime
+
+namespace mla::runtime {
+
+DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
+                                        int64_t queryLen, int64_t blockSize) {
+  DecodeSplitConfig config;
+  config.numSms = numSms;
+  config.ctasPerSm = 8;
+  config.numHeads = numHeads;
+  config.queryLen = queryLen;
+  config.rowsPerCta = 4;
+  config.tokensPerBlock = blockSize;
+  return config;
 }
 
 } // namespace mla::runtime

@@ -680,6 +680,32 @@ TEST(MetadataDecodeSplits, LongContextAtBatchOne) {
   EXPECT_EQ(specPlan->numSmParts, 66);
 }
 
+TEST(MetadataDecodeSplits, ResidentCtasMultiplyTheParts) {
+  // The generic kernels: 4 rows per CTA, 8 CTAs per SM. 16 heads take 4
+  // CTAs per split: 132 * 8 / 4 = 264 parts. At batch 64 x 32768 tokens the
+  // cost is 64 * 517 = 33088, cdiv(33088, 264) = 126 blocks per split: 5
+  // splits per request (512 blocks), where one CTA per SM would give 1.
+  DecodeSplitConfig generic = genericDecodeSchedule(132, 16, 1, 64);
+  EXPECT_EQ(generic.ctasPerSm, 8);
+  EXPECT_EQ(generic.rowsPerCta, 4);
+  auto plan = planDecodeSplits(I32(64, 32768), generic);
+  ASSERT_EQ(errorText(plan), "success");
+  EXPECT_EQ(plan->numSmParts, 264);
+  EXPECT_EQ(plan->blocksPerSplit, 126);
+  EXPECT_EQ(plan->numSplits, I32(64, 5));
+  // 128 heads: 32 CTAs per split, 33 parts.
+  auto wide = planDecodeSplits({32768}, genericDecodeSchedule(132, 128, 1, 64));
+  ASSERT_EQ(errorText(wide), "success");
+  EXPECT_EQ(wide->numSmParts, 33);
+  EXPECT_EQ(wide->blocksPerSplit, 16);
+  EXPECT_EQ(wide->numSplits, (I32{32}));
+  DecodeSplitConfig none = generic;
+  none.ctasPerSm = 0;
+  auto refused = planDecodeSplits({10}, none);
+  EXPECT_EQ(errorText(refused),
+            "decode split config: ctasPerSm is 0, must be at least 1");
+}
+
 TEST(MetadataDecodeSplits, MixedLengthsAreProportional) {
   // Blocks 512, 64, 1, 0; cost 517 + 69 + 6 + 5 = 597; cdiv(597, 132) = 5.
   auto plan = planDecodeSplits({32768, 4096, 40, 0}, h100(16));

@@ -10,6 +10,7 @@
 
 #include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/GpuKernel.h"
+#include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Support/Float16.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -156,7 +157,8 @@ void printRow(const std::string &shape, double ms, double bytes,
 }
 
 void benchDecode(mlir::MLIRContext &ctx) {
-  outs() << "\n== decode: DeepSeek dims (576/512), bf16, page 64, Sq 1 ==\n";
+  outs() << "\n== decode: DeepSeek dims (576/512), bf16, page 64, Sq 1, "
+            "split-KV by the runtime's decode schedule ==\n";
   const int64_t page = 64;
   std::vector<int64_t> batches = quick ? std::vector<int64_t>{1, 64}
                                        : std::vector<int64_t>{1, 4, 64, 128};
@@ -165,10 +167,11 @@ void benchDecode(mlir::MLIRContext &ctx) {
   for (int64_t heads : {16, 128}) {
     MlaDims dims;
     dims.numHeads = heads;
-    auto kernel = compile(
-        buildDecodeAttention(ctx, {dims, DType::BF16, DType::BF16, page,
-                                   /*causal=*/true, 1.0f / std::sqrt(192.0f)}),
-        heads == 16 ? "decode (16 heads)" : "decode (128 heads)");
+    DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,
+                             /*causal=*/true, 1.0f / std::sqrt(192.0f)};
+    spec.withSplitPlan = true;
+    auto kernel = compile(buildDecodeAttention(ctx, spec),
+                          heads == 16 ? "decode (16 heads)" : "decode (128 heads)");
     printHeader("heads x batch x context");
     for (int64_t batch : batches)
       for (int64_t context : contexts) {
@@ -177,21 +180,32 @@ void benchDecode(mlir::MLIRContext &ctx) {
         std::vector<int32_t> table(numBlocks);
         std::iota(table.begin(), table.end(), 0);
         std::shuffle(table.begin(), table.end(), std::mt19937(3));
+        std::vector<int32_t> seqLens(batch, int32_t(context));
+        runtime::DecodeSplitConfig schedule = runtime::genericDecodeSchedule(
+            device->multiprocessorCount(), heads, 1, page);
+        auto plan = check(runtime::planDecodeSplits(seqLens, schedule),
+                          "decode schedule");
+        int64_t splits = *std::max_element(plan.numSplits.begin(),
+                                           plan.numSplits.end());
         Tensor q = randomTensor(DType::BF16, {batch, 1, heads, 576});
         Tensor cache = randomTensor(DType::BF16, {numBlocks, page, 576});
         Tensor bt = hostTensor(DType::I32, {batch, blocksPerSeq}, table);
-        Tensor lens = hostTensor(DType::I32, {batch},
-                                 std::vector<int32_t>(batch, context));
+        Tensor lens = hostTensor(DType::I32, {batch}, seqLens);
+        Tensor numSplits = hostTensor(DType::I32, {batch}, plan.numSplits);
+        Tensor part = randomTensor(DType::F32, {batch, 1, heads, splits, 512});
+        Tensor partLse = randomTensor(DType::F32, {batch, 1, heads, splits});
         Tensor out = randomTensor(DType::BF16, {batch, 1, heads, 512});
         Tensor lse = randomTensor(DType::F32, {batch, heads, 1});
         double ms = timeKernel(*kernel, {q.view, cache.view, bt.view,
-                                         lens.view, out.view, lse.view});
+                                         lens.view, numSplits.view, part.view,
+                                         partLse.view, out.view, lse.view});
         double tokens = double(batch) * context;
         double bytes = (tokens * 576 + batch * heads * 576.0 +
                         batch * heads * 512.0) * 2;
         double flops = 2.0 * tokens * heads * (576 + 512);
         printRow(std::to_string(heads) + " x " + std::to_string(batch) +
-                     " x " + std::to_string(context),
+                     " x " + std::to_string(context) + " /" +
+                     std::to_string(splits),
                  ms, bytes, flops);
       }
   }

@@ -3,8 +3,9 @@
 // Compiles a module of mla ops for the device it will run on: kernels to
 // PTX through LLVM's NVPTX backend, in process, loaded by the CUDA driver;
 // the host code that sizes and launches them to machine code through the
-// LLVM JIT. Running the entry launches the kernels on the caller's stream
-// and returns once they have finished.
+// LLVM JIT. Running the entry queues the kernels on the caller's stream and
+// returns without waiting for them (unless the module's host code reads
+// device results, as the chunked prefill's plan copy does).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,9 +42,10 @@ public:
           runtime::KernelCache *cache = nullptr);
 
   /// Runs the entry on device buffers `args` (one per entry argument) on
-  /// `stream` (the legacy default stream when null) and waits for it.
-  /// Driver failures, kernel faults included, come back as errors naming
-  /// the call.
+  /// `stream` (the legacy default stream when null). The work is queued;
+  /// synchronize the stream before reading results. Driver failures of the
+  /// calls made come back as errors naming the call; faults inside kernels
+  /// surface at the next synchronization.
   llvm::Error run(const std::vector<BufferView> &args,
                   cuda::CUstream stream = nullptr) const;
 

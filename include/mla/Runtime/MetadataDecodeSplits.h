@@ -26,6 +26,9 @@ namespace mla::runtime {
 struct DecodeSplitConfig {
   /// SMs of the device.
   int64_t numSms = 0;
+  /// CTAs of the decode kernel one SM runs at once: 1 for kernels that
+  /// fill an SM (FlashMLA's), more for small CTAs that co-reside.
+  int64_t ctasPerSm = 1;
   /// Query heads (MLA has one KV head, which all of them share).
   int64_t numHeads = 0;
   /// New tokens per request (Sq; > 1 for speculative decoding).
@@ -47,7 +50,7 @@ struct DecodeSplitConfig {
 
 /// How each request's KV is split. Formula, with cdiv rounding up:
 ///   ctasPerSplit     = cdiv(numHeads * queryLen, rowsPerCta)
-///   numSmParts       = max(1, numSms / ctasPerSplit)
+///   numSmParts       = max(1, numSms * ctasPerSm / ctasPerSplit)
 ///   blocks[b]        = cdiv(seq_len[b], tokensPerBlock)
 ///   totalCost        = sum over b of (blocks[b] + fixedOverheadBlocks)
 ///   blocksPerSplit   = max(cdiv(totalCost, numSmParts),
@@ -88,6 +91,13 @@ struct DecodeSplitPlan {
   /// One past the last KV token of split s of request b.
   int64_t splitEnd(int64_t b, int64_t s) const;
 };
+
+/// The schedule matched to the generic GPU decode kernels: one warp per
+/// (head, query) row, 4 rows per 128-thread CTA, 8 CTAs resident per SM,
+/// splits starting on cache pages (the kernel deals a request's pages, so
+/// tokensPerBlock must be the cache's block size).
+DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
+                                        int64_t queryLen, int64_t blockSize);
 
 /// Plans the splits of a decode batch with sequence lengths `seqLens`.
 /// Errors when a length is negative or a config field is out of range
