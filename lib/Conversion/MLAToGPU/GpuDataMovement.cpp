@@ -1,14 +1,18 @@
 //===- GpuDataMovement.cpp - merge, gather and concat kernels -------------===//
 //
-// Bandwidth-bound kernels: one block per row (token and head, or cache
-// entry), threads striding over the row's columns so warps read and write
-// consecutive elements.
+// Bandwidth-bound kernels. A group of `lanes` threads (a warp, or a part of
+// a block) owns one row (token and head, or cache entry) and moves it in
+// 16-byte vectors: lane i takes vectors i, i + lanes, ... so every warp-wide
+// access covers consecutive 16-byte words. The vector path needs rows whose
+// width is a multiple of 8 elements and 16-byte aligned bases (checked once
+// per kernel, at run time); otherwise the same threads move single elements.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using mlir::gpu::Dimension;
@@ -16,21 +20,83 @@ using mlir::gpu::Dimension;
 namespace mla::gpu {
 
 namespace {
-/// Rows of the latent cache's workspace/gather loops per block.
+/// Blocks per request of the gather (grid y); each loops over its tokens.
 constexpr int64_t kGatherBlocksPerRequest = 32;
+constexpr int64_t kWarpsPerBlock = kBlockThreads / kWarpSize;
+constexpr int64_t kWidth = GpuEmitter::kVectorWidth;
 
-/// dst[dstPrefix..., c] = src[srcPrefix..., c] for c in [0, length),
-/// spread over the block's threads.
-void copyRow(GpuEmitter &e, Value dst, ValueRange dstPrefix,
-             int64_t dstFirstColumn, Value src, ValueRange srcPrefix,
-             int64_t length) {
-  e.blockStridedLoop(e.index(0), e.index(length), [&](Value c) {
-    SmallVector<Value> s(srcPrefix.begin(), srcPrefix.end());
-    s.push_back(c);
-    SmallVector<Value> d(dstPrefix.begin(), dstPrefix.end());
-    d.push_back(dstFirstColumn ? e.add(c, e.index(dstFirstColumn)) : c);
-    e.storeF32(e.loadF32(src, s), dst, d);
-  });
+/// Moves one row of `length` columns: element c of the destination row
+/// (from column `dstFirstColumn`) is `transform(c, src[srcPrefix..., c])`,
+/// computed in f32. The row belongs to the `lanes` threads with lane ids
+/// `lane`. With `vectorOk` (uniform) the columns go 8 at a time.
+struct RowMove {
+  Value dst;
+  SmallVector<Value> dstPrefix;
+  int64_t dstFirstColumn = 0;
+  /// Sources read at the same column.
+  SmallVector<std::pair<Value, SmallVector<Value>>> sources;
+  int64_t length = 0;
+  /// Combines the sources' values (scalars or vector<8xf32>) into the
+  /// value stored.
+  std::function<Value(GpuEmitter &, ArrayRef<Value>)> combine;
+
+  /// Whether the static types allow the vector path.
+  bool vectorizable() const {
+    if (length % kWidth || dstFirstColumn % kWidth ||
+        !GpuEmitter::hasVectorRows(dst))
+      return false;
+    for (auto &[memref, prefix] : sources)
+      if (!GpuEmitter::hasVectorRows(memref))
+        return false;
+    return true;
+  }
+
+  void emit(GpuEmitter &e, Value lane, int64_t lanes, Value vectorOk) const {
+    auto columns = [&](bool vector) {
+      int64_t step = vector ? kWidth : 1;
+      Value first = vector ? e.mul(lane, e.index(kWidth)) : lane;
+      e.forLoop(first, e.index(length), lanes * step, [&](Value c) {
+        SmallVector<Value> values;
+        for (auto &[memref, prefix] : sources) {
+          SmallVector<Value> idx(prefix.begin(), prefix.end());
+          idx.push_back(c);
+          // A plain copy moves vectors as they are (converted on store
+          // only if the types differ); arithmetic works in f32.
+          values.push_back(vector ? (combine ? e.loadVectorF32(memref, idx)
+                                             : e.loadVector(memref, idx))
+                                  : e.loadF32(memref, idx));
+        }
+        Value v = combine ? combine(e, values) : values.front();
+        SmallVector<Value> idx(dstPrefix.begin(), dstPrefix.end());
+        idx.push_back(dstFirstColumn ? e.add(c, e.index(dstFirstColumn)) : c);
+        if (vector)
+          e.storeVector(v, dst, idx);
+        else
+          e.storeF32(v, dst, idx);
+      });
+    };
+    if (vectorOk && vectorizable())
+      e.ifThenElse(vectorOk, [&] { columns(true); }, [&] { columns(false); });
+    else
+      columns(false);
+  }
+};
+
+/// The uniform flag of the vector path for a kernel moving rows of
+/// `memrefs`: null when the static types rule it out.
+Value vectorPathFlag(GpuEmitter &e, ValueRange memrefs) {
+  for (Value m : memrefs)
+    if (!GpuEmitter::hasVectorRows(m))
+      return Value();
+  return e.vectorAligned(memrefs);
+}
+
+/// `scalar` broadcast to vector<8xf32> when `like` is a vector.
+Value splatLike(GpuEmitter &e, Value scalar, Value like) {
+  auto type = dyn_cast<VectorType>(like.getType());
+  if (!type)
+    return scalar;
+  return vector::BroadcastOp::create(e.builder(), e.location(), type, scalar);
 }
 } // namespace
 
@@ -38,38 +104,66 @@ void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels) {
   int64_t headDim =
       cast<MemRefType>(op.getOutput().getType()).getDimSize(2);
   bool withLse = static_cast<bool>(op.getOutputLse());
+  // Lanes per (token, head) row: enough for one vector each, a power of
+  // two up to the whole block; the block holds kBlockThreads / lanes rows.
+  int64_t lanes = 1;
+  while (lanes < kBlockThreads && lanes * kWidth < headDim)
+    lanes *= 2;
+  int64_t rowsPerBlock = kBlockThreads / lanes;
   auto kernel = kernels.create(
       "merge_attn_states", op->getOperandTypes(),
       [&](GpuEmitter &e, ValueRange a) {
-        Value t = e.blockId(Dimension::x), h = e.blockId(Dimension::y);
-        Value prefixLse = e.loadF32(a[1], {h, t});
-        Value suffixLse = e.loadF32(a[3], {h, t});
-        auto w = e.mergeWeights(prefixLse, suffixLse);
-        e.blockStridedLoop(e.index(0), e.index(headDim), [&](Value d) {
-          Value p = e.loadF32(a[0], {t, h, d});
-          Value s = e.loadF32(a[2], {t, h, d});
-          OpBuilder &b = e.builder();
-          Location loc = e.location();
-          Value v = arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, w.prefix, p),
-              arith::MulFOp::create(b, loc, w.suffix, s));
-          e.storeF32(v, a[4], {t, h, d});
-        });
+        OpBuilder &b = e.builder();
+        Location loc = e.location();
+        Value numTokens = e.dim(a[4], 0), numHeads = e.dim(a[4], 1);
+        Value rows = e.mul(numTokens, numHeads);
+        Value row = e.add(e.mul(e.blockId(Dimension::x), e.index(rowsPerBlock)),
+                          arith::DivUIOp::create(b, loc, e.threadId(),
+                                                 e.index(lanes)));
+        Value lane = arith::RemUIOp::create(b, loc, e.threadId(),
+                                            e.index(lanes));
+        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                             row, rows);
+        // Rows past the end read the last row's LSEs (stay in bounds) and
+        // write nothing.
+        Value r = e.minIndex(row, e.sub(rows, e.index(1)));
+        Value t = arith::DivUIOp::create(b, loc, r, numHeads);
+        Value h = arith::RemUIOp::create(b, loc, r, numHeads);
+        auto w = e.mergeWeights(e.loadF32(a[1], {h, t}), e.loadF32(a[3], {h, t}));
+        Value vectorOk = vectorPathFlag(e, {a[0], a[2], a[4]});
+        RowMove move{a[4], {t, h}, 0, {{a[0], {t, h}}, {a[2], {t, h}}},
+                     headDim,
+                     [&](GpuEmitter &e, ArrayRef<Value> v) -> Value {
+                       OpBuilder &b = e.builder();
+                       Location loc = e.location();
+                       return arith::AddFOp::create(
+                           b, loc,
+                           arith::MulFOp::create(
+                               b, loc, splatLike(e, w.prefix, v[0]), v[0]),
+                           arith::MulFOp::create(
+                               b, loc, splatLike(e, w.suffix, v[1]), v[1]));
+                     }};
+        e.ifThen(inside, [&] { move.emit(e, lane, lanes, vectorOk); });
         if (withLse) {
           // The output LSE may alias an input LSE (in-place merges): every
-          // thread has read the inputs before thread 0 overwrites them.
-          mlir::gpu::BarrierOp::create(e.builder(), e.location());
-          Value first = arith::CmpIOp::create(e.builder(), e.location(),
-                                              arith::CmpIPredicate::eq,
-                                              e.threadId(), e.index(0));
+          // thread of the block has read its row's LSEs before the first
+          // lane of each row overwrites them. Rows never share LSEs across
+          // blocks.
+          mlir::gpu::BarrierOp::create(b, loc);
+          Value first = arith::AndIOp::create(
+              b, loc, inside,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                    e.index(0)));
           e.ifThen(first, [&] { e.storeF32(w.lse, a[5], {h, t}); });
         }
       });
   OpBuilder host(op);
   LoopBuilder h(host, op.getLoc());
+  Value numTokens = h.dim(op.getOutput(), 0);
+  Value numHeads = h.dim(op.getOutput(), 1);
+  Value rows = h.mul(numTokens, numHeads);
   KernelFactory::launch(host, op.getLoc(), kernel,
-                        {h.dim(op.getOutput(), 0), h.dim(op.getOutput(), 1),
-                         h.index(1)},
+                        {h.ceilDiv(rows, rowsPerBlock), h.index(1), h.index(1)},
                         op->getOperands());
 }
 
@@ -92,8 +186,14 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
         Value start =
             e.clampIndex(e.loadIndex(starts, {req}), zero, capacity);
         Value count = e.minIndex(e.sub(end, begin), e.sub(capacity, start));
-        e.forLoop(e.blockId(Dimension::y), count,
-                  e.gridDim(Dimension::y), [&](Value j) {
+        // One warp per token row.
+        Value vectorOk = vectorPathFlag(e, {cache, workspace});
+        Value lane = e.laneId();
+        Value firstRow = e.add(e.mul(e.blockId(Dimension::y),
+                                     e.index(kWarpsPerBlock)),
+                               e.warpId());
+        Value rowStep = e.mul(e.gridDim(Dimension::y), e.index(kWarpsPerBlock));
+        e.forLoop(firstRow, count, rowStep, [&](Value j) {
                     Value token = e.add(start, j);
                     OpBuilder &b = e.builder();
                     Location loc = e.location();
@@ -103,8 +203,9 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
                         arith::RemUIOp::create(b, loc, token, pageSize);
                     Value blockId = e.clampIndex(
                         e.loadIndex(table, {req, blockIdx}), zero, lastBlock);
-                    copyRow(e, workspace, {e.add(begin, j)}, 0, cache,
-                            {blockId, offset}, entry);
+                    RowMove{workspace, {e.add(begin, j)}, 0,
+                            {{cache, {blockId, offset}}}, entry, nullptr}
+                        .emit(e, lane, kWarpSize, vectorOk);
                   });
       });
   OpBuilder host(op);
@@ -122,8 +223,17 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
       "concat_and_cache", op->getOperandTypes(),
       [&](GpuEmitter &e, ValueRange a) {
         Value kvC = a[0], kPe = a[1], slots = a[2], cache = a[3];
-        Value t = e.blockId(Dimension::x);
         OpBuilder &b = e.builder();
+        Location l = e.location();
+        // One warp per token.
+        Value t = e.add(e.mul(e.blockId(Dimension::x), e.index(kWarpsPerBlock)),
+                        e.warpId());
+        Value tokens = e.dim(slots, 0);
+        Value vectorOk = vectorPathFlag(e, {kvC, kPe, cache});
+        Value lane = e.laneId();
+        Value tokenInside = arith::CmpIOp::create(
+            b, l, arith::CmpIPredicate::slt, t, tokens);
+        t = e.minIndex(t, e.sub(tokens, e.index(1)));
         Location loc = e.location();
         Value pageSize = e.index(page);
         Value capacity = e.mul(e.dim(cache, 0), pageSize);
@@ -131,22 +241,26 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
         // Padding (-1) and slots past the cache are skipped.
         Value valid = arith::AndIOp::create(
             b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot,
-                                  e.index(0)),
+            arith::AndIOp::create(
+                b, loc, tokenInside,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot,
+                                      e.index(0))),
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slot,
                                   capacity));
         e.ifThen(valid, [&] {
           Value blockId = arith::DivUIOp::create(b, loc, slot, pageSize);
           Value offset = arith::RemUIOp::create(b, loc, slot, pageSize);
-          copyRow(e, cache, {blockId, offset}, 0, kvC, {t}, latent);
-          copyRow(e, cache, {blockId, offset}, latent, kPe, {t}, rope);
+          RowMove{cache, {blockId, offset}, 0, {{kvC, {t}}}, latent, nullptr}
+              .emit(e, lane, kWarpSize, vectorOk);
+          RowMove{cache, {blockId, offset}, latent, {{kPe, {t}}}, rope, nullptr}
+              .emit(e, lane, kWarpSize, vectorOk);
         });
       });
   OpBuilder host(op);
   LoopBuilder h(host, op.getLoc());
   KernelFactory::launch(host, op.getLoc(), kernel,
-                        {h.dim(op.getSlotMapping(), 0), h.index(1),
-                         h.index(1)},
+                        {h.ceilDiv(h.dim(op.getSlotMapping(), 0), kWarpsPerBlock),
+                         h.index(1), h.index(1)},
                         op->getOperands());
 }
 

@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
@@ -83,6 +85,73 @@ void GpuEmitter::storeColumn(Value value, Value memref, ValueRange prefix,
     ifThen(inside, store);
   else
     store();
+}
+
+void GpuEmitter::ifThenElse(Value cond, const std::function<void()> &thenBody,
+                            const std::function<void()> &elseBody) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  thenBody();
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  elseBody();
+}
+
+/// Bytes of one vector access of `memref`'s element type.
+static int64_t vectorBytes(Value memref) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  return GpuEmitter::kVectorWidth * element.getIntOrFloatBitWidth() / 8;
+}
+
+bool GpuEmitter::hasVectorRows(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.getLayout().isIdentity() || type.getRank() == 0)
+    return false;
+  int64_t inner = type.getShape().back();
+  return !ShapedType::isDynamic(inner) && inner % kVectorWidth == 0;
+}
+
+Value GpuEmitter::vectorAligned(ValueRange memrefs) {
+  Value all;
+  for (Value memref : memrefs) {
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value misaligned =
+        arith::RemUIOp::create(b, loc, address, index(vectorBytes(memref)));
+    Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          misaligned, index(0));
+    all = all ? arith::AndIOp::create(b, loc, all, aligned).getResult()
+              : aligned;
+  }
+  return all;
+}
+
+Value GpuEmitter::loadVector(Value memref, ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  return vector::LoadOp::create(b, loc, VectorType::get({kVectorWidth}, element),
+                                memref, indices, /*nontemporal=*/false,
+                                llvm::MaybeAlign(vectorBytes(memref)));
+}
+
+Value GpuEmitter::loadVectorF32(Value memref, ValueRange indices) {
+  Value v = loadVector(memref, indices);
+  auto f32 = VectorType::get({kVectorWidth}, b.getF32Type());
+  if (v.getType() != f32)
+    v = arith::ExtFOp::create(b, loc, f32, v);
+  return v;
+}
+
+void GpuEmitter::storeVector(Value value, Value memref, ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  auto type = VectorType::get({kVectorWidth}, element);
+  Type from = cast<VectorType>(value.getType()).getElementType();
+  if (from.getIntOrFloatBitWidth() > element.getIntOrFloatBitWidth())
+    value = arith::TruncFOp::create(b, loc, type, value);
+  else if (from != element)
+    value = arith::ExtFOp::create(b, loc, type, value);
+  vector::StoreOp::create(b, loc, value, memref, indices,
+                          /*nontemporal=*/false,
+                          llvm::MaybeAlign(vectorBytes(memref)));
 }
 
 } // namespace mla::gpu

@@ -55,6 +55,35 @@ public:
                    mlir::ValueRange prefix, mlir::Value column,
                    mlir::Value inside, int64_t firstColumn = 0);
 
+  /// Emits `if (cond) thenBody() else elseBody()`.
+  void ifThenElse(mlir::Value cond, const std::function<void()> &thenBody,
+                  const std::function<void()> &elseBody);
+
+  //===--------------------------------------------------------------------===//
+  // 16-byte accesses
+  //===--------------------------------------------------------------------===//
+
+  /// Elements of one vector access: 8, so 16 bytes of a 2-byte type (and
+  /// two 16-byte accesses of f32).
+  static constexpr int64_t kVectorWidth = 8;
+  /// Whether `memref`'s rows can be read in whole vectors at any column
+  /// that is a multiple of kVectorWidth, given a suitably aligned base: a
+  /// row-major layout whose innermost dimension is static and a multiple of
+  /// the width (every outer stride then is too).
+  static bool hasVectorRows(mlir::Value memref);
+  /// i1: every memref's base address is a multiple of its vector access
+  /// size (kVectorWidth elements). The same for every thread, so branching
+  /// on it never diverges.
+  mlir::Value vectorAligned(mlir::ValueRange memrefs);
+  /// memref[indices] .. memref[indices + kVectorWidth - 1] (innermost
+  /// index) as a vector of the element type.
+  mlir::Value loadVector(mlir::Value memref, mlir::ValueRange indices);
+  /// The same as vector<8xf32>.
+  mlir::Value loadVectorF32(mlir::Value memref, mlir::ValueRange indices);
+  /// Stores a vector of floats there, converted to the element type.
+  void storeVector(mlir::Value value, mlir::Value memref,
+                   mlir::ValueRange indices);
+
 private:
   mlir::Value warpReduce(mlir::Value value, bool max);
 };

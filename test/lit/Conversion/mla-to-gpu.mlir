@@ -225,8 +225,10 @@ func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576
 
 // -----
 
-// Merge: one block per (token, head), threads striding over the head dim;
-// with and without the merged lse.
+// Merge: 16 lanes per (token, head) row (8 rows per block), each moving
+// 16-byte vectors of the head dim when every base is 16-byte aligned (a
+// uniform run-time check) and single elements otherwise; with and without
+// the merged lse.
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "generic"}} {
 // CHECK-LABEL: func.func @merge(
 // CHECK-SAME: %[[PO:[a-z0-9]+]]: memref<?x16x128xf16>, %[[PL:[a-z0-9]+]]: memref<16x?xf32>, %[[SO:[a-z0-9]+]]: memref<?x16x128xf16>, %[[SL:[a-z0-9]+]]: memref<16x?xf32>,
@@ -234,21 +236,34 @@ func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[O]], %c0 : memref<?x16x128xf16>
 // CHECK: %[[N:.+]] = memref.dim %[[O]], %c1 : memref<?x16x128xf16>
-// CHECK: gpu.launch_func @mla_kernels::@merge_attn_states_0 blocks in (%[[T]], %[[N]], %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK: %[[ROWS:.+]] = arith.muli %[[T]], %[[N]] : index
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivsi %[[ROWS]], %c8 : index
+// CHECK: gpu.launch_func @mla_kernels::@merge_attn_states_0 blocks in (%[[BLOCKS]], %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[PO]] : memref<?x16x128xf16>, %[[PL]] : memref<16x?xf32>, %[[SO]] : memref<?x16x128xf16>, %[[SL]] : memref<16x?xf32>, %[[O]] : memref<?x16x128xf16>, %[[OL]] : memref<16x?xf32>)
 // CHECK: gpu.launch_func @mla_kernels::@merge_attn_states_1 blocks in
 // CHECK-SAME: args(%[[PO]] : memref<?x16x128xf16>, %[[PL]] : memref<16x?xf32>, %[[SO]] : memref<?x16x128xf16>, %[[SL]] : memref<16x?xf32>, %[[O]] : memref<?x16x128xf16>)
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
-// CHECK-NEXT: gpu.func @merge_attn_states_0({{.+}}, %[[KOL:.+]]: memref<16x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+// CHECK-NEXT: gpu.func @merge_attn_states_0(%[[KPO:.+]]: memref<?x16x128xf16>, %{{.+}}: memref<16x?xf32>, %{{.+}}: memref<?x16x128xf16>, %{{.+}}: memref<16x?xf32>, %[[KO:.+]]: memref<?x16x128xf16>, %[[KOL:.+]]: memref<16x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
-// CHECK: scf.for %{{.+}} = %{{.+}} to %c128{{(_[0-9]+)?}} step %block_dim_x {
-// CHECK: memref.store %{{.+}}, %[[KOL]][%block_id_y, %block_id_x] : memref<16x?xf32>
+// CHECK: memref.extract_aligned_pointer_as_index %[[KPO]]
+// CHECK: arith.remui %{{.+}}, %c16{{(_[0-9]+)?}} : index
+// CHECK: scf.if %{{.+}} {
+// CHECK: scf.if %{{.+}} {
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c128{{(_[0-9]+)?}} step %c128{{(_[0-9]+)?}} {
+// CHECK: vector.load %[[KPO]][{{.+}}] {alignment = 16 : i64} : memref<?x16x128xf16>, vector<8xf16>
+// CHECK: vector.store %{{.+}}, %[[KO]][{{.+}}] {alignment = 16 : i64} : memref<?x16x128xf16>, vector<8xf16>
+// CHECK: } else {
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c128{{(_[0-9]+)?}} step %c16{{(_[0-9]+)?}} {
+// CHECK: memref.store %{{.+}}, %[[KO]]
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.+}}, %[[KOL]][%{{.+}}, %{{.+}}] : memref<16x?xf32>
 // CHECK: gpu.return
 // CHECK: gpu.func @merge_attn_states_1({{.+}}, %{{.+}}: memref<?x16x128xf16>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+// CHECK-NOT: gpu.barrier
 // CHECK: gpu.return
 func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
                  %so: memref<?x16x128xf16>, %sl: memref<16x?xf32>,
@@ -262,7 +277,9 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
 
 // -----
 
-// Gather: one request per block along x, its rows over 32 blocks along y.
+// Gather: one request per block along x, its rows over 32 blocks along y
+// and the blocks' 4 warps, one warp per row in 16-byte vectors (or single
+// elements when a base is not 16-byte aligned).
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "generic"}} {
 // CHECK-LABEL: func.func @gather(
 // CHECK-SAME: %[[CACHE:[a-z0-9]+]]: memref<?x64x576xbf16>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>, %[[CU:[a-z0-9]+]]: memref<?xi32>, %[[ST:[a-z0-9]+]]: memref<?xi32>, %[[WS:[a-z0-9]+]]: memref<?x576xbf16>)
@@ -275,13 +292,18 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
 // CHECK-NEXT: gpu.func @gather_cache_0(%[[KCACHE:.+]]: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %[[KWS:.+]]: memref<?x576xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
-// Rows strided over the grid's y blocks, columns over the threads.
-// CHECK: %[[GY:.+]] = gpu.grid_dim y
-// CHECK: %[[BY:.+]] = gpu.block_id y
-// CHECK: scf.for %{{.+}} = %[[BY]] to %{{.+}} step %[[GY]] {
-// CHECK: scf.for %[[C:.+]] = %{{.+}} to %c576 step %block_dim_x {
-// CHECK: memref.load %[[KCACHE]][%{{.+}}, %{{.+}}, %[[C]]] : memref<?x64x576xbf16>
-// CHECK: memref.store %{{.+}}, %[[KWS]][%{{.+}}, %[[C]]] : memref<?x576xbf16>
+// Rows strided over the grid's y blocks times 4 warps, columns over the lanes.
+// CHECK: gpu.block_id y
+// CHECK: gpu.grid_dim y
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: scf.if %{{.+}} {
+// CHECK: scf.for %[[C:.+]] = %{{.+}} to %c576 step %c256 {
+// CHECK: vector.load %[[KCACHE]][%{{.+}}, %{{.+}}, %[[C]]] {alignment = 16 : i64} : memref<?x64x576xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.+}}, %[[KWS]][%{{.+}}, %[[C]]] {alignment = 16 : i64} : memref<?x576xbf16>, vector<8xbf16>
+// CHECK: } else {
+// CHECK: scf.for %[[C2:.+]] = %{{.+}} to %c576 step %c32{{(_[0-9]+)?}} {
+// CHECK: memref.load %[[KCACHE]][%{{.+}}, %{{.+}}, %[[C2]]] : memref<?x64x576xbf16>
+// CHECK: memref.store %{{.+}}, %[[KWS]][%{{.+}}, %[[C2]]] : memref<?x576xbf16>
 // CHECK-NOT: gpu.shuffle
 // CHECK: gpu.return
 func.func @gather(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %cu: memref<?xi32>,
@@ -293,13 +315,15 @@ func.func @gather(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %cu: memr
 
 // -----
 
-// Concat: one token per block, skipped for padding slots and slots past the cache.
+// Concat: one token per warp (4 per block), skipped for padding slots and
+// slots past the cache; rows in 16-byte vectors when aligned.
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "generic"}} {
 // CHECK-LABEL: func.func @concat(
 // CHECK-SAME: %[[KVC:[a-z0-9]+]]: memref<?x512xbf16>, %[[KPE:[a-z0-9]+]]: memref<?x64xbf16>, %[[SLOTS:[a-z0-9]+]]: memref<?xi64>, %[[CACHE:[a-z0-9]+]]: memref<?x64x576xbf16>)
 // CHECK-NOT: {{^ *mla\.}}
 // CHECK: %[[T:.+]] = memref.dim %[[SLOTS]], %c0 : memref<?xi64>
-// CHECK: gpu.launch_func @mla_kernels::@concat_and_cache_0 blocks in (%[[T]], %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK: %[[BLOCKS:.+]] = arith.ceildivsi %[[T]], %c4 : index
+// CHECK: gpu.launch_func @mla_kernels::@concat_and_cache_0 blocks in (%[[BLOCKS]], %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[KVC]] : memref<?x512xbf16>, %[[KPE]] : memref<?x64xbf16>, %[[SLOTS]] : memref<?xi64>, %[[CACHE]] : memref<?x64x576xbf16>)
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
@@ -313,11 +337,14 @@ func.func @gather(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %cu: memr
 // CHECK: %[[PAGE:.+]] = arith.divui %[[SLOT]], %c64 : index
 // CHECK: %[[OFF:.+]] = arith.remui %[[SLOT]], %c64 : index
 // The latent part in columns [0, 512), the rope part in [512, 576).
-// CHECK: scf.for %[[C:.+]] = %{{.+}} to %c512 step %block_dim_x {
-// CHECK: memref.store %{{.+}}, %[[KCACHE]][%[[PAGE]], %[[OFF]], %[[C]]] : memref<?x64x576xbf16>
-// CHECK: scf.for %[[R:.+]] = %{{.+}} to %c64{{(_[0-9]+)?}} step %block_dim_x{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[C:.+]] = %{{.+}} to %c512 step %c256 {
+// CHECK: vector.store %{{.+}}, %[[KCACHE]][%[[PAGE]], %[[OFF]], %[[C]]] {alignment = 16 : i64}
+// CHECK: } else {
+// CHECK: scf.for %[[C2:.+]] = %{{.+}} to %c512 step %c32{{(_[0-9]+)?}} {
+// CHECK: memref.store %{{.+}}, %[[KCACHE]][%[[PAGE]], %[[OFF]], %[[C2]]] : memref<?x64x576xbf16>
+// CHECK: scf.for %[[R:.+]] = %{{.+}} to %c64{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
 // CHECK: %[[RC:.+]] = arith.addi %[[R]], %c512{{(_[0-9]+)?}} : index
-// CHECK: memref.store %{{.+}}, %[[KCACHE]][%[[PAGE]], %[[OFF]], %[[RC]]] : memref<?x64x576xbf16>
+// CHECK: vector.store %{{.+}}, %[[KCACHE]][%[[PAGE]], %[[OFF]], %[[RC]]] {alignment = 16 : i64}
 // CHECK: gpu.return
 func.func @concat(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: memref<?xi64>,
                   %cache: memref<?x64x576xbf16>) {
