@@ -235,10 +235,11 @@ mla_status_t mla_runtime_cache_dir(const mla_runtime_t *runtime,
                                    const char **directory);
 
 /** What the runtime's kernel cache has done since the runtime was created.
- *  A kernel this runtime already holds is returned without asking the
- *  cache (see mla_kernel_info for where each kernel came from). */
+ *  A request answered with a kernel this runtime already holds counts as a
+ *  memory hit (see mla_kernel_info for where each kernel came from). */
 typedef struct mla_cache_stats {
-  /** Lookups served from the cache's in-process map. */
+  /** Lookups served from memory: the cache's in-process map, or a kernel
+   *  the runtime already holds. */
   uint64_t memory_hits;
   /** Lookups served from a validated disk entry. */
   uint64_t disk_hits;

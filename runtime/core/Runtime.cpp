@@ -78,6 +78,9 @@ struct Runtime::State {
   /// Kernels of this process by key digest.
   llvm::StringMap<std::shared_ptr<Kernel>> kernels;
   std::vector<CompileEvent> events;
+  /// Requests answered with a kernel of `kernels` (memory hits the kernel
+  /// cache never sees).
+  uint64_t heldKernelHits = 0;
 
   CompileRecipe recipe() const {
     return device ? gpuCompileRecipe(*target) : cpuCompileRecipe();
@@ -195,8 +198,11 @@ llvm::Expected<std::shared_ptr<Kernel>> Runtime::compile(ModuleBuilder build,
     return makeError("the kernel module could not be built");
   CompileRecipe recipe = state->recipe();
   std::string digest = kernelKeyFor(*module, recipe).digest() + ":" + entry.str();
-  if (auto found = state->kernels.find(digest); found != state->kernels.end())
+  if (auto found = state->kernels.find(digest);
+      found != state->kernels.end()) {
+    ++state->heldKernelHits;
     return found->second;
+  }
 
   std::shared_ptr<Kernel> kernel;
   if (state->device) {
@@ -236,13 +242,19 @@ Runtime::compileSource(llvm::StringRef source, llvm::StringRef entry) {
       entry);
   if (!kernel && !diagnostics.empty()) {
     llvm::consumeError(kernel.takeError());
-    return makeError("the kernel source does not parse: " + diagnostics);
+    return makeError("the kernel source does not parse or verify: " +
+                     diagnostics);
   }
   return kernel;
 }
 
 KernelCache &Runtime::kernelCache() const { return *state->cache; }
-KernelCacheStats Runtime::cacheStats() const { return state->cache->stats(); }
+KernelCacheStats Runtime::cacheStats() const {
+  std::lock_guard<std::mutex> lock(state->compileMutex);
+  KernelCacheStats stats = state->cache->stats();
+  stats.memoryHits += state->heldKernelHits;
+  return stats;
+}
 
 std::vector<CompileEvent> Runtime::compileEvents() const {
   std::lock_guard<std::mutex> lock(state->compileMutex);

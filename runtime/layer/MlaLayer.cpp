@@ -62,7 +62,7 @@ MlaLayer::MlaLayer(Runtime &runtime, MlaLayerConfig config,
 
 MlaLayer::~MlaLayer() {
   // Scratch may still be in use by queued work.
-  llvm::consumeError(runtime.synchronize());
+  llvm::consumeError(runtime.synchronize(lastStream));
 }
 
 /// Checks that `view` is a contiguous `dtype` buffer of `shape` (-1: any
@@ -345,6 +345,7 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   if (llvm::Error error = checkArgs(plan, args))
     return error;
   timings.clear();
+  lastStream = stream;
   const MlaDims &d = layerConfig.dims;
   const DType act = layerConfig.activation;
   const int64_t n = d.numHeads;

@@ -608,6 +608,7 @@ TEST_F(CApiTest, CacheStatsAcrossRuntimes) {
     ASSERT_OK(mla_runtime_cache_stats(first.p, &stats));
     EXPECT_EQ(stats.compiles, 1u);
     EXPECT_EQ(stats.disk_hits, 0u);
+    EXPECT_EQ(stats.memory_hits, 1u);
 
     // Kernels must go before their runtime.
     expectFailure(mla_runtime_destroy(first.p), MLA_ERROR_INVALID_ARGUMENT,

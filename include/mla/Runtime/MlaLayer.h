@@ -185,6 +185,8 @@ private:
 
   bool timePhases = false;
   std::vector<PhaseTiming> timings;
+  /// The stream of the last forward: the scratch is in use until it is done.
+  Stream lastStream = nullptr;
 };
 
 } // namespace mla::runtime

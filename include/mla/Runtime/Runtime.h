@@ -71,7 +71,8 @@ struct RuntimeOptions {
   KernelCache::Config cache = KernelCache::Config::fromEnvironment();
   /// Receives one line per event worth a log line: device chosen, backend
   /// selected, kernel compiled or loaded from the cache (with its time).
-  /// Empty: events are dropped.
+  /// Empty: events are dropped. It may be called with the runtime's compile
+  /// lock held: it must not compile through the same runtime.
   std::function<void(const std::string &)> log;
 };
 
@@ -89,7 +90,8 @@ public:
   virtual const CompileEvent &compileEvent() const = 0;
 };
 
-/// Memory on the runtime's device, released when the object goes away.
+/// Memory on the runtime's device, released when the object goes away. It
+/// refers to its runtime, which must outlive it.
 class DeviceAllocation {
 public:
   DeviceAllocation() = default;
@@ -146,6 +148,8 @@ public:
                                                         llvm::StringRef entry);
 
   KernelCache &kernelCache() const;
+  /// The kernel cache's counters, with requests answered by a kernel this
+  /// runtime already holds counted as memory hits.
   KernelCacheStats cacheStats() const;
   /// Every compile event since the runtime was created, in order.
   std::vector<CompileEvent> compileEvents() const;
