@@ -25,8 +25,17 @@ std::string name(KernelStrategy strategy) {
   switch (strategy) {
   case KernelStrategy::Generic:
     return "generic";
+  case KernelStrategy::TensorCore:
+    return "mma-sync";
   }
   return "?";
+}
+
+llvm::Expected<KernelStrategy> parseStrategy(llvm::StringRef text) {
+  for (KernelStrategy s : {KernelStrategy::Generic, KernelStrategy::TensorCore})
+    if (name(s) == text)
+      return s;
+  return makeError("unknown kernel strategy '" + text + "'");
 }
 
 std::string GpuTarget::chip() const {
@@ -98,8 +107,10 @@ llvm::Expected<GpuTarget> GpuTarget::fromAttr(mlir::Attribute attr) {
   auto target = parse(chip.getValue());
   if (!target)
     return target.takeError();
-  if (strategy.getValue() != name(KernelStrategy::Generic))
-    return makeError("unknown kernel strategy '" + strategy.getValue() + "'");
+  auto kind = parseStrategy(strategy.getValue());
+  if (!kind)
+    return kind.takeError();
+  target->strategy = *kind;
   return target;
 }
 

@@ -5,6 +5,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
+
 namespace mla {
 #define GEN_PASS_DEF_SELECTGPUTARGET
 #include "mla/Transforms/Passes.h.inc"
@@ -20,22 +22,46 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::optional<KernelStrategy> chosen;
+    if (!strategy.empty()) {
+      auto parsed = parseStrategy(strategy);
+      if (!parsed) {
+        emitError(module.getLoc())
+            << "mla-select-gpu-target: " << llvm::toString(parsed.takeError())
+            << " (supported: generic, mma-sync)";
+        return signalPassFailure();
+      }
+      chosen = *parsed;
+    }
+    auto existing = GpuTarget::fromAttr(module->getAttr(kTargetAttrName));
     if (chip.empty()) {
       // Keep a target chosen earlier, but make sure it is a valid one.
-      if (auto target = GpuTarget::fromAttr(module->getAttr(kTargetAttrName));
-          !target) {
-        emitError(module.getLoc()) << llvm::toString(target.takeError())
+      if (!existing) {
+        emitError(module.getLoc()) << llvm::toString(existing.takeError())
                            << " (or pass chip=sm_XX)";
         return signalPassFailure();
+      }
+      if (chosen && *chosen != existing->strategy) {
+        existing->strategy = *chosen;
+        module->setAttr(kTargetAttrName, existing->toAttr(&getContext()));
       }
       return;
     }
     auto target = GpuTarget::parse(chip);
     if (!target) {
+      llvm::consumeError(existing.takeError());
       emitError(module.getLoc()) << "mla-select-gpu-target: "
                          << llvm::toString(target.takeError());
       return signalPassFailure();
     }
+    // The strategy: the option's, else the module's (a new chip for the
+    // same kernels), else generic.
+    if (existing)
+      target->strategy = existing->strategy;
+    else
+      llvm::consumeError(existing.takeError());
+    if (chosen)
+      target->strategy = *chosen;
     module->setAttr(kTargetAttrName, target->toAttr(&getContext()));
   }
 };

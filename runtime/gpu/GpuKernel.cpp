@@ -6,6 +6,7 @@
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Support/Diagnostics.h"
+#include "mla/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -20,6 +21,11 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target) {
   recipe.options = "gpu strategy=" + name(target.strategy) +
                    " nvptx-O3 host-O2";
   recipe.buildPipeline = [target](OpPassManager &pm) {
+    // The target, strategy included, goes on the module first; the
+    // pipeline's own mla-select-gpu-target sets the same chip and keeps
+    // the strategy.
+    pm.addPass(createSelectGpuTarget(
+        SelectGpuTargetOptions{target.chip(), name(target.strategy)}));
     buildGpuLoweringPipeline(pm, target);
   };
   recipe.optLevel = 2;

@@ -62,9 +62,11 @@ private:
 
 llvm::Expected<std::unique_ptr<HostBufferKernel>>
 HostBufferKernel::compile(mlir::OwningOpRef<mlir::ModuleOp> module,
-                          llvm::StringRef entry, const cuda::Device *device) {
+                          llvm::StringRef entry, const cuda::Device *device,
+                          std::optional<GpuTarget> target) {
   if (device) {
-    auto kernel = GpuKernel::compile(std::move(module), entry, *device);
+    auto kernel =
+        GpuKernel::compile(std::move(module), entry, *device, target);
     if (!kernel)
       return kernel.takeError();
     return std::make_unique<OnGpu>(std::move(*kernel));

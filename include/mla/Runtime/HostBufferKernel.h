@@ -13,12 +13,14 @@
 
 #include "mla/Runtime/BufferView.h"
 #include "mla/Runtime/CudaDevice.h"
+#include "mla/Target/GpuTarget.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +33,13 @@ public:
   /// "host CPU" or the GPU's chip, for reports.
   virtual std::string where() const = 0;
 
-  /// Compiles `module` for `device`, or for the host CPU when null.
+  /// Compiles `module` for `device`, or for the host CPU when null. On a
+  /// GPU, `target` (by default the best one for the device, with the
+  /// generic strategy) chooses the chip and the kernel strategy.
   static llvm::Expected<std::unique_ptr<HostBufferKernel>>
   compile(mlir::OwningOpRef<mlir::ModuleOp> module, llvm::StringRef entry,
-          const cuda::Device *device);
+          const cuda::Device *device,
+          std::optional<GpuTarget> target = std::nullopt);
 };
 
 } // namespace mla

@@ -23,13 +23,16 @@ class ModuleOp;
 namespace mla {
 
 /// How kernels are written for a target. `Generic` uses CUDA cores only
-/// (any sm_80+ chip); tensor-core strategies plug in beside it.
-enum class KernelStrategy { Generic };
+/// (any sm_80+ chip). `TensorCore` ("mma-sync") writes the kernels that
+/// have a tensor-core form with warp-level mma.sync (sm_80+; today the
+/// bf16/f16 decode split kernel) and the others as `Generic` does.
+enum class KernelStrategy { Generic, TensorCore };
 
 struct GpuTarget {
   int major = 9, minor = 0;
   /// sm_90a: the architecture-specific features (wgmma, setmaxnreg).
   bool archSpecific = false;
+  /// Set by callers; forCapability and parse choose Generic.
   KernelStrategy strategy = KernelStrategy::Generic;
 
   /// "sm_90a", "sm_80", ...
@@ -52,7 +55,10 @@ struct GpuTarget {
 /// Name of the module attribute recording the target.
 inline constexpr const char *kTargetAttrName = "mla.target";
 
+/// "generic" or "mma-sync".
 std::string name(KernelStrategy strategy);
+/// The strategy named `name` ("generic" or "mma-sync").
+llvm::Expected<KernelStrategy> parseStrategy(llvm::StringRef name);
 
 } // namespace mla
 

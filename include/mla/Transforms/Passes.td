@@ -55,10 +55,18 @@ def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
     for the chip given by `chip` (sm_80, sm_86, sm_89, sm_90 or sm_90a). The
     strategy for a chip is chosen here and only here; every later pass reads
     the attribute. An existing `mla.target` is kept unless `chip` is given.
+
+    `strategy` is `generic` (CUDA cores only) or `mma-sync` (tensor cores
+    through warp-level mma.sync where a kernel has that form; today the
+    bf16/f16 decode split kernel). Without it, the module's existing
+    strategy is kept (also when `chip` replaces the chip), and a new target
+    gets `generic`.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
            "the chip to generate code for (default: keep the module's)">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"\"",
+           "generic | mma-sync (default: keep the module's, else generic)">,
   ];
 }
 
@@ -80,6 +88,7 @@ def ConvertMLAToGPU : Pass<"convert-mla-to-gpu", "mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",

@@ -13,6 +13,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
 namespace mla {
 #define GEN_PASS_DEF_CONVERTMLATOGPU
 #include "mla/Transforms/Passes.h.inc"
@@ -175,7 +177,7 @@ struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
 
     module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
-    gpu::KernelFactory kernels(kernelModule(module, *target));
+    gpu::KernelFactory kernels(kernelModule(module, *target), *target);
     llvm::SetVector<func::FuncOp> hosts;
     for (Operation *op : work) {
       hosts.insert(op->getParentOfType<func::FuncOp>());

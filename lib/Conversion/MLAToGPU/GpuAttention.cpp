@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuKernels.h"
+#include "GpuDecode.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -243,56 +243,34 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
                         op->getOperands());
 }
 
-namespace {
+Value DecodeSchedule::activeSplits(GpuEmitter &e, Value numSplits, Value req,
+                                   Value capacity) const {
+  if (!planned)
+    return capacity;
+  return e.clampIndex(e.loadIndex(numSplits, {req}), e.index(1), capacity);
+}
 
-/// How a decode call divides each request's keys among splits; one split
-/// kernel and one combine kernel serve both schedules.
-///  - Default: every request in fixed chunks of `splitTokens` tokens, as
-///    many splits as the block table's capacity needs; the lowering
-///    allocates the partials.
-///  - Planned (the op's num_splits, split_out, split_lse): request b in
-///    n = clamp(num_splits[b], 1, S) splits over which its blocks of
-///    `page` tokens are dealt evenly (DecodeSplitPlan::splitBegin); the
-///    caller owns the partials.
-struct DecodeSchedule {
-  bool planned;
-  int64_t splitTokens; ///< default schedule only
-  int64_t page;
-
-  /// Splits request `req` uses: all `capacity` splits, or num_splits[req]
-  /// clamped to [1, capacity] (0 only when capacity is 0).
-  Value activeSplits(GpuEmitter &e, Value numSplits, Value req,
-                     Value capacity) const {
-    if (!planned)
-      return capacity;
-    return e.clampIndex(e.loadIndex(numSplits, {req}), e.index(1), capacity);
+std::pair<Value, Value> DecodeSchedule::tokenRange(GpuEmitter &e, Value split,
+                                                   Value n,
+                                                   Value seqLen) const {
+  if (!planned) {
+    Value first = e.mul(split, e.index(splitTokens));
+    return {first, e.add(first, e.index(splitTokens))};
   }
-
-  /// Tokens [first, end) of split `split` of `n` of a request of `seqLen`
-  /// tokens (`end` may exceed what a query row sees; the caller clamps it).
-  std::pair<Value, Value> tokenRange(GpuEmitter &e, Value split, Value n,
-                                     Value seqLen) const {
-    if (!planned) {
-      Value first = e.mul(split, e.index(splitTokens));
-      return {first, e.add(first, e.index(splitTokens))};
-    }
-    OpBuilder &b = e.builder();
-    Location l = e.location();
-    // blocks = cdiv(seqLen, page) dealt out: the first blocks % n splits
-    // get one block more than the others.
-    Value blocks = e.ceilDiv(seqLen, page);
-    Value base = arith::DivUIOp::create(b, l, blocks, n);
-    Value rem = arith::RemUIOp::create(b, l, blocks, n);
-    Value firstBlock = e.add(e.mul(split, base), e.minIndex(split, rem));
-    Value extra = arith::SelectOp::create(b, l, isLessThan(e, split, rem),
-                                          e.index(1), e.index(0));
-    Value endBlock = e.add(e.add(firstBlock, base), extra);
-    Value pageSize = e.index(page);
-    return {e.mul(firstBlock, pageSize), e.mul(endBlock, pageSize)};
-  }
-};
-
-} // namespace
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  // blocks = cdiv(seqLen, page) dealt out: the first blocks % n splits
+  // get one block more than the others.
+  Value blocks = e.ceilDiv(seqLen, page);
+  Value base = arith::DivUIOp::create(b, l, blocks, n);
+  Value rem = arith::RemUIOp::create(b, l, blocks, n);
+  Value firstBlock = e.add(e.mul(split, base), e.minIndex(split, rem));
+  Value extra = arith::SelectOp::create(b, l, isLessThan(e, split, rem),
+                                        e.index(1), e.index(0));
+  Value endBlock = e.add(e.add(firstBlock, base), extra);
+  Value pageSize = e.index(page);
+  return {e.mul(firstBlock, pageSize), e.mul(endBlock, pageSize)};
+}
 
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
@@ -343,60 +321,65 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                                op.getSeqLens()};
   llvm::append_range(splitArgs, plan);
   splitArgs.append({partial, partialLse});
-  auto splitKernel = kernels.create(
-      "decode_attention_split", ValueRange(splitArgs).getTypes(),
-      [&](GpuEmitter &e, ValueRange a) {
-        Value q = a[0], cache = a[1], table = a[2], lens = a[3];
-        Value numSplits = schedule.planned ? a[4] : Value();
-        Value part = a[a.size() - 2], partLse = a[a.size() - 1];
-        OpBuilder &b = e.builder();
-        Location l = e.location();
-        Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
-        Value sq = e.dim(q, 1);
-        Value row = e.blockId(Dimension::x);
-        Value req = arith::DivUIOp::create(b, l, row, sq);
-        Value s = arith::RemUIOp::create(b, l, row, sq);
-        Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kWarpsPerBlock)),
-                        e.warpId());
-        Value split = e.blockId(Dimension::z);
-        Value capacity = e.mul(e.dim(table, 1), pageSize);
-        Value lastBlock = e.sub(e.dim(cache, 0), one);
-        Value active = isLessThan(e, h, e.index(heads));
-        Value n;
-        if (schedule.planned) {
-          // A split past the request's count writes nothing: the combine
-          // reads only the first n partials.
-          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-          active = arith::AndIOp::create(b, l, active,
-                                         isLessThan(e, split, n));
-        }
-        e.ifThen(active, [&] {
-          Value seqLen =
-              e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
-          Value visible = e.visibleKeys(causal, s, sq, seqLen);
-          auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
-          Value end = e.clampIndex(last, zero, visible);
-          auto cacheRow = [&](Value j) {
-            Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);
-            Value offset = arith::RemUIOp::create(b, l, j, pageSize);
-            Value blockId = e.clampIndex(e.loadIndex(table, {req, blockIdx}),
-                                         zero, lastBlock);
-            return RowRef{cache, {blockId, offset}};
-          };
-          WarpAttention w{RowRef{q, {req, s, h}}, qkDim, latent, scale, first,
-                          end, cacheRow, cacheRow};
-          RowState state = emitWarpAttention(e, w);
-          emitRowOutput(e, state, latent, RowRef{part, {req, s, h, split}},
-                        [&](Value lse) {
-                          e.storeF32(lse, partLse, {req, s, h, split});
-                        });
+  if (useMmaDecodeSplit(op, kernels.target())) {
+    // Tensor cores: the head rows of a request share each KV tile.
+    launchMmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
+  } else {
+    auto splitKernel = kernels.create(
+        "decode_attention_split", ValueRange(splitArgs).getTypes(),
+        [&](GpuEmitter &e, ValueRange a) {
+          Value q = a[0], cache = a[1], table = a[2], lens = a[3];
+          Value numSplits = schedule.planned ? a[4] : Value();
+          Value part = a[a.size() - 2], partLse = a[a.size() - 1];
+          OpBuilder &b = e.builder();
+          Location l = e.location();
+          Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
+          Value sq = e.dim(q, 1);
+          Value row = e.blockId(Dimension::x);
+          Value req = arith::DivUIOp::create(b, l, row, sq);
+          Value s = arith::RemUIOp::create(b, l, row, sq);
+          Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kWarpsPerBlock)),
+                          e.warpId());
+          Value split = e.blockId(Dimension::z);
+          Value capacity = e.mul(e.dim(table, 1), pageSize);
+          Value lastBlock = e.sub(e.dim(cache, 0), one);
+          Value active = isLessThan(e, h, e.index(heads));
+          Value n;
+          if (schedule.planned) {
+            // A split past the request's count writes nothing: the combine
+            // reads only the first n partials.
+            n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+            active = arith::AndIOp::create(b, l, active,
+                                           isLessThan(e, split, n));
+          }
+          e.ifThen(active, [&] {
+            Value seqLen =
+                e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+            Value visible = e.visibleKeys(causal, s, sq, seqLen);
+            auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
+            Value end = e.clampIndex(last, zero, visible);
+            auto cacheRow = [&](Value j) {
+              Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);
+              Value offset = arith::RemUIOp::create(b, l, j, pageSize);
+              Value blockId = e.clampIndex(e.loadIndex(table, {req, blockIdx}),
+                                           zero, lastBlock);
+              return RowRef{cache, {blockId, offset}};
+            };
+            WarpAttention w{RowRef{q, {req, s, h}}, qkDim, latent, scale, first,
+                            end, cacheRow, cacheRow};
+            RowState state = emitWarpAttention(e, w);
+            emitRowOutput(e, state, latent, RowRef{part, {req, s, h, split}},
+                          [&](Value lse) {
+                            e.storeF32(lse, partLse, {req, s, h, split});
+                          });
+          });
         });
-      });
-  KernelFactory::launch(
-      host, loc, splitKernel,
-      {hb.mul(batch, queryLen), hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock),
-       splits},
-      splitArgs);
+    KernelFactory::launch(
+        host, loc, splitKernel,
+        {hb.mul(batch, queryLen), hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock),
+         splits},
+        splitArgs);
+  }
 
   SmallVector<Value> combineArgs(plan);
   combineArgs.append({partial, partialLse, op.getOut(), op.getLse()});

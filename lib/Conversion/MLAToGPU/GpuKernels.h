@@ -10,6 +10,7 @@
 
 #include "GpuEmitter.h"
 #include "mla/Dialect/MLADialect.h"
+#include "mla/Target/GpuTarget.h"
 
 namespace mla::gpu {
 
@@ -27,7 +28,8 @@ inline int64_t decodeSplitTokens(int64_t heads) {
 /// Where kernels go and how they are launched.
 class KernelFactory {
 public:
-  explicit KernelFactory(mlir::gpu::GPUModuleOp module) : gpuModule(module) {}
+  KernelFactory(mlir::gpu::GPUModuleOp module, const GpuTarget &target)
+      : gpuModule(module), gpuTarget(target) {}
 
   /// A kernel named after `base` (made unique) taking `argTypes`, with
   /// kBlockThreads threads per block. `body` fills it through `e`.
@@ -37,15 +39,21 @@ public:
              &body);
 
   /// Launches `kernel` on `grid` blocks (skipped when any is zero, which
-  /// CUDA rejects) from the host builder's position.
+  /// CUDA rejects) from the host builder's position, with
+  /// `dynamicSharedBytes` of dynamic shared memory (the runtime opts the
+  /// kernel in above 48 KiB).
   static void launch(mlir::OpBuilder &host, mlir::Location loc,
                      mlir::gpu::GPUFuncOp kernel,
-                     std::array<mlir::Value, 3> grid, mlir::ValueRange args);
+                     std::array<mlir::Value, 3> grid, mlir::ValueRange args,
+                     int64_t dynamicSharedBytes = 0);
 
   mlir::gpu::GPUModuleOp module() { return gpuModule; }
+  /// The module's target (`mla.target`): chip and kernel strategy.
+  const GpuTarget &target() const { return gpuTarget; }
 
 private:
   mlir::gpu::GPUModuleOp gpuModule;
+  GpuTarget gpuTarget;
   unsigned counter = 0;
 };
 

@@ -32,16 +32,19 @@ mlir::gpu::GPUFuncOp KernelFactory::create(
 
 void KernelFactory::launch(OpBuilder &host, Location loc,
                            mlir::gpu::GPUFuncOp kernel,
-                           std::array<Value, 3> grid, ValueRange args) {
+                           std::array<Value, 3> grid, ValueRange args,
+                           int64_t dynamicSharedBytes) {
   // No guard for empty grids here: the runtime's launch skips them (an
   // empty batch is valid), and straight-line launch code lets every call
   // return with its work queued (see mla-async-entry-return).
   LoopBuilder h(host, loc);
   Value one = h.index(1);
+  Value shared;
+  if (dynamicSharedBytes)
+    shared = arith::ConstantIntOp::create(host, loc, dynamicSharedBytes, 32);
   mlir::gpu::LaunchFuncOp::create(
       host, loc, kernel, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
-      mlir::gpu::KernelDim3{h.index(kBlockThreads), one, one},
-      /*dynamicSharedMemorySize=*/Value(), args);
+      mlir::gpu::KernelDim3{h.index(kBlockThreads), one, one}, shared, args);
 }
 
 } // namespace mla::gpu

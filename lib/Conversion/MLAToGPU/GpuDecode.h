@@ -1,0 +1,61 @@
+//===- GpuDecode.h - Decode attention: schedule and split kernels -*- C++ -*-===//
+//
+// mla.decode_attention lowers to a split kernel, writing one normalized
+// partial output and its LSE per (request, query, head, split), and a
+// combine kernel merging the splits. The schedule (which tokens split s of
+// request b covers) is shared by every split kernel; the generic one is in
+// GpuAttention.cpp, the tensor-core one (mma.sync) in GpuDecodeMma.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOGPU_GPUDECODE_H
+#define MLA_LIB_CONVERSION_MLATOGPU_GPUDECODE_H
+
+#include "GpuKernels.h"
+
+namespace mla::gpu {
+
+/// How a decode call divides each request's keys among splits; one split
+/// kernel and one combine kernel serve both schedules.
+///  - Default: every request in fixed chunks of `splitTokens` tokens, as
+///    many splits as the block table's capacity needs; the lowering
+///    allocates the partials.
+///  - Planned (the op's num_splits, split_out, split_lse): request b in
+///    n = clamp(num_splits[b], 1, S) splits over which its blocks of
+///    `page` tokens are dealt evenly (DecodeSplitPlan::splitBegin); the
+///    caller owns the partials.
+struct DecodeSchedule {
+  bool planned;
+  int64_t splitTokens; ///< default schedule only
+  int64_t page;
+
+  /// Splits request `req` uses: all `capacity` splits, or num_splits[req]
+  /// clamped to [1, capacity] (0 only when capacity is 0).
+  mlir::Value activeSplits(GpuEmitter &e, mlir::Value numSplits,
+                           mlir::Value req, mlir::Value capacity) const;
+
+  /// Tokens [first, end) of split `split` of `n` of a request of `seqLen`
+  /// tokens (`end` may exceed what a query row sees; the caller clamps it).
+  std::pair<mlir::Value, mlir::Value> tokenRange(GpuEmitter &e,
+                                                 mlir::Value split,
+                                                 mlir::Value n,
+                                                 mlir::Value seqLen) const;
+};
+
+/// Whether the tensor-core split kernel serves `op` on `target`: the
+/// strategy asks for it, q and the cache are both bf16 or both f16 with
+/// row-major layouts, kv_lora_rank % 64 == 0, rope_dim % 16 == 0, and its
+/// shared memory fits the chip.
+bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
+
+/// Creates the tensor-core split kernel for `op` and launches it from
+/// `host` on grid (B, ceil(Sq * N / 16), splits). `splitArgs` are the
+/// split kernel's operands: q, cache, block_table, seq_lens, [num_splits,]
+/// partial out, partial lse.
+void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
+                          const DecodeSchedule &schedule, mlir::OpBuilder &host,
+                          mlir::ValueRange splitArgs, mlir::Value splits);
+
+} // namespace mla::gpu
+
+#endif // MLA_LIB_CONVERSION_MLATOGPU_GPUDECODE_H

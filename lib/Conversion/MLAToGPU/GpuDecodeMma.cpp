@@ -1,0 +1,596 @@
+//===- GpuDecodeMma.cpp - Tensor-core decode split kernel (mma.sync) ------===//
+//
+// The `mma-sync` strategy's split kernel of mla.decode_attention, for bf16
+// or f16 queries over a cache of the same type (Ampere-style FlashDecoding).
+// Every head row of a request reads the same latent cache, so a block
+// handles a 16-row M tile of one request and one split: rows
+// r = s * N + h (query s, head h) in [16 * tile, 16 * tile + 16); rows past
+// Sq * N are padding (zero queries, results dropped). Four warps.
+//
+// Shared memory (dynamic): the Q tile 16 x (Lkv + R) and a KV tile of 64
+// tokens x (Lkv + R), rows padded by 8 elements so that ldmatrix reads are
+// free of bank conflicts; a P tile 16 x 64 (+8); the warps' row maxima and
+// row sums (f32). Per KV tile:
+//  1. all threads copy the tile with 16-byte cp.async (cp.async.cg), rows
+//     past the split or the sequence zero-filled without being read (tail
+//     pages may hold NaN); a barrier.
+//  2. warp w scores its 16 tokens [16w, 16w + 16) against the 16 rows:
+//     m16n8k16 mma.sync over Lkv + R, A (Q) and B (K) through ldmatrix,
+//     f32 accumulators; scaled by softmax_scale * log2(e); tokens a row
+//     cannot see (causal, or past the split) are -inf.
+//  3. row maxima of the tile: quad shuffles, then across the warps through
+//     shared memory (a barrier); online softmax in base 2 (running max m,
+//     the lane's partial sum l, O rescaled by exp2(m_old - m_new)).
+//  4. P = exp2(S - m) to shared memory in the input type; a barrier.
+//  5. warp w accumulates O[:, w Lkv/4 .. (w+1) Lkv/4) += P (16 x 64) x V,
+//     V being the tile's first Lkv columns (B through ldmatrix.trans): each
+//     warp keeps 16 rows x Lkv/4 columns of O in registers (Lkv = 512: 64
+//     f32 per lane). A barrier before the next tile is copied.
+// At the end the warps' row sums are added through shared memory, and
+// out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
+// are written to the split partials of the real rows, exactly as the
+// generic split kernel writes them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuDecode.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using mlir::gpu::Dimension;
+
+namespace mla::gpu {
+
+namespace {
+
+/// Rows of the M tile (one m16 mma tile).
+constexpr int64_t kTileRows = 16;
+/// Tokens of a KV tile: 16 per warp.
+constexpr int64_t kTileTokens = 64;
+constexpr int64_t kWarps = kBlockThreads / kWarpSize;
+constexpr int64_t kWarpTokens = kTileTokens / kWarps;
+/// Elements of padding after each shared-memory row (16 bytes).
+constexpr int64_t kRowPad = 8;
+/// Elements of one 16-byte copy.
+constexpr int64_t kCopyElems = 8;
+
+/// Where everything lives in the dynamic shared memory (bytes).
+struct SharedLayout {
+  int64_t rowStride, pStride; ///< elements
+  int64_t q, kv, p, max, sum, bytes;
+
+  SharedLayout(int64_t qkDim, int64_t elementBytes) {
+    rowStride = qkDim + kRowPad;
+    pStride = kTileTokens + kRowPad;
+    q = 0;
+    kv = q + kTileRows * rowStride * elementBytes;
+    p = kv + kTileTokens * rowStride * elementBytes;
+    max = p + kTileRows * pStride * elementBytes;
+    sum = max + kWarps * kTileRows * 4;
+    bytes = sum + kWarps * kTileRows * 4;
+  }
+};
+
+/// Shared memory a block may have on `target`'s chips (opt-in limit, less
+/// 1 KiB of margin): sm_90a 227 KiB, sm_80 163 KiB, the others (sm_86,
+/// sm_89, and the chips running portable sm_90 code) 99 KiB.
+int64_t sharedLimit(const GpuTarget &target) {
+  int64_t kib = 99;
+  if (target.major == 9 && target.archSpecific)
+    kib = 227;
+  else if (target.major == 8 && target.minor == 0)
+    kib = 163;
+  return (kib - 1) * 1024;
+}
+
+/// The kernel's emitter: GpuEmitter plus the tensor-core pieces.
+class MmaEmitter : public GpuEmitter {
+public:
+  MmaEmitter(OpBuilder &b, Location loc, Type element)
+      : GpuEmitter(b, loc), element(element) {}
+
+  Type element; ///< bf16 or f16
+
+  Attribute workgroup() {
+    return mlir::gpu::AddressSpaceAttr::get(
+        b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  }
+
+  /// A static 2-D (or 1-D) view of the dynamic shared memory at `offset`.
+  Value sharedView(Value raw, int64_t offset, ArrayRef<int64_t> shape,
+                   Type type) {
+    auto viewType = MemRefType::get(shape, type, MemRefLayoutAttrInterface(),
+                                    workgroup());
+    return memref::ViewOp::create(b, loc, viewType, raw, index(offset),
+                                  ValueRange{});
+  }
+
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                         b.getStringAttr(
+                                             "llvm.nvvm.ex2.approx.f32"),
+                                         ValueRange{x})
+        .getResult(0);
+  }
+
+  Value shuffleXor(Value v, int64_t offset) {
+    Value delta = arith::ConstantIntOp::create(b, loc, offset, 32);
+    Value width = arith::ConstantIntOp::create(b, loc, kWarpSize, 32);
+    return mlir::gpu::ShuffleOp::create(b, loc, v, delta, width,
+                                        mlir::gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+  /// Max (or sum) over the four lanes of a quad (lanes sharing lane / 4).
+  Value quadMax(Value v) {
+    for (int64_t o : {1, 2})
+      v = arith::MaximumFOp::create(b, loc, v, shuffleXor(v, o));
+    return v;
+  }
+  Value quadSum(Value v) {
+    for (int64_t o : {1, 2})
+      v = arith::AddFOp::create(b, loc, v, shuffleXor(v, o));
+    return v;
+  }
+
+  Value lt(Value a, Value c) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
+  }
+  Value select(Value c, Value t, Value f) {
+    return arith::SelectOp::create(b, loc, c, t, f);
+  }
+  Value divui(Value a, int64_t d) {
+    return arith::DivUIOp::create(b, loc, a, index(d));
+  }
+  Value remui(Value a, int64_t d) {
+    return arith::RemUIOp::create(b, loc, a, index(d));
+  }
+  Value mulf(Value a, Value c) { return arith::MulFOp::create(b, loc, a, c); }
+  Value addf(Value a, Value c) { return arith::AddFOp::create(b, loc, a, c); }
+  Value subf(Value a, Value c) { return arith::SubFOp::create(b, loc, a, c); }
+  Value maxf(Value a, Value c) {
+    return arith::MaximumFOp::create(b, loc, a, c);
+  }
+  Value andi(Value a, Value c) { return arith::AndIOp::create(b, loc, a, c); }
+  Value eqIndex(Value a, int64_t v) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a,
+                                 index(v));
+  }
+
+  void barrier() { mlir::gpu::BarrierOp::create(b, loc); }
+
+  /// Eight elements src[srcIdx..] to dst[dstIdx..] (innermost index), or
+  /// eight zeros where `valid` is false (src then is not read). With
+  /// `aligned`, one 16-byte cp.async (L2 only) whose source size is 0 for
+  /// invalid rows; otherwise element by element (src indices must be in
+  /// bounds either way).
+  void copyVector(Value aligned, Value valid, Value dst, ValueRange dstIdx,
+                  Value src, ValueRange srcIdx) {
+    ifThenElse(
+        aligned,
+        [&] {
+          Value count = select(valid, index(kCopyElems), index(0));
+          nvgpu::DeviceAsyncCopyOp::create(
+              b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+              dstIdx, src, srcIdx, b.getIndexAttr(kCopyElems), count,
+              b.getUnitAttr());
+        },
+        [&] {
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+          for (int64_t k = 0; k < kCopyElems; ++k) {
+            SmallVector<Value> from(srcIdx.begin(), srcIdx.end());
+            from.back() = add(from.back(), index(k));
+            SmallVector<Value> to(dstIdx.begin(), dstIdx.end());
+            to.back() = add(to.back(), index(k));
+            Value v = memref::LoadOp::create(b, loc, src, from);
+            memref::StoreOp::create(b, loc, select(valid, v, zero), dst, to);
+          }
+        });
+  }
+
+  /// Commits the copies issued so far and waits for all of them.
+  void waitCopies() {
+    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+        ValueRange{});
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  }
+
+  /// ldmatrix of `tiles` 8x8 matrices; lane i gives the address of row
+  /// i % 8 of matrix i / 8. Returns the lane's 32-bit pieces (two elements
+  /// each), one per matrix.
+  SmallVector<Value> ldmatrix(Value smem, ValueRange idx, int64_t tiles,
+                              bool transpose) {
+    auto type = VectorType::get({tiles, 2}, element);
+    Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem, idx,
+                                        b.getBoolAttr(transpose),
+                                        b.getI32IntegerAttr(tiles));
+    SmallVector<Value> pieces;
+    for (int64_t i = 0; i < tiles; ++i)
+      pieces.push_back(vector::ExtractOp::create(b, loc, m, i));
+    return pieces;
+  }
+
+  /// A 2-element piece as an mma operand: vector<2xf16> as is, bf16 as i32.
+  Value operand(Value piece) {
+    if (element.isF16())
+      return piece;
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), piece);
+  }
+
+  /// D = A (16x16) B (16x8) + C with m16n8k16 mma.sync, f32 accumulators.
+  /// `c` holds the four accumulators, updated in place.
+  void mma(ArrayRef<Value> a, Value b0, Value b1, MutableArrayRef<Value> c) {
+    Type f32 = b.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    SmallVector<Value> as;
+    for (Value v : a)
+      as.push_back(operand(v));
+    std::optional<std::array<NVVM::MMATypes, 2>> types;
+    if (element.isBF16())
+      types = std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                            NVVM::MMATypes::bf16};
+    Value d = NVVM::MmaOp::create(
+        b, loc, resultType, as, ValueRange{operand(b0), operand(b1)},
+        ValueRange(c), ArrayRef<int64_t>{16, 8, 16}, std::nullopt,
+        std::nullopt, types,
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    for (int64_t i = 0; i < 4; ++i)
+      c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+  }
+};
+
+} // namespace
+
+bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
+  if (target.strategy != KernelStrategy::TensorCore)
+    return false;
+  auto qType = cast<MemRefType>(op.getQ().getType());
+  auto cacheType = cast<MemRefType>(op.getKvCache().getType());
+  Type element = qType.getElementType();
+  if (!(element.isBF16() || element.isF16()) ||
+      cacheType.getElementType() != element)
+    return false;
+  int64_t latent = op.getKvLoraRank(), rope = op.getRopeDim();
+  if (latent <= 0 || latent % 64 != 0 || rope < 0 || rope % 16 != 0)
+    return false;
+  // 16-byte copies need row-major rows of whole vectors.
+  if (!GpuEmitter::hasVectorRows(op.getQ()) ||
+      !GpuEmitter::hasVectorRows(op.getKvCache()))
+    return false;
+  return SharedLayout(latent + rope, 2).bytes <= sharedLimit(target);
+}
+
+void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
+                          const DecodeSchedule &schedule, OpBuilder &host,
+                          ValueRange splitArgs, Value splits) {
+  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
+          page = op.getBlockSize();
+  int64_t qkDim = latent + op.getRopeDim();
+  bool causal = op.getCausal();
+  // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
+  double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  SharedLayout layout(qkDim, 2);
+  const int64_t vectorsPerRow = qkDim / kCopyElems;
+  const int64_t warpColumns = latent / kWarps; // O columns of a warp
+  const int64_t warpNTiles = warpColumns / 8;  // its n8 tiles
+
+  auto kernel = kernels.create(
+      "decode_attention_split_mma", splitArgs.getTypes(),
+      [&](GpuEmitter &base, ValueRange a) {
+        MmaEmitter e(base.builder(), base.location(), element);
+        OpBuilder &b = e.builder();
+        Location l = e.location();
+        MLIRContext *ctx = b.getContext();
+        Value q = a[0], cache = a[1], table = a[2], lens = a[3];
+        Value numSplits = schedule.planned ? a[4] : Value();
+        Value part = a[a.size() - 2], partLse = a[a.size() - 1];
+        Value zero = e.index(0);
+
+        Value tid = e.threadId();
+        Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
+        Value group = e.divui(lane, 4), quad = e.remui(lane, 4);
+        Value req = e.blockId(Dimension::x);
+        Value tileRow0 = e.mul(e.blockId(Dimension::y), e.index(kTileRows));
+        Value split = e.blockId(Dimension::z);
+        Value sq = e.dim(q, 1);
+        Value rows = e.mul(sq, e.index(heads));
+        Value capacity = e.mul(e.dim(table, 1), e.index(page));
+        Value lastBlock = e.sub(e.dim(cache, 0), e.index(1));
+
+        Value n;
+        auto body = [&] {
+          // Shared memory.
+          auto rawType = MemRefType::get({ShapedType::kDynamic},
+                                         b.getI8Type(),
+                                         MemRefLayoutAttrInterface(),
+                                         e.workgroup());
+          Value raw = mlir::gpu::DynamicSharedMemoryOp::create(b, l, rawType);
+          Value qS = e.sharedView(raw, layout.q,
+                                  {kTileRows, layout.rowStride}, element);
+          Value kvS = e.sharedView(raw, layout.kv,
+                                   {kTileTokens, layout.rowStride}, element);
+          Value pS = e.sharedView(raw, layout.p, {kTileRows, layout.pStride},
+                                  element);
+          Value maxS = e.sharedView(raw, layout.max, {kWarps * kTileRows},
+                                    b.getF32Type());
+          Value sumS = e.sharedView(raw, layout.sum, {kWarps * kTileRows},
+                                    b.getF32Type());
+
+          Value seqLen =
+              e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+          auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
+          // Tokens the block copies: the split's, within the sequence.
+          Value kvEnd = e.clampIndex(last, zero, seqLen);
+          Value aligned = e.vectorAligned({q, cache});
+
+          // The lane's two rows: group and group + 8 of the tile.
+          struct LaneRow {
+            Value real, query, head, end;
+          };
+          SmallVector<LaneRow, 2> laneRows;
+          for (int64_t i = 0; i < 2; ++i) {
+            Value r = e.add(tileRow0, e.add(group, e.index(8 * i)));
+            Value query = e.divui(r, heads), head = e.remui(r, heads);
+            Value visible = e.visibleKeys(causal, query, sq, seqLen);
+            laneRows.push_back({e.lt(r, rows), query, head,
+                                e.clampIndex(last, zero, visible)});
+          }
+
+          // The Q tile (padding rows zero).
+          e.forLoop(tid, e.index(kTileRows * vectorsPerRow), kBlockThreads,
+                    [&](Value idx) {
+                      Value row = e.divui(idx, vectorsPerRow);
+                      Value col =
+                          e.mul(e.remui(idx, vectorsPerRow), e.index(8));
+                      Value r = e.add(tileRow0, row);
+                      Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
+                      e.copyVector(aligned, e.lt(r, rows), qS, {row, col}, q,
+                                   {req, e.divui(rc, heads),
+                                    e.remui(rc, heads), col});
+                    });
+
+          // Lane addresses of the ldmatrix operands.
+          Value lane16 = e.remui(lane, 16), lane8 = e.remui(lane, 8);
+          Value half = e.mul(e.divui(lane, 16), e.index(8)); // 0 or 8
+          Value odd = e.mul(e.remui(e.divui(lane, 8), 2), e.index(8));
+          // A (Q or P): row lane % 16, column + (lane / 16) * 8.
+          // B of S (K rows): token 16w + (lane / 16) * 8 + lane % 8,
+          // column + ((lane / 8) % 2) * 8.
+          Value kRow = e.add(e.mul(warp, e.index(kWarpTokens)),
+                             e.add(half, lane8));
+          // B of O (V, transposed): token ((lane / 8) % 2) * 8 + lane % 8,
+          // column + (lane / 16) * 8.
+          Value vRow = e.add(odd, lane8);
+          Value warpCol0 = e.mul(warp, e.index(warpColumns));
+
+          Value negInf = e.negInf(), fzero = e.f32(0.0);
+          SmallVector<Value> init{negInf, negInf, fzero, fzero};
+          init.append(warpNTiles * 4, fzero);
+          SmallVector<Value> state = e.forLoop(
+              first, kvEnd, e.index(kTileTokens), init,
+              [&](Value tile, ValueRange it) -> SmallVector<Value> {
+                // 1. The KV tile.
+                e.forLoop(
+                    tid, e.index(kTileTokens * vectorsPerRow), kBlockThreads,
+                    [&](Value idx) {
+                      Value row = e.divui(idx, vectorsPerRow);
+                      Value col =
+                          e.mul(e.remui(idx, vectorsPerRow), e.index(8));
+                      Value j = e.add(tile, row);
+                      Value jc = e.minIndex(j, e.sub(kvEnd, e.index(1)));
+                      Value block = e.clampIndex(
+                          e.loadIndex(table, {req, e.divui(jc, page)}), zero,
+                          lastBlock);
+                      e.copyVector(aligned, e.lt(j, kvEnd), kvS, {row, col},
+                                   cache, {block, e.remui(jc, page), col});
+                    });
+                e.waitCopies();
+                e.barrier();
+
+                // 2. S = Q K^T for the warp's 16 tokens: two n8 tiles.
+                SmallVector<Value> acc = e.forLoop(
+                    zero, e.index(qkDim), 16, SmallVector<Value>(8, fzero),
+                    [&](Value k, ValueRange c) -> SmallVector<Value> {
+                      SmallVector<Value> qa = e.ldmatrix(
+                          qS, {lane16, e.add(k, half)}, 4, false);
+                      SmallVector<Value> kb = e.ldmatrix(
+                          kvS, {kRow, e.add(k, odd)}, 4, false);
+                      SmallVector<Value> next(c.begin(), c.end());
+                      e.mma(qa, kb[0], kb[1],
+                            MutableArrayRef<Value>(next).slice(0, 4));
+                      e.mma(qa, kb[2], kb[3],
+                            MutableArrayRef<Value>(next).slice(4, 4));
+                      return next;
+                    });
+
+                // Scaled, masked scores: acc[4 nt + 2 i + c] is row
+                // group + 8 i, token 16 w + 8 nt + 2 quad + c.
+                Value tokenBase =
+                    e.add(tile, e.add(e.mul(warp, e.index(kWarpTokens)),
+                                      e.mul(quad, e.index(2))));
+                Value scale = e.f32(scaleLog2);
+                SmallVector<Value> scores(8);
+                SmallVector<Value> localMax{negInf, negInf};
+                for (int64_t nt = 0; nt < 2; ++nt)
+                  for (int64_t c = 0; c < 2; ++c) {
+                    Value j = e.add(tokenBase, e.index(8 * nt + c));
+                    for (int64_t i = 0; i < 2; ++i) {
+                      int64_t at = 4 * nt + 2 * i + c;
+                      scores[at] = e.select(e.lt(j, laneRows[i].end),
+                                            e.mulf(acc[at], scale), negInf);
+                      localMax[i] = e.maxf(localMax[i], scores[at]);
+                    }
+                  }
+                // 3. Row maxima of the tile, across the warps.
+                Value leader = e.eqIndex(quad, 0);
+                SmallVector<Value> warpMax;
+                for (int64_t i = 0; i < 2; ++i)
+                  warpMax.push_back(e.quadMax(localMax[i]));
+                Value slot = e.add(e.mul(warp, e.index(kTileRows)), group);
+                e.ifThen(leader, [&] {
+                  for (int64_t i = 0; i < 2; ++i)
+                    memref::StoreOp::create(
+                        b, l, warpMax[i], maxS,
+                        ValueRange{e.add(slot, e.index(8 * i))});
+                });
+                e.barrier();
+                SmallVector<Value> next(it.begin(), it.end());
+                SmallVector<Value> alpha, rowMax;
+                for (int64_t i = 0; i < 2; ++i) {
+                  Value m = it[i];
+                  for (int64_t w = 0; w < kWarps; ++w)
+                    m = e.maxf(m, memref::LoadOp::create(
+                                      b, l, maxS,
+                                      ValueRange{e.add(
+                                          group,
+                                          e.index(w * kTileRows + 8 * i))}));
+                  // A row that has seen nothing yet keeps -inf; use 0 so
+                  // that exp2(-inf - m) is 0, never NaN.
+                  Value none = arith::CmpFOp::create(
+                      b, l, arith::CmpFPredicate::OEQ, m, negInf);
+                  Value safe = e.select(none, fzero, m);
+                  next[i] = m;
+                  rowMax.push_back(safe);
+                  alpha.push_back(e.exp2(e.subf(it[i], safe)));
+                }
+                // 4. P = exp2(S - m), the lane's partial sums, O rescaled.
+                SmallVector<Value> p(8);
+                for (int64_t i = 0; i < 2; ++i) {
+                  Value sum = e.mulf(it[2 + i], alpha[i]);
+                  for (int64_t nt = 0; nt < 2; ++nt)
+                    for (int64_t c = 0; c < 2; ++c) {
+                      int64_t at = 4 * nt + 2 * i + c;
+                      p[at] = e.exp2(e.subf(scores[at], rowMax[i]));
+                      sum = e.addf(sum, p[at]);
+                    }
+                  next[2 + i] = sum;
+                }
+                for (int64_t t = 0; t < warpNTiles; ++t)
+                  for (int64_t c = 0; c < 4; ++c)
+                    next[4 + 4 * t + c] =
+                        e.mulf(it[4 + 4 * t + c], alpha[c / 2]);
+                auto pairType = VectorType::get({2}, element);
+                for (int64_t nt = 0; nt < 2; ++nt)
+                  for (int64_t i = 0; i < 2; ++i) {
+                    SmallVector<Value> pair;
+                    for (int64_t c = 0; c < 2; ++c)
+                      pair.push_back(arith::TruncFOp::create(
+                          b, l, element, p[4 * nt + 2 * i + c]));
+                    Value v =
+                        vector::FromElementsOp::create(b, l, pairType, pair);
+                    Value col = e.add(
+                        e.mul(warp, e.index(kWarpTokens)),
+                        e.add(e.index(8 * nt), e.mul(quad, e.index(2))));
+                    vector::StoreOp::create(
+                        b, l, v, pS,
+                        ValueRange{e.add(group, e.index(8 * i)), col},
+                        /*nontemporal=*/false, llvm::MaybeAlign(4));
+                  }
+                e.barrier();
+
+                // 5. O += P V over the warp's columns.
+                for (int64_t kk = 0; kk < kTileTokens / 16; ++kk) {
+                  SmallVector<Value> pa = e.ldmatrix(
+                      pS, {lane16, e.add(e.index(16 * kk), half)}, 4, false);
+                  for (int64_t t = 0; t < warpNTiles; t += 2) {
+                    SmallVector<Value> vb = e.ldmatrix(
+                        kvS,
+                        {e.add(vRow, e.index(16 * kk)),
+                         e.add(warpCol0, e.add(e.index(8 * t), half))},
+                        4, true);
+                    e.mma(pa, vb[0], vb[1],
+                          MutableArrayRef<Value>(next).slice(4 + 4 * t, 4));
+                    e.mma(pa, vb[2], vb[3],
+                          MutableArrayRef<Value>(next).slice(8 + 4 * t, 4));
+                  }
+                }
+                // The next tile overwrites the KV and P tiles.
+                e.barrier();
+                return next;
+              });
+          // Copies still in flight when no tile ran (the Q tile).
+          e.waitCopies();
+
+          // Row sums across the warps.
+          Value leader = e.eqIndex(quad, 0);
+          SmallVector<Value> warpSum;
+          for (int64_t i = 0; i < 2; ++i)
+            warpSum.push_back(e.quadSum(state[2 + i]));
+          Value slot = e.add(e.mul(warp, e.index(kTileRows)), group);
+          e.ifThen(leader, [&] {
+            for (int64_t i = 0; i < 2; ++i)
+              memref::StoreOp::create(b, l, warpSum[i], sumS,
+                                      ValueRange{e.add(slot, e.index(8 * i))});
+          });
+          e.barrier();
+          Value writesLse = e.andi(leader, e.eqIndex(warp, 0));
+          for (int64_t i = 0; i < 2; ++i) {
+            Value sum = fzero;
+            for (int64_t w = 0; w < kWarps; ++w)
+              sum = e.addf(sum, memref::LoadOp::create(
+                                    b, l, sumS,
+                                    ValueRange{e.add(
+                                        group,
+                                        e.index(w * kTileRows + 8 * i))}));
+            const LaneRow &row = laneRows[i];
+            e.ifThen(row.real, [&] {
+              Value hasKeys = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::OGT, sum, fzero);
+              Value inverse = e.select(
+                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
+                  fzero);
+              for (int64_t t = 0; t < warpNTiles; ++t)
+                for (int64_t c = 0; c < 2; ++c) {
+                  Value col = e.add(
+                      warpCol0,
+                      e.add(e.index(8 * t + c), e.mul(quad, e.index(2))));
+                  e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], inverse),
+                             part, {req, row.query, row.head, split, col});
+                }
+              e.ifThen(writesLse, [&] {
+                Value lse = e.select(
+                    hasKeys,
+                    e.addf(e.mulf(state[i], e.f32(M_LN2)),
+                           math::LogOp::create(b, l, sum)),
+                    negInf);
+                e.storeF32(lse, partLse, {req, row.query, row.head, split});
+              });
+            });
+          }
+        };
+        if (schedule.planned) {
+          // A split past the request's count writes nothing: the combine
+          // reads only the first n partials.
+          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+          e.ifThen(e.lt(split, n), body);
+        } else {
+          body();
+        }
+        (void)ctx;
+      });
+
+  Location loc = op.getLoc();
+  LoopBuilder hb(host, loc);
+  Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
+  Value rows = hb.mul(queryLen, hb.index(heads));
+  KernelFactory::launch(host, loc, kernel,
+                        {batch, hb.ceilDiv(rows, kTileRows), splits},
+                        splitArgs, layout.bytes);
+}
+
+} // namespace mla::gpu
