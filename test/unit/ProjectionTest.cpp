@@ -61,6 +61,39 @@ void checkQAbsorb(DType dtype, const MlaDims &d, int64_t tokens) {
   expectClose(ql.toDouble(), want, tolerance(dtype), "ql_nope");
 }
 
+/// q_absorb with rope_dim: the decode query [q_nope x W_UK_T | q_pe] from
+/// the whole query.
+void checkDecodeQuery(DType dtype, const MlaDims &d, int64_t tokens) {
+  auto kernel = compileKernel(buildDecodeQuery(testContext(), {d, dtype}));
+  ASSERT_TRUE(kernel);
+  int64_t n = d.numHeads, qk = d.qkHeadDim(), entry = d.cacheEntry();
+  HostTensor q(dtype, {tokens, n, qk}),
+      w(dtype, {n, d.qkNopeHeadDim, d.kvLoraRank}), dq(dtype, {tokens, n, entry});
+  q.fillRandom(rng());
+  fillWeight(w, d.qkNopeHeadDim);
+  dq.poison();
+  runKernel(*kernel, {q.view(), w.view(), dq.view()});
+  std::vector<double> qv = q.toDouble(), qNope, qPe, ql;
+  for (int64_t r = 0; r < tokens * n; ++r) {
+    qNope.insert(qNope.end(), qv.begin() + r * qk,
+                 qv.begin() + r * qk + d.qkNopeHeadDim);
+    qPe.insert(qPe.end(), qv.begin() + r * qk + d.qkNopeHeadDim,
+               qv.begin() + (r + 1) * qk);
+  }
+  ref::qAbsorb(qNope, w.toDouble(), tokens, n, d.qkNopeHeadDim, d.kvLoraRank,
+               ql);
+  std::vector<double> got = dq.toDouble(), gotLatent, gotPe;
+  for (int64_t r = 0; r < tokens * n; ++r) {
+    gotLatent.insert(gotLatent.end(), got.begin() + r * entry,
+                     got.begin() + r * entry + d.kvLoraRank);
+    gotPe.insert(gotPe.end(), got.begin() + r * entry + d.kvLoraRank,
+                 got.begin() + (r + 1) * entry);
+  }
+  expectClose(gotLatent, ql, tolerance(dtype), "decode query, latent part");
+  // q_pe is copied: exactly the input's values.
+  EXPECT_EQ(gotPe, qPe) << "decode query, rope part";
+}
+
 void checkVUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
   auto kernel = compileKernel(buildVUpProj(testContext(), {d, dtype}));
   ASSERT_TRUE(kernel);
@@ -100,6 +133,18 @@ TEST(Projection, OddDimsAndSingleToken) {
   checkKvUpProj(DType::F32, d, 1);
   checkQAbsorb(DType::BF16, d, 1);
   checkVUpProj(DType::F16, d, 1);
+}
+
+TEST(Projection, DecodeQueryAppendsQPe) {
+  checkDecodeQuery(DType::BF16, deepSeekDims(16), 5);
+  checkDecodeQuery(DType::F32, deepSeekDims(2), 1);
+  MlaDims odd;
+  odd.numHeads = 3;
+  odd.kvLoraRank = 40;
+  odd.qkNopeHeadDim = 24;
+  odd.ropeDim = 8;
+  odd.vHeadDim = 20;
+  checkDecodeQuery(DType::F16, odd, 4);
 }
 
 TEST(Projection, ManyHeads) {

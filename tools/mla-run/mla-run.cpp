@@ -43,6 +43,10 @@ static cl::opt<int> workspace(
 static cl::opt<int> steps("steps",
                           cl::desc("steps: the mixed one, then decode steps"),
                           cl::init(2));
+static cl::opt<int> decodeQueryLen(
+    "decode-query-len",
+    cl::desc("new tokens per decode per step: 1, or 1 + speculative tokens"),
+    cl::init(1));
 static cl::opt<std::string> backend(
     "backend", cl::desc("attention backend to use (default: selection by "
                         "priority, or MLA_ATTENTION_BACKEND)"),
@@ -62,9 +66,10 @@ int main(int argc, char **argv) {
     errs() << "mla-run: --dtype and --cache-dtype take f32, f16 or bf16\n";
     return 2;
   }
-  if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1) {
-    errs() << "mla-run: --heads must be 1..128, --block-size and --steps "
-              "positive\n";
+  if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1 ||
+      decodeQueryLen < 1) {
+    errs() << "mla-run: --heads must be 1..128, --block-size, --steps and "
+              "--decode-query-len positive\n";
     return 2;
   }
   mla::runtime::RuntimeOptions options;
@@ -82,6 +87,7 @@ int main(int argc, char **argv) {
   config.blockSize = blockSize;
   config.workspaceTokens = workspace;
   config.steps = steps;
+  config.decodeQueryLen = decodeQueryLen;
   config.backend = backend;
   config.seed = seed;
   if (!decodeContexts.empty())

@@ -1395,6 +1395,39 @@ func.func @q_absorb_out_latent(%qn: memref<3x2x6xf32>, %wuk: memref<2x6x8xf32>, 
 
 // -----
 
+// q_absorb with rope_dim: q_nope must be the whole query (P + R wide).
+func.func @q_absorb_rope_query_width(%q: memref<3x2x6xf32>, %wuk: memref<2x6x8xf32>, %ql: memref<3x2x12xf32>) {
+  // expected-error @+1 {{'q_nope' dimension 2 (qk_nope_head_dim + rope_dim) is 6, but qk_nope_head_dim + rope_dim is 10}}
+  mla.q_absorb ins(%q, %wuk : memref<3x2x6xf32>, memref<2x6x8xf32>)
+      outs(%ql : memref<3x2x12xf32>)
+      {num_heads = 2 : i64, qk_nope_head_dim = 6 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64}
+  return
+}
+
+// -----
+
+// q_absorb with rope_dim: the decode query must be Lkv + R wide.
+func.func @q_absorb_rope_output_width(%q: memref<3x2x10xf32>, %wuk: memref<2x6x8xf32>, %ql: memref<3x2x8xf32>) {
+  // expected-error @+1 {{'ql_nope' dimension 2 (kv_lora_rank + rope_dim) is 8, but kv_lora_rank + rope_dim is 12}}
+  mla.q_absorb ins(%q, %wuk : memref<3x2x10xf32>, memref<2x6x8xf32>)
+      outs(%ql : memref<3x2x8xf32>)
+      {num_heads = 2 : i64, qk_nope_head_dim = 6 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64}
+  return
+}
+
+// -----
+
+// q_absorb: rope_dim must be positive.
+func.func @q_absorb_rope_zero(%q: memref<3x2x6xf32>, %wuk: memref<2x6x8xf32>, %ql: memref<3x2x8xf32>) {
+  // expected-error @+3 {{attribute 'rope_dim' failed to satisfy constraint}}
+  mla.q_absorb ins(%q, %wuk : memref<3x2x6xf32>, memref<2x6x8xf32>)
+      outs(%ql : memref<3x2x8xf32>)
+      {num_heads = 2 : i64, qk_nope_head_dim = 6 : i64, kv_lora_rank = 8 : i64, rope_dim = 0 : i64}
+  return
+}
+
+// -----
+
 // q_absorb: ql_nope token count differs from q_nope.
 func.func @q_absorb_out_tokens(%qn: memref<3x2x6xf32>, %wuk: memref<2x6x8xf32>, %ql: memref<4x2x8xf32>) {
   // expected-error @+1 {{'ql_nope' dimension 0 (tokens) is 4, inconsistent with 'q_nope' dimension 0 (tokens = 3)}}

@@ -144,6 +144,17 @@ func.func @absorb_into_view(%qn: memref<?x16x128xf32>, %wuk: memref<16x128x512xf
   return
 }
 
+// With rope_dim, q_absorb builds the whole decode query [ql_nope | q_pe].
+// CHECK-LABEL: func.func @decode_query
+func.func @decode_query(%q: memref<?x16x192xbf16>, %wuk: memref<16x128x512xbf16>,
+                        %dq: memref<?x16x576xbf16>) {
+  // CHECK: mla.q_absorb {{.*}} rope_dim = 64 : i64
+  mla.q_absorb ins(%q, %wuk : memref<?x16x192xbf16>, memref<16x128x512xbf16>)
+      outs(%dq : memref<?x16x576xbf16>)
+      {num_heads = 16 : i64, qk_nope_head_dim = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64}
+  return
+}
+
 // CHECK-LABEL: func.func @chunked
 func.func @chunked(%q: memref<?x16x192xbf16>, %kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>,
                    %cq: memref<?xi32>, %cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>,
