@@ -23,9 +23,12 @@ Backend genericGpu() {
   b.dtypes = kAllFloats;
   b.kvCacheDTypes = kAllFloats;
   b.maxHeads = 128;
-  // Each call allocates its workspaces and waits for host reads of device
-  // buffers (the chunk plan), neither of which a graph can capture.
-  b.cudaGraphs = CudaGraphSupport::NEVER;
+  // A decode step (uniform query lengths) reads its lengths, pages and
+  // split counts from device buffers, takes its split workspace from the
+  // caller and returns without a host wait, so it can be captured once and
+  // replayed with new lengths (test/unit/CudaGraphTest.cpp). Mixed batches
+  // cannot: the chunked prefill's host loop reads its chunk plan.
+  b.cudaGraphs = CudaGraphSupport::UNIFORM_BATCH;
   return b;
 }
 
