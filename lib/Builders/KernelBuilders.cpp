@@ -187,33 +187,31 @@ OwningOpRef<ModuleOp> buildKvUpProj(MLIRContext &ctx, const ProjectionSpec &s) {
   return std::move(m.module);
 }
 
-OwningOpRef<ModuleOp> buildQAbsorb(MLIRContext &ctx, const ProjectionSpec &s) {
+/// q_absorb over q_nope [T, N, P] (or, with the rope part, the whole query
+/// [T, N, P + R] into the decode query [T, N, Lkv + R]).
+static OwningOpRef<ModuleOp> buildAbsorb(MLIRContext &ctx,
+                                         const ProjectionSpec &s,
+                                         bool withRope) {
   const MlaDims &d = s.dims;
-  int64_t n = d.numHeads;
+  int64_t n = d.numHeads, rope = withRope ? d.ropeDim : 0;
   KernelModule m(ctx,
-                 {{{kDyn, n, d.qkNopeHeadDim}, s.activation},
+                 {{{kDyn, n, d.qkNopeHeadDim + rope}, s.activation},
                   {{n, d.qkNopeHeadDim, d.kvLoraRank}, s.activation},
-                  {{kDyn, n, d.kvLoraRank}, s.activation}});
+                  {{kDyn, n, d.kvLoraRank + rope}, s.activation}});
   auto &a = m.args;
   QAbsorbOp::create(m.b, m.loc(), a[0], a[1], a[2], m.i64(n),
                     m.i64(d.qkNopeHeadDim), m.i64(d.kvLoraRank),
-                    /*rope_dim=*/IntegerAttr());
+                    withRope ? m.i64(rope) : IntegerAttr());
   return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildQAbsorb(MLIRContext &ctx, const ProjectionSpec &s) {
+  return buildAbsorb(ctx, s, /*withRope=*/false);
 }
 
 OwningOpRef<ModuleOp> buildDecodeQuery(MLIRContext &ctx,
                                        const ProjectionSpec &s) {
-  const MlaDims &d = s.dims;
-  int64_t n = d.numHeads;
-  KernelModule m(ctx,
-                 {{{kDyn, n, d.qkHeadDim()}, s.activation},
-                  {{n, d.qkNopeHeadDim, d.kvLoraRank}, s.activation},
-                  {{kDyn, n, d.cacheEntry()}, s.activation}});
-  auto &a = m.args;
-  QAbsorbOp::create(m.b, m.loc(), a[0], a[1], a[2], m.i64(n),
-                    m.i64(d.qkNopeHeadDim), m.i64(d.kvLoraRank),
-                    m.i64(d.ropeDim));
-  return std::move(m.module);
+  return buildAbsorb(ctx, s, /*withRope=*/true);
 }
 
 OwningOpRef<ModuleOp> buildVUpProj(MLIRContext &ctx, const ProjectionSpec &s) {
