@@ -19,6 +19,7 @@ Backend genericGpu() {
   b.name = kGenericGpuBackend;
   b.description = "CUDA cores, one warp per attention row (any sm_80+ chip)";
   b.device = DeviceKind::CUDA;
+  b.kernelStrategy = "generic";
   b.minCapability = {8, 0};
   b.dtypes = kAllFloats;
   b.kvCacheDTypes = kAllFloats;
@@ -51,6 +52,7 @@ Backend tcSm80() {
   b.available = false;
   b.unavailableReason = "not implemented yet";
   b.device = DeviceKind::CUDA;
+  b.kernelStrategy = "mma-sync";
   b.minCapability = {8, 0};
   b.maxCapability = DeviceCapability{8, 9};
   b.dtypes = {DType::BF16, DType::F16};

@@ -82,8 +82,19 @@ struct Runtime::State {
   /// cache never sees).
   uint64_t heldKernelHits = 0;
 
-  CompileRecipe recipe() const {
-    return device ? gpuCompileRecipe(*target) : cpuCompileRecipe();
+  /// The GPU target with `strategy`, or the CPU (nullopt).
+  llvm::Expected<std::optional<GpuTarget>>
+  targetFor(llvm::StringRef strategy) const {
+    if (!device)
+      return std::optional<GpuTarget>();
+    GpuTarget chosen = *target;
+    if (!strategy.empty()) {
+      auto parsed = parseStrategy(strategy);
+      if (!parsed)
+        return parsed.takeError();
+      chosen.strategy = *parsed;
+    }
+    return std::optional<GpuTarget>(chosen);
   }
 };
 
@@ -190,13 +201,18 @@ llvm::Expected<Selection> Runtime::selectBackend(const AttentionConfig &config,
 // Kernels
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<std::shared_ptr<Kernel>> Runtime::compile(ModuleBuilder build,
-                                                         llvm::StringRef entry) {
+llvm::Expected<std::shared_ptr<Kernel>>
+Runtime::compile(ModuleBuilder build, llvm::StringRef entry,
+                 llvm::StringRef strategy) {
   std::lock_guard<std::mutex> lock(state->compileMutex);
+  auto gpuTarget = state->targetFor(strategy);
+  if (!gpuTarget)
+    return gpuTarget.takeError();
   mlir::OwningOpRef<mlir::ModuleOp> module = build(state->context);
   if (!module)
     return makeError("the kernel module could not be built");
-  CompileRecipe recipe = state->recipe();
+  CompileRecipe recipe =
+      *gpuTarget ? gpuCompileRecipe(**gpuTarget) : cpuCompileRecipe();
   std::string digest = kernelKeyFor(*module, recipe).digest() + ":" + entry.str();
   if (auto found = state->kernels.find(digest);
       found != state->kernels.end()) {
@@ -207,7 +223,7 @@ llvm::Expected<std::shared_ptr<Kernel>> Runtime::compile(ModuleBuilder build,
   std::shared_ptr<Kernel> kernel;
   if (state->device) {
     auto compiled = GpuKernel::compile(std::move(module), entry, *state->device,
-                                       state->target, state->cache.get());
+                                       *gpuTarget, state->cache.get());
     if (!compiled)
       return compiled.takeError();
     kernel = std::make_shared<GpuRuntimeKernel>(std::move(*compiled));

@@ -185,7 +185,8 @@ llvm::Error MlaLayer::compileKernels() {
        }},
   };
   for (Want &want : wants) {
-    auto kernel = runtime.compile(want.build, kKernelEntry);
+    auto kernel = runtime.compile(want.build, kKernelEntry,
+                                  chosen.backend->kernelStrategy);
     if (!kernel)
       return kernel.takeError();
     *want.slot = std::move(*kernel);

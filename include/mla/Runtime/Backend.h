@@ -153,6 +153,10 @@ struct Backend {
   std::string unavailableReason;
 
   DeviceKind device = DeviceKind::CUDA;
+  /// The GPU kernel strategy the backend's kernels are compiled with (a
+  /// name GpuTarget's parseStrategy accepts: "generic", "mma-sync"); empty
+  /// for CPU backends.
+  std::string kernelStrategy;
   /// Inclusive range, CUDA backends only; no maximum = any newer chip.
   DeviceCapability minCapability;
   std::optional<DeviceCapability> maxCapability;
