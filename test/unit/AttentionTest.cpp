@@ -8,10 +8,14 @@
 #include "MlaReference.h"
 #include "TestSupport.h"
 #include "mla/Builders/KernelBuilders.h"
+#include "mla/Runtime/CudaDevice.h"
+#include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -229,7 +233,10 @@ void checkSplitPartials(const DecodeCase &c, const DecodeSplitBuffers &w,
   expectLseClose(got, want, kLseTolerance, "decode split lse");
 }
 
-void checkDecode(const DecodeCase &c) {
+/// Compiles and checks one decode case; on the GPU, `strategy` chooses the
+/// split kernel (generic by default).
+void checkDecodeWith(const DecodeCase &c,
+                     std::optional<KernelStrategy> strategy) {
   MlaDims dims;
   dims.numHeads = c.heads;
   dims.kvLoraRank = c.kvLoraRank;
@@ -239,7 +246,8 @@ void checkDecode(const DecodeCase &c) {
   DecodeAttentionSpec spec{dims, c.activation, c.cache, c.blockSize, c.causal,
                            scale};
   spec.withSplitPlan = c.schedule.has_value();
-  auto kernel = compileKernel(buildDecodeAttention(testContext(), spec));
+  auto kernel =
+      compileKernel(buildDecodeAttention(testContext(), spec), strategy);
   ASSERT_TRUE(kernel);
 
   int64_t batch = c.seqLens.size(), n = c.heads, sq = c.queryLen;
@@ -303,6 +311,28 @@ void checkDecode(const DecodeCase &c) {
   if (splits && testingOnGpu())
     checkSplitPartials(c, *splits, q.toDouble(), cache.toDouble(), blockTable,
                        maxBlocks, scale);
+}
+
+/// Whether the mma-sync strategy has a tensor-core split kernel for `c`:
+/// bf16 or f16 queries over a cache of the same type, kv_lora_rank % 64 ==
+/// 0 and rope_dim % 16 == 0 (other cases fall back to the generic kernel).
+bool hasMmaSplitKernel(const DecodeCase &c) {
+  return c.activation == c.cache &&
+         (c.activation == DType::BF16 || c.activation == DType::F16) &&
+         c.kvLoraRank % 64 == 0 && c.ropeDim % 16 == 0;
+}
+
+/// Checks a decode case with the generic kernels and, on the GPU where the
+/// mma-sync strategy has a tensor-core split kernel for it, with that too.
+void checkDecode(const DecodeCase &c) {
+  {
+    SCOPED_TRACE("strategy generic");
+    checkDecodeWith(c, std::nullopt);
+  }
+  if (testingOnGpu() && hasMmaSplitKernel(c)) {
+    SCOPED_TRACE("strategy mma-sync");
+    checkDecodeWith(c, KernelStrategy::TensorCore);
+  }
 }
 
 TEST(Decode, SingleQueryBf16) {
@@ -390,6 +420,296 @@ TEST(DecodeScheduled, HeadCountsAndSmallDims) {
   // Latent and rope dims that are not multiples of the warp width.
   checkDecode({DType::F32, DType::F32, 3, 2, 16, true, {100, 7}, 40, 8,
                DecodeSchedule{32, 4, 16, 0, {}, 3}});
+}
+
+// Cases aimed at the mma-sync split kernel (16-row tiles of a request's
+// (query, head) rows over 64-token KV tiles); on the CPU and with the
+// generic strategy they are ordinary decode cases.
+
+TEST(DecodeMma, HeadCountsAndQueryLengths) {
+  // 8 heads at Sq 1 leave half a tile of padding rows; 128 heads at Sq 2
+  // are 16 tiles. The 300-token request spans several KV tiles and, at 8
+  // and 16 heads, two default splits (256 tokens per 16 heads), the second
+  // one partial; the 3-token request is one partial tile; 0 is empty.
+  for (int64_t heads : {8, 16, 128})
+    for (int64_t sq : {1, 2})
+      checkDecode({DType::BF16, DType::BF16, heads, sq, 64, sq > 1,
+                   {70, 3, 300, 0}});
+}
+
+TEST(DecodeMma, F16CausalShortRequests) {
+  // Sq 3 over 1- and 2-token requests: the first rows see nothing.
+  checkDecode({DType::F16, DType::F16, 16, 3, 16, true, {1, 2, 0, 40}});
+  checkDecode({DType::F16, DType::F16, 128, 1, 64, false, {129, 1}});
+}
+
+TEST(DecodeMma, BlockSizes) {
+  // Pages of 16, 48 (not a power of two) and 64 tokens: a 64-token KV tile
+  // gathers rows of several pages, or of part of one.
+  for (int64_t block : {16, 48, 64})
+    checkDecode({DType::BF16, DType::BF16, 16, 1, block, false,
+                 {static_cast<int32_t>(block + 3), 1, 200}});
+}
+
+TEST(DecodeMma, SmallLatentDims) {
+  // The smallest dims the tensor-core kernel takes: Lkv 64 (16 O columns
+  // per warp), rope 16.
+  checkDecode({DType::BF16, DType::BF16, 16, 2, 16, true, {90, 17}, 64, 16});
+}
+
+TEST(DecodeScheduled, MmaOddSplitCounts) {
+  // Planned as 1, 1, 9, 1 and 3 splits of 7 pages of 16 tokens (the last
+  // split of each request shorter).
+  for (DType t : {DType::BF16, DType::F16})
+    checkDecode({t, t, 16, 1, 16, false, {0, 1, 1000, 37, 300}, 512, 64,
+                 DecodeSchedule{16, 16, 16, 0, {}, 9}});
+}
+
+TEST(DecodeScheduled, MmaManyHeadsCausal) {
+  // 128 heads at Sq 2 (16 tiles per request): 8, 1 and 3 splits of 2 pages
+  // of 64 tokens, one spare split that must stay unwritten.
+  checkDecode({DType::BF16, DType::BF16, 128, 2, 64, true, {900, 5, 333},
+               512, 64, DecodeSchedule{132, 64, 64, 1, {}, 8}});
+  // 8 heads at Sq 2 fill one tile exactly: 1, 11 and 3 splits.
+  checkDecode({DType::BF16, DType::BF16, 8, 2, 16, true, {2, 500, 130}, 512,
+               64, DecodeSchedule{48, 8, 16, 0, {}, 11}});
+}
+
+TEST(DecodeScheduled, MmaBadSplitCountsAreClamped) {
+  checkDecode({DType::BF16, DType::BF16, 16, 1, 16, false,
+               {700, 300, 50, 900}, 512, 64,
+               DecodeSchedule{16, 16, 16, 0, {{0, 0}, {1, 1000}, {2, -3}}, 3}});
+}
+
+//===----------------------------------------------------------------------===//
+// Decode on device buffers (GPU only): misaligned bases, and timings.
+//===----------------------------------------------------------------------===//
+
+/// A host tensor's copy in device memory, `offset` bytes past an aligned
+/// allocation.
+struct DeviceTensor {
+  cuda::DeviceBuffer buffer;
+  BufferView view;
+  size_t offset = 0;
+
+  static DeviceTensor of(HostTensor &host, size_t offset = 0) {
+    DeviceTensor t;
+    t.offset = offset;
+    std::vector<uint8_t> bytes(offset + host.sizeInBytes());
+    std::memcpy(bytes.data() + offset, host.view().data, host.sizeInBytes());
+    auto buffer = cuda::DeviceBuffer::allocate(bytes.size());
+    EXPECT_TRUE(bool(buffer)) << llvm::toString(buffer.takeError());
+    if (!buffer)
+      return t;
+    t.buffer = std::move(*buffer);
+    if (llvm::Error e = t.buffer.copyFromHost(bytes.data(), bytes.size()))
+      ADD_FAILURE() << llvm::toString(std::move(e));
+    t.view = host.view();
+    t.view.data = reinterpret_cast<char *>(t.buffer.ptr()) + offset;
+    return t;
+  }
+
+  void copyTo(HostTensor &host) const {
+    std::vector<uint8_t> bytes(buffer.size());
+    if (llvm::Error e = buffer.copyToHost(bytes.data(), bytes.size()))
+      ADD_FAILURE() << llvm::toString(std::move(e));
+    std::memcpy(host.view().data, bytes.data() + offset, host.sizeInBytes());
+  }
+};
+
+std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
+                                        KernelStrategy strategy) {
+  const cuda::Device &device = *testGpu();
+  auto target = GpuTarget::forCapability(device.capability().major,
+                                         device.capability().minor);
+  if (!target) {
+    ADD_FAILURE() << llvm::toString(target.takeError());
+    return nullptr;
+  }
+  target->strategy = strategy;
+  auto kernel = GpuKernel::compile(std::move(m), kKernelEntry, device, *target);
+  if (!kernel) {
+    ADD_FAILURE() << llvm::toString(kernel.takeError());
+    return nullptr;
+  }
+  return std::move(*kernel);
+}
+
+TEST(DecodeMma, MisalignedQueryAndCache) {
+  // Views 2 bytes past aligned allocations: no 16-byte copies are possible,
+  // so the tensor-core kernel copies its tiles element by element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  const int64_t batch = 2, sq = 2, n = 16, block = 16, latent = 512,
+                rope = 64, entry = latent + rope;
+  std::vector<int32_t> lens{100, 7};
+  const int64_t maxBlocks = 7, numBlocks = batch * maxBlocks;
+  float scale = 1.0f / std::sqrt(192.0f);
+  std::vector<int32_t> blockTable(batch * maxBlocks);
+  std::iota(blockTable.begin(), blockTable.end(), 0);
+  std::shuffle(blockTable.begin(), blockTable.end(), rng());
+  HostTensor q(DType::BF16, {batch, sq, n, entry}),
+      cache(DType::BF16, {numBlocks, block, entry});
+  q.fillRandom(rng(), -2.0, 2.0);
+  cache.fillRandom(rng());
+  HostTensor table = HostTensor::i32({batch, maxBlocks}, blockTable);
+  HostTensor lensT = HostTensor::i32({batch}, lens);
+  std::vector<double> outRef(batch * sq * n * latent), lseRef(batch * n * sq);
+  ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, lens,
+                       numBlocks, block, maxBlocks, batch, sq, n, latent, rope,
+                       scale, true, outRef, lseRef);
+  for (KernelStrategy strategy :
+       {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
+    SCOPED_TRACE("strategy " + name(strategy));
+    MlaDims dims;
+    dims.numHeads = n;
+    dims.kvLoraRank = latent;
+    dims.ropeDim = rope;
+    auto kernel = compileOnGpu(
+        buildDecodeAttention(testContext(), {dims, DType::BF16, DType::BF16,
+                                             block, true, scale}),
+        strategy);
+    ASSERT_TRUE(kernel);
+    HostTensor out(DType::BF16, {batch, sq, n, latent}),
+        lse(DType::F32, {batch, n, sq});
+    out.poison();
+    lse.poison();
+    DeviceTensor dq = DeviceTensor::of(q, 2), dc = DeviceTensor::of(cache, 2),
+                 dt = DeviceTensor::of(table), dl = DeviceTensor::of(lensT),
+                 dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
+    llvm::Error error = kernel->run(
+        {dq.view, dc.view, dt.view, dl.view, dout.view, dlse.view});
+    ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
+    dout.copyTo(out);
+    dlse.copyTo(lse);
+    expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "decode out");
+    expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
+  }
+}
+
+/// Milliseconds per call of `kernel` on `args` (after warming up).
+double timeCalls(const GpuKernel &kernel, const std::vector<BufferView> &args,
+                 int calls) {
+  auto check = [](llvm::Error e) {
+    if (e)
+      ADD_FAILURE() << llvm::toString(std::move(e));
+  };
+  for (int i = 0; i < 3; ++i)
+    check(kernel.run(args));
+  auto start = cuda::Event::create(), end = cuda::Event::create();
+  if (!start || !end) {
+    ADD_FAILURE() << "no events";
+    llvm::consumeError(start.takeError());
+    llvm::consumeError(end.takeError());
+    return 0.0;
+  }
+  check(start->record(nullptr));
+  for (int i = 0; i < calls; ++i)
+    check(kernel.run(args));
+  check(end->record(nullptr));
+  check(end->synchronize());
+  auto ms = cuda::Event::elapsedMs(*start, *end);
+  if (!ms) {
+    ADD_FAILURE() << llvm::toString(ms.takeError());
+    return 0.0;
+  }
+  return *ms / calls;
+}
+
+TEST(DecodeTiming, MmaVersusGeneric) {
+  // Opt-in (MLA_TEST_TIMING=1 with MLA_TEST_DEVICE=gpu): bf16 decode over
+  // a paged cache of 64-token pages, both strategies, with the default
+  // schedule and with a split plan sized for the device; prints the time
+  // per call, the cache bandwidth and the tensor throughput, and checks
+  // that both strategies agree.
+  if (!testingOnGpu() || !testGpu() || !std::getenv("MLA_TEST_TIMING"))
+    GTEST_SKIP() << "set MLA_TEST_TIMING=1 with MLA_TEST_DEVICE=gpu";
+  const cuda::Device &device = *testGpu();
+  struct Shape {
+    int64_t heads, sq, batch, seqLen;
+  };
+  const int64_t latent = 512, rope = 64, entry = latent + rope, block = 64;
+  float scale = 1.0f / std::sqrt(192.0f);
+  for (Shape shape : {Shape{16, 1, 64, 4096}, Shape{128, 1, 64, 4096},
+                      Shape{128, 2, 64, 4096}, Shape{16, 1, 8, 16384},
+                      Shape{128, 1, 132, 1024}}) {
+    const int64_t b = shape.batch, n = shape.heads, sq = shape.sq;
+    const int64_t maxBlocks = (shape.seqLen + block - 1) / block;
+    const int64_t numBlocks = b * maxBlocks;
+    std::vector<int32_t> lens(b, static_cast<int32_t>(shape.seqLen));
+    std::vector<int32_t> blockTable(b * maxBlocks);
+    std::iota(blockTable.begin(), blockTable.end(), 0);
+    HostTensor q(DType::BF16, {b, sq, n, entry}),
+        cache(DType::BF16, {numBlocks, block, entry});
+    q.fillRandom(rng(), -2.0, 2.0);
+    cache.fillRandom(rng());
+    HostTensor table = HostTensor::i32({b, maxBlocks}, blockTable);
+    HostTensor lensT = HostTensor::i32({b}, lens);
+    DeviceTensor dq = DeviceTensor::of(q), dc = DeviceTensor::of(cache),
+                 dt = DeviceTensor::of(table), dl = DeviceTensor::of(lensT);
+    double cacheBytes = double(b) * shape.seqLen * entry * 2;
+    double flops = 2.0 * b * sq * n * shape.seqLen * (entry + latent);
+    std::vector<std::vector<double>> results;
+    for (bool planned : {false, true})
+      for (KernelStrategy strategy :
+           {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
+        MlaDims dims;
+        dims.numHeads = n;
+        dims.kvLoraRank = latent;
+        dims.ropeDim = rope;
+        DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, block, sq > 1,
+                                 scale};
+        spec.withSplitPlan = planned;
+        auto kernel =
+            compileOnGpu(buildDecodeAttention(testContext(), spec), strategy);
+        ASSERT_TRUE(kernel);
+        HostTensor out(DType::BF16, {b, sq, n, latent}),
+            lse(DType::F32, {b, n, sq});
+        DeviceTensor dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
+        std::vector<BufferView> args{dq.view, dc.view, dt.view, dl.view};
+        std::optional<DeviceTensor> dns, dso, dsl;
+        int64_t splits = 0;
+        if (planned) {
+          runtime::DecodeSplitConfig config =
+              strategy == KernelStrategy::Generic
+                  ? runtime::genericDecodeSchedule(
+                        device.multiprocessorCount(), n, sq, block)
+                  : runtime::DecodeSplitConfig{};
+          if (strategy == KernelStrategy::TensorCore) {
+            config.numSms = device.multiprocessorCount();
+            config.ctasPerSm = 2; // 94 KiB of shared memory a block
+            config.numHeads = n;
+            config.queryLen = sq;
+            config.rowsPerCta = 16;
+            config.tokensPerBlock = block;
+          }
+          auto plan = runtime::planDecodeSplits(lens, config);
+          ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+          splits = *std::max_element(plan->numSplits.begin(),
+                                     plan->numSplits.end());
+          HostTensor ns = HostTensor::i32({b}, plan->numSplits);
+          HostTensor so(DType::F32, {b, sq, n, splits, latent}),
+              sl(DType::F32, {b, sq, n, splits});
+          dns = DeviceTensor::of(ns);
+          dso = DeviceTensor::of(so);
+          dsl = DeviceTensor::of(sl);
+          args.insert(args.end(), {dns->view, dso->view, dsl->view});
+        }
+        args.insert(args.end(), {dout.view, dlse.view});
+        double ms = timeCalls(*kernel, args, 10);
+        dout.copyTo(out);
+        results.push_back(out.toDouble());
+        std::printf("[ timing   ] %-8s %-9s heads %3lld sq %lld batch %3lld "
+                    "seq %5lld splits %3lld: %8.3f ms  %6.0f GB/s  %6.1f "
+                    "TFLOP/s\n",
+                    name(strategy).c_str(), planned ? "planned" : "default",
+                    (long long)n, (long long)sq, (long long)b,
+                    (long long)shape.seqLen, (long long)splits, ms,
+                    cacheBytes / ms * 1e-6, flops / ms * 1e-9);
+      }
+    for (size_t i = 1; i < results.size(); ++i)
+      expectClose(results[i], results[0], 2e-2, "strategies agree");
+  }
 }
 
 } // namespace

@@ -48,14 +48,31 @@ bool testingOnGpu() {
   return device && std::string(device) == "gpu";
 }
 
+const cuda::Device *testGpu() {
+  return testingOnGpu() ? testDevice() : nullptr;
+}
+
 std::unique_ptr<HostBufferKernel>
-compileKernel(mlir::OwningOpRef<mlir::ModuleOp> module) {
-  const cuda::Device *device = testingOnGpu() ? testDevice() : nullptr;
+compileKernel(mlir::OwningOpRef<mlir::ModuleOp> module,
+              std::optional<KernelStrategy> strategy) {
+  const cuda::Device *device = testGpu();
   if (testingOnGpu() && !device) {
     ADD_FAILURE() << "no CUDA device";
     return nullptr;
   }
-  auto kernel = HostBufferKernel::compile(std::move(module), kKernelEntry, device);
+  std::optional<GpuTarget> target;
+  if (device && strategy) {
+    auto chosen = GpuTarget::forCapability(device->capability().major,
+                                           device->capability().minor);
+    if (!chosen) {
+      ADD_FAILURE() << llvm::toString(chosen.takeError());
+      return nullptr;
+    }
+    target = *chosen;
+    target->strategy = *strategy;
+  }
+  auto kernel = HostBufferKernel::compile(std::move(module), kKernelEntry,
+                                          device, target);
   if (!kernel) {
     ADD_FAILURE() << llvm::toString(kernel.takeError());
     return nullptr;

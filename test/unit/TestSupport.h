@@ -13,12 +13,14 @@
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Runtime/HostBufferKernel.h"
 #include "mla/Support/HostTensor.h"
+#include "mla/Target/GpuTarget.h"
 
 #include "mlir/IR/MLIRContext.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -29,9 +31,15 @@ bool testingOnGpu();
 
 /// Compiles a one-op module for the suite's device (the host CPU, or with
 /// MLA_TEST_DEVICE=gpu the first CUDA device), failing the test with the
-/// compiler's message if it does not compile.
+/// compiler's message if it does not compile. On the GPU, `strategy`
+/// (default: generic) chooses the kernel strategy of the device's target;
+/// the CPU ignores it.
 std::unique_ptr<HostBufferKernel>
-compileKernel(mlir::OwningOpRef<mlir::ModuleOp> module);
+compileKernel(mlir::OwningOpRef<mlir::ModuleOp> module,
+              std::optional<KernelStrategy> strategy = std::nullopt);
+
+/// The suite's CUDA device (MLA_TEST_DEVICE=gpu), or null.
+const cuda::Device *testGpu();
 
 /// Runs `kernel` on host buffers, failing the test with the runtime's
 /// message on error.

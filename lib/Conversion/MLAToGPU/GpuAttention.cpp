@@ -338,8 +338,9 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
           Value row = e.blockId(Dimension::x);
           Value req = arith::DivUIOp::create(b, l, row, sq);
           Value s = arith::RemUIOp::create(b, l, row, sq);
-          Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kWarpsPerBlock)),
-                          e.warpId());
+          Value h =
+              e.add(e.mul(e.blockId(Dimension::y), e.index(kWarpsPerBlock)),
+                    e.warpId());
           Value split = e.blockId(Dimension::z);
           Value capacity = e.mul(e.dim(table, 1), pageSize);
           Value lastBlock = e.sub(e.dim(cache, 0), one);
@@ -349,8 +350,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
             // A split past the request's count writes nothing: the combine
             // reads only the first n partials.
             n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-            active = arith::AndIOp::create(b, l, active,
-                                           isLessThan(e, split, n));
+            active =
+                arith::AndIOp::create(b, l, active, isLessThan(e, split, n));
           }
           e.ifThen(active, [&] {
             Value seqLen =
@@ -365,8 +366,14 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                                            zero, lastBlock);
               return RowRef{cache, {blockId, offset}};
             };
-            WarpAttention w{RowRef{q, {req, s, h}}, qkDim, latent, scale, first,
-                            end, cacheRow, cacheRow};
+            WarpAttention w{RowRef{q, {req, s, h}},
+                            qkDim,
+                            latent,
+                            scale,
+                            first,
+                            end,
+                            cacheRow,
+                            cacheRow};
             RowState state = emitWarpAttention(e, w);
             emitRowOutput(e, state, latent, RowRef{part, {req, s, h, split}},
                           [&](Value lse) {
@@ -376,8 +383,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
         });
     KernelFactory::launch(
         host, loc, splitKernel,
-        {hb.mul(batch, queryLen), hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock),
-         splits},
+        {hb.mul(batch, queryLen),
+         hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock), splits},
         splitArgs);
   }
 

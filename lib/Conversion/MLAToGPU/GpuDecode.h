@@ -1,4 +1,4 @@
-//===- GpuDecode.h - Decode attention: schedule and split kernels -*- C++ -*-===//
+//===- GpuDecode.h - Decode schedule and split kernels ---------*- C++ -*-===//
 //
 // mla.decode_attention lowers to a split kernel, writing one normalized
 // partial output and its LSE per (request, query, head, split), and a

@@ -11,13 +11,16 @@
 // tokens x (Lkv + R), rows padded by 8 elements so that ldmatrix reads are
 // free of bank conflicts; a P tile 16 x 64 (+8); the warps' row maxima and
 // row sums (f32). Per KV tile:
-//  1. all threads copy the tile with 16-byte cp.async (cp.async.cg), rows
-//     past the split or the sequence zero-filled without being read (tail
-//     pages may hold NaN); a barrier.
+//  1. the tile is copied with 16-byte cp.async (cp.async.cg): warp w
+//     copies rows [16w, 16w + 16), each group of 8 lanes one row at a time
+//     (one page lookup per row, whole 128-byte lines per instruction); rows
+//     past the split or the sequence are zero-filled without being read
+//     (tail pages may hold NaN); a barrier.
 //  2. warp w scores its 16 tokens [16w, 16w + 16) against the 16 rows:
 //     m16n8k16 mma.sync over Lkv + R, A (Q) and B (K) through ldmatrix,
-//     f32 accumulators; scaled by softmax_scale * log2(e); tokens a row
-//     cannot see (causal, or past the split) are -inf.
+//     f32 accumulators in two sets (even and odd k16 steps, so consecutive
+//     mma do not depend on each other); scaled by softmax_scale * log2(e);
+//     tokens a row cannot see (causal, or past the split) are -inf.
 //  3. row maxima of the tile: quad shuffles, then across the warps through
 //     shared memory (a barrier); online softmax in base 2 (running max m,
 //     the lane's partial sum l, O rescaled by exp2(m_old - m_new)).
@@ -29,7 +32,8 @@
 // At the end the warps' row sums are added through shared memory, and
 // out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
 // are written to the split partials of the real rows, exactly as the
-// generic split kernel writes them.
+// generic split kernel writes them. Where q or the cache is not 16-byte
+// aligned, the tiles are copied element by element instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,24 +107,23 @@ public:
   Type element; ///< bf16 or f16
 
   Attribute workgroup() {
-    return mlir::gpu::AddressSpaceAttr::get(
-        b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+    return mlir::gpu::AddressSpaceAttr::get(b.getContext(),
+                                            mlir::gpu::AddressSpace::Workgroup);
   }
 
   /// A static 2-D (or 1-D) view of the dynamic shared memory at `offset`.
   Value sharedView(Value raw, int64_t offset, ArrayRef<int64_t> shape,
                    Type type) {
-    auto viewType = MemRefType::get(shape, type, MemRefLayoutAttrInterface(),
-                                    workgroup());
+    auto viewType =
+        MemRefType::get(shape, type, MemRefLayoutAttrInterface(), workgroup());
     return memref::ViewOp::create(b, loc, viewType, raw, index(offset),
                                   ValueRange{});
   }
 
   Value exp2(Value x) {
-    return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
-                                         b.getStringAttr(
-                                             "llvm.nvvm.ex2.approx.f32"),
-                                         ValueRange{x})
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
         .getResult(0);
   }
 
@@ -163,47 +166,86 @@ public:
   }
   Value andi(Value a, Value c) { return arith::AndIOp::create(b, loc, a, c); }
   Value eqIndex(Value a, int64_t v) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a,
-                                 index(v));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, index(v));
   }
 
   void barrier() { mlir::gpu::BarrierOp::create(b, loc); }
 
-  /// Eight elements src[srcIdx..] to dst[dstIdx..] (innermost index), or
-  /// eight zeros where `valid` is false (src then is not read). With
-  /// `aligned`, one 16-byte cp.async (L2 only) whose source size is 0 for
-  /// invalid rows; otherwise element by element (src indices must be in
-  /// bounds either way).
-  void copyVector(Value aligned, Value valid, Value dst, ValueRange dstIdx,
-                  Value src, ValueRange srcIdx) {
+  /// A tile row's source: whether it holds data (else it is zero-filled
+  /// and not read) and the indices of its first element in `src` but the
+  /// innermost (in bounds either way).
+  struct SourceRow {
+    Value valid;
+    SmallVector<Value, 3> prefix;
+  };
+
+  /// Copies `rowCount` rows of `vectors` 16-byte vectors from `src` into
+  /// the first columns of shared `dst`. Warp w copies rows [w rowCount / 4,
+  /// (w + 1) rowCount / 4), four at a time: lanes 8g .. 8g + 7 take row
+  /// 4i + g and its vectors 8k + lane % 8, so each instruction moves four
+  /// whole 128-byte lines, and a row's source (a page lookup) is computed
+  /// once. With `aligned`, 16-byte cp.async (L2 only) whose source size is
+  /// 0 for invalid rows; otherwise element by element.
+  void copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
+                int64_t vectors, Value warp, Value lane,
+                const std::function<SourceRow(Value row)> &source) {
+    int64_t rowsPerWarp = rowCount / kWarps;
+    Value laneGroup = divui(lane, 8), lane8 = remui(lane, 8);
+    SmallVector<std::pair<Value, SourceRow>> rows;
+    for (int64_t i = 0; i < rowsPerWarp / 4; ++i) {
+      Value row =
+          add(mul(warp, index(rowsPerWarp)), add(laneGroup, index(4 * i)));
+      rows.push_back({row, source(row)});
+    }
+    auto at = [](const SourceRow &r, Value col) {
+      SmallVector<Value> idx(r.prefix.begin(), r.prefix.end());
+      idx.push_back(col);
+      return idx;
+    };
+    int64_t chunks = (vectors + 7) / 8;
     ifThenElse(
         aligned,
         [&] {
-          Value count = select(valid, index(kCopyElems), index(0));
-          nvgpu::DeviceAsyncCopyOp::create(
-              b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-              dstIdx, src, srcIdx, b.getIndexAttr(kCopyElems), count,
-              b.getUnitAttr());
+          for (auto &[row, from] : rows) {
+            Value count = select(from.valid, index(kCopyElems), index(0));
+            for (int64_t k = 0; k < chunks; ++k) {
+              Value vec = add(lane8, index(8 * k));
+              Value col = mul(vec, index(kCopyElems));
+              auto copy = [&, row = row, &from = from] {
+                nvgpu::DeviceAsyncCopyOp::create(
+                    b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+                    dst, ValueRange{row, col}, src, at(from, col),
+                    b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
+              };
+              if (8 * (k + 1) <= vectors)
+                copy();
+              else
+                ifThen(lt(vec, index(vectors)), copy);
+            }
+          }
         },
         [&] {
           Value zero =
               arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
-          for (int64_t k = 0; k < kCopyElems; ++k) {
-            SmallVector<Value> from(srcIdx.begin(), srcIdx.end());
-            from.back() = add(from.back(), index(k));
-            SmallVector<Value> to(dstIdx.begin(), dstIdx.end());
-            to.back() = add(to.back(), index(k));
-            Value v = memref::LoadOp::create(b, loc, src, from);
-            memref::StoreOp::create(b, loc, select(valid, v, zero), dst, to);
-          }
+          for (auto &[row, from] : rows)
+            forLoop(
+                lane8, index(vectors), 8,
+                [&, row = row, &from = from](Value vec) {
+                  Value col = mul(vec, index(kCopyElems));
+                  for (int64_t e = 0; e < kCopyElems; ++e) {
+                    Value c = add(col, index(e));
+                    Value v = memref::LoadOp::create(b, loc, src, at(from, c));
+                    memref::StoreOp::create(b, loc, select(from.valid, v, zero),
+                                            dst, ValueRange{row, c});
+                  }
+                });
         });
   }
 
   /// Commits the copies issued so far and waits for all of them.
   void waitCopies() {
     Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-        ValueRange{});
+        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
   }
 
@@ -244,8 +286,8 @@ public:
                                             NVVM::MMATypes::bf16};
     Value d = NVVM::MmaOp::create(
         b, loc, resultType, as, ValueRange{operand(b0), operand(b1)},
-        ValueRange(c), ArrayRef<int64_t>{16, 8, 16}, std::nullopt,
-        std::nullopt, types,
+        ValueRange(c), ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+        types,
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     for (int64_t i = 0; i < 4; ++i)
@@ -295,7 +337,6 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         MmaEmitter e(base.builder(), base.location(), element);
         OpBuilder &b = e.builder();
         Location l = e.location();
-        MLIRContext *ctx = b.getContext();
         Value q = a[0], cache = a[1], table = a[2], lens = a[3];
         Value numSplits = schedule.planned ? a[4] : Value();
         Value part = a[a.size() - 2], partLse = a[a.size() - 1];
@@ -315,24 +356,22 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value n;
         auto body = [&] {
           // Shared memory.
-          auto rawType = MemRefType::get({ShapedType::kDynamic},
-                                         b.getI8Type(),
-                                         MemRefLayoutAttrInterface(),
-                                         e.workgroup());
+          auto rawType =
+              MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                              MemRefLayoutAttrInterface(), e.workgroup());
           Value raw = mlir::gpu::DynamicSharedMemoryOp::create(b, l, rawType);
-          Value qS = e.sharedView(raw, layout.q,
-                                  {kTileRows, layout.rowStride}, element);
+          Value qS = e.sharedView(raw, layout.q, {kTileRows, layout.rowStride},
+                                  element);
           Value kvS = e.sharedView(raw, layout.kv,
                                    {kTileTokens, layout.rowStride}, element);
-          Value pS = e.sharedView(raw, layout.p, {kTileRows, layout.pStride},
-                                  element);
+          Value pS =
+              e.sharedView(raw, layout.p, {kTileRows, layout.pStride}, element);
           Value maxS = e.sharedView(raw, layout.max, {kWarps * kTileRows},
                                     b.getF32Type());
           Value sumS = e.sharedView(raw, layout.sum, {kWarps * kTileRows},
                                     b.getF32Type());
 
-          Value seqLen =
-              e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+          Value seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
           auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
           // Tokens the block copies: the split's, within the sequence.
           Value kvEnd = e.clampIndex(last, zero, seqLen);
@@ -352,17 +391,14 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           }
 
           // The Q tile (padding rows zero).
-          e.forLoop(tid, e.index(kTileRows * vectorsPerRow), kBlockThreads,
-                    [&](Value idx) {
-                      Value row = e.divui(idx, vectorsPerRow);
-                      Value col =
-                          e.mul(e.remui(idx, vectorsPerRow), e.index(8));
-                      Value r = e.add(tileRow0, row);
-                      Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
-                      e.copyVector(aligned, e.lt(r, rows), qS, {row, col}, q,
-                                   {req, e.divui(rc, heads),
-                                    e.remui(rc, heads), col});
-                    });
+          e.copyTile(aligned, qS, q, kTileRows, vectorsPerRow, warp, lane,
+                     [&](Value row) {
+                       Value r = e.add(tileRow0, row);
+                       Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
+                       return MmaEmitter::SourceRow{
+                           e.lt(r, rows),
+                           {req, e.divui(rc, heads), e.remui(rc, heads)}};
+                     });
 
           // Lane addresses of the ldmatrix operands.
           Value lane16 = e.remui(lane, 16), lane8 = e.remui(lane, 8);
@@ -371,8 +407,8 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           // A (Q or P): row lane % 16, column + (lane / 16) * 8.
           // B of S (K rows): token 16w + (lane / 16) * 8 + lane % 8,
           // column + ((lane / 8) % 2) * 8.
-          Value kRow = e.add(e.mul(warp, e.index(kWarpTokens)),
-                             e.add(half, lane8));
+          Value kRow =
+              e.add(e.mul(warp, e.index(kWarpTokens)), e.add(half, lane8));
           // B of O (V, transposed): token ((lane / 8) % 2) * 8 + lane % 8,
           // column + (lane / 16) * 8.
           Value vRow = e.add(odd, lane8);
@@ -384,39 +420,49 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           SmallVector<Value> state = e.forLoop(
               first, kvEnd, e.index(kTileTokens), init,
               [&](Value tile, ValueRange it) -> SmallVector<Value> {
-                // 1. The KV tile.
-                e.forLoop(
-                    tid, e.index(kTileTokens * vectorsPerRow), kBlockThreads,
-                    [&](Value idx) {
-                      Value row = e.divui(idx, vectorsPerRow);
-                      Value col =
-                          e.mul(e.remui(idx, vectorsPerRow), e.index(8));
-                      Value j = e.add(tile, row);
-                      Value jc = e.minIndex(j, e.sub(kvEnd, e.index(1)));
-                      Value block = e.clampIndex(
-                          e.loadIndex(table, {req, e.divui(jc, page)}), zero,
-                          lastBlock);
-                      e.copyVector(aligned, e.lt(j, kvEnd), kvS, {row, col},
-                                   cache, {block, e.remui(jc, page), col});
-                    });
+                // 1. The KV tile: token tile + row is row j % page of
+                // page block_table[req, j / page].
+                e.copyTile(aligned, kvS, cache, kTileTokens, vectorsPerRow,
+                           warp, lane, [&](Value row) {
+                             Value j = e.add(tile, row);
+                             Value jc = e.minIndex(j, e.sub(kvEnd, e.index(1)));
+                             Value block = e.clampIndex(
+                                 e.loadIndex(table, {req, e.divui(jc, page)}),
+                                 zero, lastBlock);
+                             return MmaEmitter::SourceRow{
+                                 e.lt(j, kvEnd), {block, e.remui(jc, page)}};
+                           });
                 e.waitCopies();
                 e.barrier();
 
-                // 2. S = Q K^T for the warp's 16 tokens: two n8 tiles.
-                SmallVector<Value> acc = e.forLoop(
-                    zero, e.index(qkDim), 16, SmallVector<Value>(8, fzero),
+                // 2. S = Q K^T for the warp's 16 tokens: two n8 tiles,
+                // accumulated in two sets (even and odd k16 steps) so that
+                // consecutive mma.sync do not wait on each other.
+                auto scoreStep = [&](Value k, MutableArrayRef<Value> c) {
+                  SmallVector<Value> qa =
+                      e.ldmatrix(qS, {lane16, e.add(k, half)}, 4, false);
+                  SmallVector<Value> kb =
+                      e.ldmatrix(kvS, {kRow, e.add(k, odd)}, 4, false);
+                  e.mma(qa, kb[0], kb[1], c.slice(0, 4));
+                  e.mma(qa, kb[2], kb[3], c.slice(4, 4));
+                };
+                const int64_t steps = qkDim / 16;
+                SmallVector<Value> sets = e.forLoop(
+                    zero, e.index(steps / 2 * 32), 32,
+                    SmallVector<Value>(16, fzero),
                     [&](Value k, ValueRange c) -> SmallVector<Value> {
-                      SmallVector<Value> qa = e.ldmatrix(
-                          qS, {lane16, e.add(k, half)}, 4, false);
-                      SmallVector<Value> kb = e.ldmatrix(
-                          kvS, {kRow, e.add(k, odd)}, 4, false);
                       SmallVector<Value> next(c.begin(), c.end());
-                      e.mma(qa, kb[0], kb[1],
-                            MutableArrayRef<Value>(next).slice(0, 4));
-                      e.mma(qa, kb[2], kb[3],
-                            MutableArrayRef<Value>(next).slice(4, 4));
+                      MutableArrayRef<Value> all(next);
+                      scoreStep(k, all.slice(0, 8));
+                      scoreStep(e.add(k, e.index(16)), all.slice(8, 8));
                       return next;
                     });
+                if (steps % 2)
+                  scoreStep(e.index(qkDim - 16),
+                            MutableArrayRef<Value>(sets).slice(0, 8));
+                SmallVector<Value> acc;
+                for (int64_t i = 0; i < 8; ++i)
+                  acc.push_back(e.addf(sets[i], sets[8 + i]));
 
                 // Scaled, masked scores: acc[4 nt + 2 i + c] is row
                 // group + 8 i, token 16 w + 8 nt + 2 quad + c.
@@ -454,11 +500,11 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 for (int64_t i = 0; i < 2; ++i) {
                   Value m = it[i];
                   for (int64_t w = 0; w < kWarps; ++w)
-                    m = e.maxf(m, memref::LoadOp::create(
-                                      b, l, maxS,
-                                      ValueRange{e.add(
-                                          group,
-                                          e.index(w * kTileRows + 8 * i))}));
+                    m = e.maxf(
+                        m, memref::LoadOp::create(
+                               b, l, maxS,
+                               ValueRange{e.add(
+                                   group, e.index(w * kTileRows + 8 * i))}));
                   // A row that has seen nothing yet keeps -inf; use 0 so
                   // that exp2(-inf - m) is 0, never NaN.
                   Value none = arith::CmpFOp::create(
@@ -493,9 +539,9 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           b, l, element, p[4 * nt + 2 * i + c]));
                     Value v =
                         vector::FromElementsOp::create(b, l, pairType, pair);
-                    Value col = e.add(
-                        e.mul(warp, e.index(kWarpTokens)),
-                        e.add(e.index(8 * nt), e.mul(quad, e.index(2))));
+                    Value col =
+                        e.add(e.mul(warp, e.index(kWarpTokens)),
+                              e.add(e.index(8 * nt), e.mul(quad, e.index(2))));
                     vector::StoreOp::create(
                         b, l, v, pS,
                         ValueRange{e.add(group, e.index(8 * i)), col},
@@ -542,32 +588,29 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           for (int64_t i = 0; i < 2; ++i) {
             Value sum = fzero;
             for (int64_t w = 0; w < kWarps; ++w)
-              sum = e.addf(sum, memref::LoadOp::create(
-                                    b, l, sumS,
-                                    ValueRange{e.add(
-                                        group,
-                                        e.index(w * kTileRows + 8 * i))}));
+              sum =
+                  e.addf(sum, memref::LoadOp::create(
+                                  b, l, sumS,
+                                  ValueRange{e.add(
+                                      group, e.index(w * kTileRows + 8 * i))}));
             const LaneRow &row = laneRows[i];
             e.ifThen(row.real, [&] {
               Value hasKeys = arith::CmpFOp::create(
                   b, l, arith::CmpFPredicate::OGT, sum, fzero);
               Value inverse = e.select(
-                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
-                  fzero);
+                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
               for (int64_t t = 0; t < warpNTiles; ++t)
                 for (int64_t c = 0; c < 2; ++c) {
-                  Value col = e.add(
-                      warpCol0,
-                      e.add(e.index(8 * t + c), e.mul(quad, e.index(2))));
+                  Value col = e.add(warpCol0, e.add(e.index(8 * t + c),
+                                                    e.mul(quad, e.index(2))));
                   e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], inverse),
                              part, {req, row.query, row.head, split, col});
                 }
               e.ifThen(writesLse, [&] {
-                Value lse = e.select(
-                    hasKeys,
-                    e.addf(e.mulf(state[i], e.f32(M_LN2)),
-                           math::LogOp::create(b, l, sum)),
-                    negInf);
+                Value lse = e.select(hasKeys,
+                                     e.addf(e.mulf(state[i], e.f32(M_LN2)),
+                                            math::LogOp::create(b, l, sum)),
+                                     negInf);
                 e.storeF32(lse, partLse, {req, row.query, row.head, split});
               });
             });
@@ -581,7 +624,6 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         } else {
           body();
         }
-        (void)ctx;
       });
 
   Location loc = op.getLoc();
@@ -589,8 +631,8 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
   Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
   Value rows = hb.mul(queryLen, hb.index(heads));
   KernelFactory::launch(host, loc, kernel,
-                        {batch, hb.ceilDiv(rows, kTileRows), splits},
-                        splitArgs, layout.bytes);
+                        {batch, hb.ceilDiv(rows, kTileRows), splits}, splitArgs,
+                        layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -27,6 +27,18 @@
 // with a zero stack frame and no spills; any other stack-frame line (a
 // nonzero one) fails.
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
+//
+// The mma-sync strategy: the two bf16 decodes (@decode, @decode_scheduled)
+// get the tensor-core split kernel (mma.sync, ldmatrix, cp.async, dynamic
+// shared memory); the f32-activation decodes and every other op keep their
+// generic kernels. On sm_80 and sm_90a ptxas must accept them with no stack
+// frame and no spills.
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.mma.sm_80.ptx -o /dev/null
+// RUN: FileCheck %s --check-prefixes=MMA,SM80 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.mma.sm_80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.mma.sm_80.ptx -o %t.mma.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=mma-sync" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.mma.sm_90a.ptx -o /dev/null
+// RUN: FileCheck %s --check-prefixes=MMA,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.mma.sm_90a.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.mma.sm_90a.ptx -o %t.mma.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
 
 // The only libdevice function is fmaf, declared extern and called.
 
@@ -66,6 +78,41 @@
 // PTX: {{^}}.visible .entry kv_up_proj_21(
 // PTX: {{^}}.visible .entry prefill_attention_22(
 // PTX: {{^}}.visible .entry merge_attn_states_23(
+
+// With mma-sync, the same kernels but for the two bf16 decode split kernels.
+// The dynamic shared memory both tensor-core kernels address (1 byte of
+// static shared memory standing for the dynamic region after it).
+// MMA: {{^}}.shared .align 16 .b8 __dynamic_shmem__0;
+// MMA: {{^}}.visible .entry prefill_attention_0(
+// MMA: {{^}}.visible .entry prefill_attention_1(
+// MMA: {{^}}.visible .entry decode_attention_split_mma_2(
+// MMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
+// MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// MMA-DAG: ex2.approx.f32
+// MMA: {{^}}.visible .entry decode_attention_combine_3(
+// MMA: {{^}}.visible .entry decode_attention_split_4(
+// MMA: {{^}}.visible .entry decode_attention_combine_5(
+// MMA: {{^}}.visible .entry decode_attention_split_mma_6(
+// MMA: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// MMA: {{^}}.visible .entry decode_attention_combine_7(
+// MMA: {{^}}.visible .entry decode_attention_split_8(
+// MMA: {{^}}.visible .entry decode_attention_combine_9(
+// MMA: {{^}}.visible .entry merge_attn_states_10(
+// MMA: {{^}}.visible .entry merge_attn_states_11(
+// MMA: {{^}}.visible .entry gather_cache_12(
+// MMA: {{^}}.visible .entry concat_and_cache_13(
+// MMA: {{^}}.visible .entry kv_up_proj_14(
+// MMA: {{^}}.visible .entry q_absorb_15(
+// MMA: {{^}}.visible .entry v_up_proj_16(
+// MMA: {{^}}.visible .entry q_absorb_17(
+// MMA: {{^}}.visible .entry kv_up_proj_18(
+// MMA: {{^}}.visible .entry prefill_attention_19(
+// MMA: {{^}}.visible .entry gather_cache_20(
+// MMA: {{^}}.visible .entry kv_up_proj_21(
+// MMA: {{^}}.visible .entry prefill_attention_22(
+// MMA: {{^}}.visible .entry merge_attn_states_23(
 
 // RESOURCES-COUNT-24: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 
