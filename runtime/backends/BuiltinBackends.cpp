@@ -44,24 +44,25 @@ Backend cpuJit() {
   return b;
 }
 
-/// Planned: mma.sync tensor-core kernels for Ampere and Ada.
+/// mma.sync tensor cores (sm_80 and newer): the decode's split kernel has a
+/// tensor-core form (16-row tiles of a request's head rows sharing each
+/// 64-token KV tile); the other phases use the generic kernels. A shape the
+/// tensor-core kernel does not take (mixed activation/cache dtypes, a
+/// kv_lora_rank not a multiple of 64) is lowered to the generic kernel.
 Backend tcSm80() {
   Backend b;
   b.name = kTcSm80Backend;
-  b.description = "mma.sync tensor cores (planned)";
-  b.available = false;
-  b.unavailableReason = "not implemented yet";
+  b.description = "mma.sync tensor-core decode (bf16/f16, sm_80+); other "
+                  "phases on CUDA cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = "mma-sync";
   b.minCapability = {8, 0};
-  b.maxCapability = DeviceCapability{8, 9};
   b.dtypes = {DType::BF16, DType::F16};
   b.kvCacheDTypes = {DType::BF16, DType::F16};
-  // A block is loaded as whole 16-row mma tiles.
-  b.blockSizes = {BlockSizeRule::multipleOf(16)};
   b.maxHeads = 128;
   // The mma k-step is 16 elements.
   b.dims.multipleOf = 16;
+  // As GENERIC_GPU: decode steps capture; mixed batches do not.
   b.cudaGraphs = CudaGraphSupport::UNIFORM_BATCH;
   return b;
 }
@@ -102,12 +103,12 @@ std::vector<PriorityRule> builtinPriorities() {
     return PriorityRule{DeviceKind::CUDA, min, max, std::move(order)};
   };
   return {
-      // TC_SM80 is not listed: its range (sm_80..sm_89) would always reject
-      // an sm_90 device, adding only noise to the skipped list.
       cuda({9, 0}, DeviceCapability{9, 0},
-           {kTcSm90aBackend, kGenericGpuBackend}),
+           {kTcSm90aBackend, kTcSm80Backend, kGenericGpuBackend}),
       cuda({8, 0}, DeviceCapability{8, 9},
            {kTcSm80Backend, kGenericGpuBackend}),
+      // mma.sync runs on every newer chip too.
+      cuda({10, 0}, std::nullopt, {kTcSm80Backend, kGenericGpuBackend}),
       // Older chips get GENERIC_GPU so the error explains the minimum; newer
       // ones run its portable code.
       cuda({0, 0}, std::nullopt, {kGenericGpuBackend}),

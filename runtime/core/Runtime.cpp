@@ -171,6 +171,18 @@ int64_t Runtime::parallelism() const {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+int64_t Runtime::sharedMemoryPerSm() const {
+  if (!state->device)
+    return 0;
+  auto bytes = state->device->attribute(
+      cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  if (!bytes) {
+    llvm::consumeError(bytes.takeError());
+    return 0;
+  }
+  return *bytes;
+}
+
 //===----------------------------------------------------------------------===//
 // Backends
 //===----------------------------------------------------------------------===//

@@ -198,6 +198,28 @@ llvm::Error MlaLayer::compileKernels() {
 // Planning
 //===----------------------------------------------------------------------===//
 
+/// Whether the decode runs the tensor-core kernel: the backend's strategy
+/// asks for it and the shapes are ones it takes (the lowering makes the
+/// same choice; see GpuDecodeMma.cpp).
+static bool usesMmaDecode(const MlaLayerConfig &c, const Backend &backend) {
+  return backend.kernelStrategy == "mma-sync" &&
+         c.activation == c.cacheDType &&
+         (c.activation == DType::BF16 || c.activation == DType::F16) &&
+         c.dims.kvLoraRank % 64 == 0 && c.dims.ropeDim % 16 == 0;
+}
+
+DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
+  const MlaLayerConfig &c = layerConfig;
+  if (!usesMmaDecode(c, *chosen.backend))
+    return genericDecodeSchedule(runtime.parallelism(), c.dims.numHeads,
+                                 queryLen, c.blockSize);
+  int64_t perBlock = mmaDecodeSharedBytes(c.dims.kvLoraRank, c.dims.ropeDim,
+                                          byteWidth(c.activation));
+  return mmaDecodeSchedule(runtime.parallelism(),
+                           runtime.sharedMemoryPerSm() / perBlock,
+                           c.dims.numHeads, queryLen, c.blockSize);
+}
+
 llvm::Expected<MlaStepPlan>
 MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
   const MlaLayerConfig &c = layerConfig;
@@ -230,9 +252,7 @@ MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
         plan.decodeBlockTable.push_back(j < m.maxBlocks ? m.blockTableRow(b)[j]
                                                         : 0);
     }
-    DecodeSplitConfig schedule =
-        genericDecodeSchedule(runtime.parallelism(), c.dims.numHeads,
-                              plan.decodeQueryLen, c.blockSize);
+    DecodeSplitConfig schedule = decodeSchedule(plan.decodeQueryLen);
     auto splits = planDecodeSplits(plan.decodeSeqLens, schedule);
     if (!splits)
       return splits.takeError();

@@ -115,4 +115,21 @@ DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
   return config;
 }
 
+int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
+                             int64_t elementBytes) {
+  constexpr int64_t rows = 16, tokens = 64, pad = 8, statistics = 512;
+  return (rows + tokens) * (kvLoraRank + ropeDim + pad) * elementBytes +
+         rows * (tokens + pad) * elementBytes + statistics;
+}
+
+DecodeSplitConfig mmaDecodeSchedule(int64_t numSms, int64_t ctasPerSm,
+                                    int64_t numHeads, int64_t queryLen,
+                                    int64_t blockSize) {
+  DecodeSplitConfig config = genericDecodeSchedule(numSms, numHeads, queryLen,
+                                                   blockSize);
+  config.ctasPerSm = std::max<int64_t>(1, ctasPerSm);
+  config.rowsPerCta = 16;
+  return config;
+}
+
 } // namespace mla::runtime

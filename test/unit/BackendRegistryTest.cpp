@@ -162,28 +162,30 @@ TEST(BackendValidate, CpuJitReasons) {
 
 TEST(BackendValidate, TcSm80Reasons) {
   const Backend &b = builtinBackend(kTcSm80Backend);
-  EXPECT_FALSE(b.available);
-  AttentionConfig c = AttentionConfig::cuda(8, 6);
-  // Inside everything it declares, it still says why it cannot run.
-  EXPECT_EQ(b.validate(c), Reasons{"not implemented yet"});
+  EXPECT_TRUE(b.available);
+  EXPECT_EQ(b.kernelStrategy, "mma-sync");
+  for (auto [major, minor] : {std::pair{8, 0}, {8, 6}, {9, 0}, {10, 0}}) {
+    AttentionConfig c = AttentionConfig::cuda(major, minor);
+    EXPECT_EQ(b.validate(c), Reasons{}) << c.str();
+    c.wantsCudaGraphs = true;
+    c.maxQueryLen = 2;
+    c.blockSize = 48;
+    c.dtype = c.kvCacheDType = DType::F16;
+    EXPECT_EQ(b.validate(c), Reasons{}) << c.str();
+  }
 
-  c.capability = {9, 0};
+  AttentionConfig c = AttentionConfig::cuda(7, 5);
   c.dtype = DType::F32;
   c.kvCacheDType = DType::F32;
-  c.blockSize = 24;
   c.qkNopeHeadDim = 100;
-  c.wantsCudaGraphs = true;
-  c.maxQueryLen = 2;
+  c.numHeads = 129;
   EXPECT_EQ(b.validate(c),
-            (Reasons{"not implemented yet",
-                     "compute capability 9.0 above maximum 8.9",
+            (Reasons{"compute capability 7.5 below minimum 8.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
                      "kv-cache dtype f32 not supported (supports bf16, f16)",
-                     "block size 24 not supported (requires a multiple of 16)",
+                     "num heads 129 not supported (supports 1..128)",
                      "qk_nope_head_dim 100 not supported (requires a multiple "
                      "of 16)"}));
-  c.capability = {7, 5};
-  EXPECT_EQ(b.validate(c)[1], "compute capability 7.5 below minimum 8.0");
 }
 
 TEST(BackendValidate, TcSm90aReasons) {
@@ -270,11 +272,12 @@ std::vector<std::string> priorityNames(const AttentionConfig &config) {
 TEST(BackendPriorities, PerDevice) {
   using Names = std::vector<std::string>;
   EXPECT_EQ(priorityNames(AttentionConfig::cuda(9, 0)),
-            (Names{"TC_SM90A", "GENERIC_GPU"}));
+            (Names{"TC_SM90A", "TC_SM80", "GENERIC_GPU"}));
   for (int minor : {0, 6, 7, 9})
     EXPECT_EQ(priorityNames(AttentionConfig::cuda(8, minor)),
               (Names{"TC_SM80", "GENERIC_GPU"}));
-  EXPECT_EQ(priorityNames(AttentionConfig::cuda(10, 0)), Names{"GENERIC_GPU"});
+  EXPECT_EQ(priorityNames(AttentionConfig::cuda(10, 0)),
+            (Names{"TC_SM80", "GENERIC_GPU"}));
   EXPECT_EQ(priorityNames(AttentionConfig::cuda(7, 5)), Names{"GENERIC_GPU"});
   EXPECT_EQ(priorityNames(AttentionConfig::cpu()), Names{"CPU_JIT"});
 }
@@ -285,15 +288,24 @@ TEST(BackendPriorities, EveryListedNameExists) {
       EXPECT_NE(BackendRegistry::builtin().find(name), nullptr) << name;
 }
 
-TEST_F(BackendSelection, Sm90PicksGenericAndSaysWhy) {
+TEST_F(BackendSelection, Sm90PicksTcSm80AndSaysWhy) {
   auto s = BackendRegistry::builtin().select(AttentionConfig::cuda(9, 0));
   ASSERT_TRUE(static_cast<bool>(s)) << errorText(s);
-  EXPECT_EQ(s->backend->name, "GENERIC_GPU");
+  EXPECT_EQ(s->backend->name, "TC_SM80");
   EXPECT_EQ(s->source, ChoiceSource::Priority);
   ASSERT_EQ(s->skipped.size(), 1u);
   EXPECT_EQ(s->skipped[0].backend->name, "TC_SM90A");
   EXPECT_EQ(s->skipped[0].reasons, Reasons{"not implemented yet"});
-  EXPECT_EQ(s->str(), "GENERIC_GPU (skipped TC_SM90A: [not implemented yet])");
+  EXPECT_EQ(s->str(), "TC_SM80 (skipped TC_SM90A: [not implemented yet])");
+
+  // f32 activations: the tensor cores are skipped too, with their reasons.
+  AttentionConfig f32 = AttentionConfig::cuda(9, 0);
+  f32.dtype = f32.kvCacheDType = DType::F32;
+  auto generic = BackendRegistry::builtin().select(f32);
+  ASSERT_TRUE(static_cast<bool>(generic)) << errorText(generic);
+  EXPECT_EQ(generic->backend->name, "GENERIC_GPU");
+  ASSERT_EQ(generic->skipped.size(), 2u);
+  EXPECT_EQ(generic->skipped[1].backend->name, "TC_SM80");
 }
 
 TEST_F(BackendSelection, Sm80PicksGenericAndSaysWhy) {
@@ -305,8 +317,7 @@ TEST_F(BackendSelection, Sm80PicksGenericAndSaysWhy) {
   ASSERT_EQ(s->skipped.size(), 1u);
   EXPECT_EQ(s->skipped[0].backend->name, "TC_SM80");
   EXPECT_EQ(s->skipped[0].reasons,
-            (Reasons{"not implemented yet",
-                     "activation dtype f32 not supported (supports bf16, f16)",
+            (Reasons{"activation dtype f32 not supported (supports bf16, f16)",
                      "kv-cache dtype f32 not supported (supports bf16, f16)"}));
 }
 
@@ -418,6 +429,7 @@ TEST_F(BackendSelection, NothingFitsListsEveryBackend) {
             "no attention backend fits " + c.str() +
                 "; reasons: TC_SM90A: [not implemented yet, num heads 256 not "
                 "supported (supports multiples of 16 in 16..128)]; "
+                "TC_SM80: [num heads 256 not supported (supports 1..128)]; "
                 "GENERIC_GPU: [num heads 256 not supported (supports "
                 "1..128)]");
   // Failures are not cached.
@@ -482,7 +494,7 @@ TEST_F(BackendSelection, ConcurrentSelectsAgree) {
   for (size_t t = 0; t < results.size(); ++t)
     EXPECT_EQ(results[t], results[t % configs.size()]);
   EXPECT_EQ(results[0],
-            "GENERIC_GPU (skipped TC_SM90A: [not implemented yet])");
+            "TC_SM80 (skipped TC_SM90A: [not implemented yet])");
   EXPECT_EQ(results[2], "CPU_JIT");
 }
 

@@ -706,6 +706,23 @@ TEST(MetadataDecodeSplits, ResidentCtasMultiplyTheParts) {
             "decode split config: ctasPerSm is 0, must be at least 1");
 }
 
+TEST(MetadataDecodeSplits, TensorCoreSchedule) {
+  // DeepSeek dims in bf16: (16 + 64) x 584 x 2 + 16 x 72 x 2 + 512 bytes.
+  EXPECT_EQ(mmaDecodeSharedBytes(512, 64, 2), 96256);
+  // An H100 SM (228 KiB) holds two such blocks; 16 rows per CTA: 16 heads
+  // take 1 CTA per split, 132 * 2 = 264 parts.
+  DecodeSplitConfig c = mmaDecodeSchedule(132, 233472 / 96256, 16, 1, 64);
+  EXPECT_EQ(c.ctasPerSm, 2);
+  EXPECT_EQ(c.rowsPerCta, 16);
+  auto plan = planDecodeSplits({32768}, c);
+  ASSERT_EQ(errorText(plan), "success");
+  EXPECT_EQ(plan->numSmParts, 264);
+  // 128 heads: 8 CTAs per split, 33 parts; no resident block counts as 1.
+  auto wide = planDecodeSplits({32768}, mmaDecodeSchedule(132, 0, 128, 1, 64));
+  ASSERT_EQ(errorText(wide), "success");
+  EXPECT_EQ(wide->numSmParts, 16);
+}
+
 TEST(MetadataDecodeSplits, MixedLengthsAreProportional) {
   // Blocks 512, 64, 1, 0; cost 517 + 69 + 6 + 5 = 597; cdiv(597, 132) = 5.
   auto plan = planDecodeSplits({32768, 4096, 40, 0}, h100(16));

@@ -114,11 +114,15 @@ Tensor hostTensor(DType dtype, std::vector<int64_t> shape,
   return t;
 }
 
-std::unique_ptr<GpuKernel> compile(mlir::OwningOpRef<mlir::ModuleOp> module,
-                                   const char *what) {
-  std::optional<GpuTarget> target;
-  if (!chip.empty())
-    target = check(GpuTarget::parse(chip), "--chip");
+std::unique_ptr<GpuKernel>
+compile(mlir::OwningOpRef<mlir::ModuleOp> module, const char *what,
+        KernelStrategy strategy = KernelStrategy::Generic) {
+  GpuTarget target =
+      chip.empty() ? check(GpuTarget::forCapability(device->capability().major,
+                                                    device->capability().minor),
+                           "target")
+                   : check(GpuTarget::parse(chip), "--chip");
+  target.strategy = strategy;
   auto start = std::chrono::steady_clock::now();
   auto kernel = check(GpuKernel::compile(std::move(module), kKernelEntry,
                                          *device, target),
@@ -164,15 +168,19 @@ void benchDecode(mlir::MLIRContext &ctx) {
                                        : std::vector<int64_t>{1, 4, 64, 128};
   std::vector<int64_t> contexts = quick ? std::vector<int64_t>{4096}
                                         : std::vector<int64_t>{1024, 4096, 16384, 32768};
+  for (KernelStrategy strategy :
+       {KernelStrategy::Generic, KernelStrategy::TensorCore})
   for (int64_t heads : {16, 128}) {
     MlaDims dims;
     dims.numHeads = heads;
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,
                              /*causal=*/true, 1.0f / std::sqrt(192.0f)};
     spec.withSplitPlan = true;
-    auto kernel = compile(buildDecodeAttention(ctx, spec),
-                          heads == 16 ? "decode (16 heads)" : "decode (128 heads)");
-    printHeader("heads x batch x context");
+    std::string what = "decode (" + std::to_string(heads) + " heads, " +
+                       name(strategy) + ")";
+    auto kernel =
+        compile(buildDecodeAttention(ctx, spec), what.c_str(), strategy);
+    printHeader("heads x batch x context /S");
     for (int64_t batch : batches)
       for (int64_t context : contexts) {
         int64_t blocksPerSeq = (context + page - 1) / page;
@@ -181,8 +189,17 @@ void benchDecode(mlir::MLIRContext &ctx) {
         std::iota(table.begin(), table.end(), 0);
         std::shuffle(table.begin(), table.end(), std::mt19937(3));
         std::vector<int32_t> seqLens(batch, int32_t(context));
-        runtime::DecodeSplitConfig schedule = runtime::genericDecodeSchedule(
-            device->multiprocessorCount(), heads, 1, page);
+        runtime::DecodeSplitConfig schedule =
+            strategy == KernelStrategy::TensorCore
+                ? runtime::mmaDecodeSchedule(
+                      device->multiprocessorCount(),
+                      check(device->attribute(
+                                cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+                            "shared memory per SM") /
+                          runtime::mmaDecodeSharedBytes(512, 64, 2),
+                      heads, 1, page)
+                : runtime::genericDecodeSchedule(device->multiprocessorCount(),
+                                                 heads, 1, page);
         auto plan = check(runtime::planDecodeSplits(seqLens, schedule),
                           "decode schedule");
         int64_t splits = *std::max_element(plan.numSplits.begin(),

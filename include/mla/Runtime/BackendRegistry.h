@@ -41,8 +41,8 @@ inline constexpr const char *kTcSm90aBackend = "TC_SM90A";
 /// The environment variable naming a backend.
 inline constexpr const char *kAttentionBackendEnvVar = "MLA_ATTENTION_BACKEND";
 
-/// The built-in backends: GENERIC_GPU, CPU_JIT and the planned tensor-core
-/// backends TC_SM80 and TC_SM90A (declared, not available yet).
+/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode)
+/// and the planned TC_SM90A (wgmma/TMA; declared, not available yet).
 std::vector<Backend> builtinBackends();
 
 /// The backends to try, in order, on the devices a rule matches: CUDA
@@ -57,9 +57,9 @@ struct PriorityRule {
   bool matches(const AttentionConfig &config) const;
 };
 
-/// The built-in priorities: sm_90 -> [TC_SM90A, GENERIC_GPU],
-/// sm_80..sm_89 -> [TC_SM80, GENERIC_GPU], other CUDA -> [GENERIC_GPU],
-/// CPU -> [CPU_JIT].
+/// The built-in priorities: sm_90 -> [TC_SM90A, TC_SM80, GENERIC_GPU],
+/// sm_80..sm_89 and sm_100+ -> [TC_SM80, GENERIC_GPU], older CUDA ->
+/// [GENERIC_GPU] (which explains the minimum), CPU -> [CPU_JIT].
 std::vector<PriorityRule> builtinPriorities();
 
 /// A backend that was not chosen, with every reason.

@@ -99,6 +99,23 @@ struct DecodeSplitPlan {
 DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
                                         int64_t queryLen, int64_t blockSize);
 
+/// Shared memory one block of the tensor-core (mma-sync) decode kernel
+/// uses: a 16-row query tile and a 64-token KV tile of Lkv + R elements
+/// each padded by 8, a 16 x 72 probability tile (all in the activation
+/// type) and 512 bytes of row statistics (the layout of
+/// lib/Conversion/MLAToGPU/GpuDecodeMma.cpp). 96,256 bytes for DeepSeek
+/// dims in bf16.
+int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
+                             int64_t elementBytes);
+
+/// The schedule matched to the tensor-core decode kernel: 16 (head, query)
+/// rows per 128-thread CTA, `ctasPerSm` CTAs resident per SM (the SM's
+/// shared memory over mmaDecodeSharedBytes: 2 on an H100, 1 on sm_8x),
+/// splits on cache pages.
+DecodeSplitConfig mmaDecodeSchedule(int64_t numSms, int64_t ctasPerSm,
+                                    int64_t numHeads, int64_t queryLen,
+                                    int64_t blockSize);
+
 /// Plans the splits of a decode batch with sequence lengths `seqLens`.
 /// Errors when a length is negative or a config field is out of range
 /// (numSms, numHeads, queryLen, rowsPerCta, tokensPerBlock and

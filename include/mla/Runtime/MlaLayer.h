@@ -161,6 +161,8 @@ public:
 private:
   MlaLayer(Runtime &runtime, MlaLayerConfig config, MlaLayerWeights weights);
   llvm::Error compileKernels();
+  /// The split schedule matched to the decode kernel this layer runs.
+  DecodeSplitConfig decodeSchedule(int64_t queryLen) const;
   llvm::Error checkArgs(const MlaStepPlan &plan,
                         const MlaForwardArgs &args) const;
   /// Device memory of at least `bytes` in `slot`, reallocated (after the

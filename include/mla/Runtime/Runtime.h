@@ -128,6 +128,9 @@ public:
   std::string deviceDescription() const;
   /// Streaming multiprocessors of the GPU; the CPU's hardware threads.
   int64_t parallelism() const;
+  /// Shared memory of one SM in bytes (0 on the CPU): with a kernel's
+  /// per-block use, how many of its blocks an SM holds.
+  int64_t sharedMemoryPerSm() const;
 
   /// `config` with the device fields (kind, capability) of this runtime.
   AttentionConfig onThisDevice(AttentionConfig config) const;
