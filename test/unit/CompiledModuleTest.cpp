@@ -28,12 +28,6 @@ namespace {
 
 class CompiledModuleCache : public ::testing::Test {
 protected:
-  void SetUp() override {
-    llvm::SmallString<128> path;
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mla-compiled", path));
-    dir = std::string(path);
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
 
   runtime::KernelCache freshCache(std::vector<std::string> *log = nullptr) {
     runtime::KernelCache::Config config;
@@ -74,7 +68,8 @@ protected:
     return result;
   }
 
-  std::string dir;
+  TemporaryDirectory temporary{"mla-compiled"};
+  const std::string &dir = temporary.path();
 };
 
 TEST_F(CompiledModuleCache, DiskHitSkipsTheCompilerAndComputesTheSame) {

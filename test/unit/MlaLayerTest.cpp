@@ -26,12 +26,6 @@ MlaDims smallDims(int64_t heads = 4) { return {heads, 128, 64, 32, 64}; }
 
 class LayerTest : public ::testing::Test {
 protected:
-  void SetUp() override {
-    llvm::SmallString<128> path;
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mla-layer", path));
-    dir = std::string(path);
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
 
   std::unique_ptr<Runtime> makeRuntime() {
     RuntimeOptions options;
@@ -62,7 +56,8 @@ protected:
     }
   }
 
-  std::string dir;
+  TemporaryDirectory temporary{"mla-layer"};
+  const std::string &dir = temporary.path();
 };
 
 TEST_F(LayerTest, MixedBatchThenGrowingDecodes) {

@@ -2,6 +2,8 @@
 
 #include "TestSupport.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include "MlaReference.h"
 #include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/HostBufferKernel.h"
@@ -139,6 +141,18 @@ std::vector<int32_t> prefixSums(const std::vector<int32_t> &lengths) {
   for (int32_t l : lengths)
     offsets.push_back(offsets.back() + l);
   return offsets;
+}
+
+TemporaryDirectory::TemporaryDirectory(const char *prefix) {
+  llvm::SmallString<128> created;
+  std::error_code error = llvm::sys::fs::createUniqueDirectory(prefix, created);
+  EXPECT_FALSE(error) << "creating a temporary directory: " << error.message();
+  directory = std::string(created);
+}
+
+TemporaryDirectory::~TemporaryDirectory() {
+  if (!directory.empty())
+    llvm::sys::fs::remove_directories(directory);
 }
 
 } // namespace mla::test

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace mla::test {
@@ -65,6 +66,19 @@ void expectClose(const std::vector<double> &got,
 void expectLseClose(const std::vector<double> &got,
                     const std::vector<double> &want, double absTol,
                     const std::string &what);
+
+/// A fresh directory for one test (kernel caches), removed with it.
+class TemporaryDirectory {
+public:
+  explicit TemporaryDirectory(const char *prefix);
+  ~TemporaryDirectory();
+  TemporaryDirectory(const TemporaryDirectory &) = delete;
+  TemporaryDirectory &operator=(const TemporaryDirectory &) = delete;
+  const std::string &path() const { return directory; }
+
+private:
+  std::string directory;
+};
 
 /// Random offsets for `lengths`: {0, l0, l0+l1, ...}.
 std::vector<int32_t> prefixSums(const std::vector<int32_t> &lengths);
