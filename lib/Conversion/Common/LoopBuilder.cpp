@@ -44,6 +44,10 @@ void LoopBuilder::storeF32(Value value, Value memref, ValueRange indices) {
   memref::StoreOp::create(b, loc, value, memref, indices);
 }
 
+Value LoopBuilder::lessThan(Value a, Value c) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
+}
+
 Value LoopBuilder::add(Value a, Value c) {
   return arith::AddIOp::create(b, loc, a, c);
 }

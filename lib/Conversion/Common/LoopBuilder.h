@@ -40,6 +40,8 @@ public:
   mlir::Value sub(mlir::Value a, mlir::Value c);
   mlir::Value mul(mlir::Value a, mlir::Value c);
   mlir::Value minIndex(mlir::Value a, mlir::Value c);
+  /// a < c, signed.
+  mlir::Value lessThan(mlir::Value a, mlir::Value c);
   mlir::Value maxIndex(mlir::Value a, mlir::Value c);
   /// clamp(v, lo, hi) on index values.
   mlir::Value clampIndex(mlir::Value v, mlir::Value lo, mlir::Value hi);

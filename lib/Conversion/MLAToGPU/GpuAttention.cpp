@@ -40,11 +40,6 @@ struct RowRef {
   SmallVector<Value, 3> prefix;
 };
 
-Value isLessThan(GpuEmitter &e, Value a, Value c) {
-  return arith::CmpIOp::create(e.builder(), e.location(),
-                               arith::CmpIPredicate::slt, a, c);
-}
-
 struct WarpAttention {
   RowRef query;
   int64_t qkDim, vDim;
@@ -92,7 +87,7 @@ RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
         SmallVector<Value> keys, valid, scores;
         for (int64_t u = 0; u < kKeysPerStep; ++u) {
           Value j = e.add(j0, e.index(u));
-          valid.push_back(isLessThan(e, j, w.endKey));
+          valid.push_back(e.lessThan(j, w.endKey));
           keys.push_back(e.minIndex(j, lastKey));
         }
         for (int64_t u = 0; u < kKeysPerStep; ++u) {
@@ -217,8 +212,8 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
         Value inSequence = arith::AndIOp::create(
             e.builder(), e.location(), found,
             arith::AndIOp::create(e.builder(), e.location(),
-                                  isLessThan(e, token, qEnd),
-                                  isLessThan(e, token, numTokens)));
+                                  e.lessThan(token, qEnd),
+                                  e.lessThan(token, numTokens)));
         e.ifThen(inSequence, [&] {
           Value i = e.sub(token, qBegin);
           Value visible = e.visibleKeys(causal, i, e.sub(qEnd, qBegin),
@@ -265,7 +260,7 @@ std::pair<Value, Value> DecodeSchedule::tokenRange(GpuEmitter &e, Value split,
   Value base = arith::DivUIOp::create(b, l, blocks, n);
   Value rem = arith::RemUIOp::create(b, l, blocks, n);
   Value firstBlock = e.add(e.mul(split, base), e.minIndex(split, rem));
-  Value extra = arith::SelectOp::create(b, l, isLessThan(e, split, rem),
+  Value extra = arith::SelectOp::create(b, l, e.lessThan(split, rem),
                                         e.index(1), e.index(0));
   Value endBlock = e.add(e.add(firstBlock, base), extra);
   Value pageSize = e.index(page);
@@ -344,14 +339,14 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
           Value split = e.blockId(Dimension::z);
           Value capacity = e.mul(e.dim(table, 1), pageSize);
           Value lastBlock = e.sub(e.dim(cache, 0), one);
-          Value active = isLessThan(e, h, e.index(heads));
+          Value active = e.lessThan(h, e.index(heads));
           Value n;
           if (schedule.planned) {
             // A split past the request's count writes nothing: the combine
             // reads only the first n partials.
             n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
             active =
-                arith::AndIOp::create(b, l, active, isLessThan(e, split, n));
+                arith::AndIOp::create(b, l, active, e.lessThan(split, n));
           }
           e.ifThen(active, [&] {
             Value seqLen =

@@ -171,6 +171,13 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
   int64_t entry =
       cast<MemRefType>(op.getWorkspace().getType()).getDimSize(1);
   int64_t page = op.getBlockSize();
+  // Rows a warp moves together: the fewest whose vectors fill whole
+  // warp-wide passes (at most 8).
+  int64_t vectorsPerRow = entry % kWidth == 0 ? entry / kWidth : 0;
+  int64_t rowsPerWarp = 1;
+  while (vectorsPerRow && rowsPerWarp < 8 &&
+         (rowsPerWarp * vectorsPerRow) % kWarpSize != 0)
+    rowsPerWarp *= 2;
   auto kernel = kernels.create(
       "gather_cache", op->getOperandTypes(), [&](GpuEmitter &e, ValueRange a) {
         Value cache = a[0], table = a[1], cu = a[2], starts = a[3],
@@ -186,27 +193,79 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
         Value start =
             e.clampIndex(e.loadIndex(starts, {req}), zero, capacity);
         Value count = e.minIndex(e.sub(end, begin), e.sub(capacity, start));
-        // One warp per token row.
+        // A warp moves `rowsPerWarp` consecutive token rows as one flat run
+        // of 16-byte vectors: enough rows that the run is a whole number of
+        // warp-wide passes (72 vectors a 576-wide bf16 row: 4 rows, 9
+        // passes), so no lane idles and each lane has several loads in
+        // flight.
         Value vectorOk = vectorPathFlag(e, {cache, workspace});
         Value lane = e.laneId();
-        Value firstRow = e.add(e.mul(e.blockId(Dimension::y),
-                                     e.index(kWarpsPerBlock)),
-                               e.warpId());
-        Value rowStep = e.mul(e.gridDim(Dimension::y), e.index(kWarpsPerBlock));
-        e.forLoop(firstRow, count, rowStep, [&](Value j) {
-                    Value token = e.add(start, j);
-                    OpBuilder &b = e.builder();
-                    Location loc = e.location();
-                    Value blockIdx =
-                        arith::DivUIOp::create(b, loc, token, pageSize);
-                    Value offset =
-                        arith::RemUIOp::create(b, loc, token, pageSize);
-                    Value blockId = e.clampIndex(
-                        e.loadIndex(table, {req, blockIdx}), zero, lastBlock);
-                    RowMove{workspace, {e.add(begin, j)}, 0,
-                            {{cache, {blockId, offset}}}, entry, nullptr}
-                        .emit(e, lane, kWarpSize, vectorOk);
+        Value firstRow = e.mul(e.add(e.mul(e.blockId(Dimension::y),
+                                           e.index(kWarpsPerBlock)),
+                                     e.warpId()),
+                               e.index(rowsPerWarp));
+        Value rowStep = e.mul(e.gridDim(Dimension::y),
+                              e.index(kWarpsPerBlock * rowsPerWarp));
+        e.forLoop(firstRow, count, rowStep, [&](Value j0) {
+          OpBuilder &b = e.builder();
+          Location loc = e.location();
+          // Where each of the warp's rows lives in the cache (rows past
+          // `count` read the last row's place and are not written).
+          SmallVector<Value> pages, offsets, valid;
+          for (int64_t r = 0; r < rowsPerWarp; ++r) {
+            Value j = e.add(j0, e.index(r));
+            valid.push_back(e.lessThan(j, count));
+            Value token = e.add(start, e.minIndex(j, e.sub(count, one)));
+            Value blockIdx = arith::DivUIOp::create(b, loc, token, pageSize);
+            offsets.push_back(arith::RemUIOp::create(b, loc, token, pageSize));
+            pages.push_back(e.clampIndex(e.loadIndex(table, {req, blockIdx}),
+                                         zero, lastBlock));
+          }
+          auto rowMove = [&](int64_t r) {
+            return RowMove{workspace, {e.add(begin, e.add(j0, e.index(r)))},
+                           0, {{cache, {pages[r], offsets[r]}}}, entry,
+                           nullptr};
+          };
+          auto elementwise = [&] {
+            for (int64_t r = 0; r < rowsPerWarp; ++r)
+              e.ifThen(valid[r],
+                       [&] { rowMove(r).emit(e, lane, kWarpSize, Value()); });
+          };
+          if (!vectorOk || !rowMove(0).vectorizable()) {
+            elementwise();
+            return;
+          }
+          e.ifThenElse(
+              vectorOk,
+              [&] {
+                e.forLoop(lane, e.index(rowsPerWarp * vectorsPerRow),
+                          kWarpSize, [&](Value v) {
+                  OpBuilder &b = e.builder();
+                  Location loc = e.location();
+                  Value r = arith::DivUIOp::create(b, loc, v,
+                                                   e.index(vectorsPerRow));
+                  Value c = e.mul(
+                      arith::RemUIOp::create(b, loc, v, e.index(vectorsPerRow)),
+                      e.index(kWidth));
+                  // The row's page, offset and validity, chosen among the
+                  // warp's rows.
+                  Value page = pages[0], offset = offsets[0], ok = valid[0];
+                  for (int64_t k = 1; k < rowsPerWarp; ++k) {
+                    Value isK = arith::CmpIOp::create(
+                        b, loc, arith::CmpIPredicate::eq, r, e.index(k));
+                    page = arith::SelectOp::create(b, loc, isK, pages[k], page);
+                    offset = arith::SelectOp::create(b, loc, isK, offsets[k],
+                                                     offset);
+                    ok = arith::SelectOp::create(b, loc, isK, valid[k], ok);
+                  }
+                  e.ifThen(ok, [&] {
+                    e.storeVector(e.loadVector(cache, {page, offset, c}),
+                                  workspace, {e.add(begin, e.add(j0, r)), c});
                   });
+                });
+              },
+              elementwise);
+        });
       });
   OpBuilder host(op);
   LoopBuilder h(host, op.getLoc());

@@ -278,8 +278,9 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
 // -----
 
 // Gather: one request per block along x, its rows over 32 blocks along y
-// and the blocks' 4 warps, one warp per row in 16-byte vectors (or single
-// elements when a base is not 16-byte aligned).
+// and the blocks' 4 warps; a warp moves 4 rows at a time as one run of 288
+// 16-byte vectors (9 full warp-wide passes), or row by row, element by
+// element, when a base is not 16-byte aligned.
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "generic"}} {
 // CHECK-LABEL: func.func @gather(
 // CHECK-SAME: %[[CACHE:[a-z0-9]+]]: memref<?x64x576xbf16>, %[[BT:[a-z0-9]+]]: memref<?x?xi32>, %[[CU:[a-z0-9]+]]: memref<?xi32>, %[[ST:[a-z0-9]+]]: memref<?xi32>, %[[WS:[a-z0-9]+]]: memref<?x576xbf16>)
@@ -292,13 +293,15 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
 // CHECK-NEXT: gpu.func @gather_cache_0(%[[KCACHE:.+]]: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %[[KWS:.+]]: memref<?x576xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
-// Rows strided over the grid's y blocks times 4 warps, columns over the lanes.
+// Groups of 4 rows strided over the grid's y blocks times 4 warps.
 // CHECK: gpu.block_id y
 // CHECK: gpu.grid_dim y
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
 // CHECK: scf.if %{{.+}} {
-// CHECK: scf.for %[[C:.+]] = %{{.+}} to %c576 step %c256 {
-// CHECK: vector.load %[[KCACHE]][%{{.+}}, %{{.+}}, %[[C]]] {alignment = 16 : i64} : memref<?x64x576xbf16>, vector<8xbf16>
+// CHECK: scf.for %[[V:.+]] = %{{.+}} to %c288 step %c32{{(_[0-9]+)?}} {
+// CHECK: arith.divui %[[V]], %c72
+// CHECK: arith.select
+// CHECK: vector.load %[[KCACHE]][%{{.+}}, %{{.+}}, %[[C:.+]]] {alignment = 16 : i64} : memref<?x64x576xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.+}}, %[[KWS]][%{{.+}}, %[[C]]] {alignment = 16 : i64} : memref<?x576xbf16>, vector<8xbf16>
 // CHECK: } else {
 // CHECK: scf.for %[[C2:.+]] = %{{.+}} to %c576 step %c32{{(_[0-9]+)?}} {
