@@ -37,6 +37,14 @@ static llvm::cl::opt<bool>
 static llvm::cl::opt<std::string>
     chip("chip", llvm::cl::desc("target chip (default: the device's)"),
          llvm::cl::init(""));
+static llvm::cl::opt<std::string> strategies(
+    "strategy",
+    llvm::cl::desc("decode kernel strategy: generic, mma-sync or both"),
+    llvm::cl::init("both"));
+static llvm::cl::opt<int> minSplitTokens(
+    "min-split-tokens",
+    llvm::cl::desc("override the decode schedule's shortest split (tokens)"),
+    llvm::cl::init(0));
 
 namespace {
 
@@ -168,8 +176,12 @@ void benchDecode(mlir::MLIRContext &ctx) {
                                        : std::vector<int64_t>{1, 4, 64, 128};
   std::vector<int64_t> contexts = quick ? std::vector<int64_t>{4096}
                                         : std::vector<int64_t>{1024, 4096, 16384, 32768};
-  for (KernelStrategy strategy :
-       {KernelStrategy::Generic, KernelStrategy::TensorCore})
+  std::vector<KernelStrategy> chosen;
+  if (strategies != "mma-sync")
+    chosen.push_back(KernelStrategy::Generic);
+  if (strategies != "generic")
+    chosen.push_back(KernelStrategy::TensorCore);
+  for (KernelStrategy strategy : chosen)
   for (int64_t heads : {16, 128}) {
     MlaDims dims;
     dims.numHeads = heads;
@@ -200,6 +212,8 @@ void benchDecode(mlir::MLIRContext &ctx) {
                       heads, 1, page)
                 : runtime::genericDecodeSchedule(device->multiprocessorCount(),
                                                  heads, 1, page);
+        if (minSplitTokens > 0)
+          schedule.minTokensPerSplit = minSplitTokens;
         auto plan = check(runtime::planDecodeSplits(seqLens, schedule),
                           "decode schedule");
         int64_t splits = *std::max_element(plan.numSplits.begin(),
