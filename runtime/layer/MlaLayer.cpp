@@ -3,6 +3,7 @@
 #include "mla/Runtime/MlaLayer.h"
 
 #include "mla/Support/Diagnostics.h"
+#include "mla/Target/MmaDecodeShape.h"
 
 #include "llvm/Support/Format.h"
 
@@ -205,7 +206,7 @@ static bool usesMmaDecode(const MlaLayerConfig &c, const Backend &backend) {
   return backend.kernelStrategy == "mma-sync" &&
          c.activation == c.cacheDType &&
          (c.activation == DType::BF16 || c.activation == DType::F16) &&
-         c.dims.kvLoraRank % 64 == 0 && c.dims.ropeDim % 16 == 0;
+         mma_decode::takesDims(c.dims.kvLoraRank, c.dims.ropeDim);
 }
 
 DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
@@ -376,12 +377,11 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   const int64_t numChunks = pf.chunks.numChunks;
 
   // One upload of every metadata array the kernels read.
-  std::vector<int32_t> numSplits = plan.decodeSplits.numSplits;
   MetadataPack pack(staging);
   size_t slotAt = pack.add(plan.slotMapping);
   size_t decLensAt = pack.add(plan.decodeSeqLens);
   size_t decTableAt = pack.add(plan.decodeBlockTable);
-  size_t decSplitsAt = pack.add(numSplits);
+  size_t decSplitsAt = pack.add(plan.decodeSplits.numSplits);
   size_t cuQAt = pack.add(pf.cuSeqlensQ);
   size_t pfTableAt = pack.add(pf.blockTable);
   size_t chunkCuAt = pack.add(pf.chunks.chunkCuSeqLens);

@@ -3,6 +3,7 @@
 #include "MetadataSupport.h"
 
 #include "mla/Runtime/MetadataDecodeSplits.h"
+#include "mla/Target/MmaDecodeShape.h"
 
 #include <algorithm>
 #include <limits>
@@ -117,9 +118,7 @@ DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
 
 int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
                              int64_t elementBytes) {
-  constexpr int64_t rows = 16, tokens = 64, pad = 8, statistics = 512;
-  return (rows + tokens) * (kvLoraRank + ropeDim + pad) * elementBytes +
-         rows * (tokens + pad) * elementBytes + statistics;
+  return mma_decode::SharedLayout(kvLoraRank + ropeDim, elementBytes).bytes;
 }
 
 DecodeSplitConfig mmaDecodeSchedule(int64_t numSms, int64_t ctasPerSm,

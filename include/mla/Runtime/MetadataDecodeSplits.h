@@ -100,11 +100,8 @@ DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
                                         int64_t queryLen, int64_t blockSize);
 
 /// Shared memory one block of the tensor-core (mma-sync) decode kernel
-/// uses: a 16-row query tile and a 64-token KV tile of Lkv + R elements
-/// each padded by 8, a 16 x 72 probability tile (all in the activation
-/// type) and 512 bytes of row statistics (the layout of
-/// lib/Conversion/MLAToGPU/GpuDecodeMma.cpp). 96,256 bytes for DeepSeek
-/// dims in bf16.
+/// uses (mla/Target/MmaDecodeShape.h): 96,256 bytes for DeepSeek dims in
+/// bf16.
 int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
                              int64_t elementBytes);
 

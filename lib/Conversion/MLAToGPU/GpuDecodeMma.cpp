@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuDecode.h"
+#include "mla/Target/MmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -58,33 +59,16 @@ namespace mla::gpu {
 
 namespace {
 
-/// Rows of the M tile (one m16 mma tile).
-constexpr int64_t kTileRows = 16;
-/// Tokens of a KV tile: 16 per warp.
-constexpr int64_t kTileTokens = 64;
-constexpr int64_t kWarps = kBlockThreads / kWarpSize;
+using mma_decode::kRowPad;
+using mma_decode::kTileRows;
+using mma_decode::kTileTokens;
+using mma_decode::kWarps;
+using mma_decode::SharedLayout;
+static_assert(kBlockThreads / kWarpSize == kWarps,
+              "the shared layout counts one row-statistics slot per warp");
 constexpr int64_t kWarpTokens = kTileTokens / kWarps;
-/// Elements of padding after each shared-memory row (16 bytes).
-constexpr int64_t kRowPad = 8;
 /// Elements of one 16-byte copy.
 constexpr int64_t kCopyElems = 8;
-
-/// Where everything lives in the dynamic shared memory (bytes).
-struct SharedLayout {
-  int64_t rowStride, pStride; ///< elements
-  int64_t q, kv, p, max, sum, bytes;
-
-  SharedLayout(int64_t qkDim, int64_t elementBytes) {
-    rowStride = qkDim + kRowPad;
-    pStride = kTileTokens + kRowPad;
-    q = 0;
-    kv = q + kTileRows * rowStride * elementBytes;
-    p = kv + kTileTokens * rowStride * elementBytes;
-    max = p + kTileRows * pStride * elementBytes;
-    sum = max + kWarps * kTileRows * 4;
-    bytes = sum + kWarps * kTileRows * 4;
-  }
-};
 
 /// Shared memory a block may have on `target`'s chips (opt-in limit, less
 /// 1 KiB of margin): sm_90a 227 KiB, sm_80 163 KiB, the others (sm_86,
@@ -307,7 +291,7 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
       cacheType.getElementType() != element)
     return false;
   int64_t latent = op.getKvLoraRank(), rope = op.getRopeDim();
-  if (latent <= 0 || latent % 64 != 0 || rope < 0 || rope % 16 != 0)
+  if (!mma_decode::takesDims(latent, rope))
     return false;
   // 16-byte copies need row-major rows of whole vectors.
   if (!GpuEmitter::hasVectorRows(op.getQ()) ||
