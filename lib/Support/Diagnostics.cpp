@@ -38,4 +38,13 @@ llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+char ArgumentError::ID = 0;
+
+ArgumentError::ArgumentError(const llvm::Twine &message)
+    : ErrorInfo(message, llvm::inconvertibleErrorCode()) {}
+
+llvm::Error makeArgumentError(const llvm::Twine &message) {
+  return llvm::make_error<ArgumentError>(message);
+}
+
 } // namespace mla

@@ -13,6 +13,7 @@
 
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
+#include "mla/Support/Diagnostics.h"
 
 #include "llvm/Support/Error.h"
 
@@ -217,79 +218,17 @@ mla_status_t toView(const char *fn, const std::string &what,
   return MLA_OK;
 }
 
-/// Checks that `view` is a contiguous `dtype` tensor of `shape` (-1: any
-/// size; with `minRows` >= 0, dimension 0 at least that), naming `what`.
-mla_status_t expectTensor(const char *fn, const char *what,
-                          const BufferView &view, DType dtype,
-                          const std::vector<int64_t> &shape,
-                          int64_t minRows = -1) {
-  std::string want = std::string(name(dtype)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    want += i ? ", " : "";
-    if (shape[i] >= 0)
-      want += str(shape[i]);
-    else
-      want += i == 0 && minRows >= 0 ? ">= " + str(minRows) : "?";
-  }
-  want += "]";
-  auto wrong = [&](const std::string &why) {
-    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                std::string("'") + what + "' must be a contiguous " + want +
-                    ", got " + view.describe() + ": " + why);
-  };
-  if (view.dtype != dtype)
-    return wrong("wrong element type");
-  if (view.shape.size() != shape.size())
-    return wrong("wrong rank");
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] >= 0 && view.shape[i] != shape[i])
-      return wrong("dimension " + str(static_cast<int64_t>(i)) +
-                   " should be " + str(shape[i]));
-  if (minRows >= 0 && view.shape[0] < minRows)
-    return wrong("fewer rows than the step's " + str(minRows) + " tokens");
-  int64_t contiguous = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (view.shape[i] > 1 && view.strides[i] != contiguous)
-      return wrong("stride of dimension " + str(static_cast<int64_t>(i)) +
-                   " is " + str(view.strides[i]) + ", contiguous is " +
-                   str(contiguous));
-    contiguous *= view.shape[i];
-  }
-  if (!view.data && view.numElements() != 0)
-    return wrong("NULL data");
-  return MLA_OK;
+/// The status of a failed C++ call: INVALID_ARGUMENT for an ArgumentError
+/// (a buffer of the wrong type, shape or layout), else `otherwise`.
+mla_status_t statusOf(const llvm::Error &error, mla_status_t otherwise) {
+  return error.isA<mla::ArgumentError>() ? MLA_ERROR_INVALID_ARGUMENT
+                                         : otherwise;
 }
 
-/// Checks `view`, argument `index` of a kernel, against `spec`.
-mla_status_t expectArgument(const char *fn, size_t index,
-                            const BufferView &view, const ArgumentSpec &spec) {
-  auto wrong = [&](const std::string &why) {
-    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                "argument " + str(static_cast<int64_t>(index)) + " (" +
-                    view.describe() + "): " + why);
-  };
-  if (view.dtype != spec.dtype)
-    return wrong("the entry takes " + std::string(name(spec.dtype)));
-  if (view.shape.size() != spec.shape.size())
-    return wrong("the entry takes rank " +
-                 str(static_cast<int64_t>(spec.shape.size())));
-  for (size_t d = 0; d < spec.shape.size(); ++d)
-    if (spec.shape[d] >= 0 && view.shape[d] != spec.shape[d])
-      return wrong("dimension " + str(static_cast<int64_t>(d)) + " must be " +
-                   str(spec.shape[d]));
-  int64_t contiguous = 1;
-  for (size_t d = spec.shape.size(); d-- > 0;) {
-    int64_t want = d < spec.strides.size() ? spec.strides[d] : -2;
-    if (want == -2)
-      want = contiguous;
-    if (want >= 0 && view.shape[d] > 1 && view.strides[d] != want)
-      return wrong("stride of dimension " + str(static_cast<int64_t>(d)) +
-                   " must be " + str(want) + ", got " + str(view.strides[d]));
-    contiguous *= view.shape[d];
-  }
-  if (!view.data && view.numElements() != 0)
-    return wrong("NULL data");
-  return MLA_OK;
+mla_status_t fail(mla_status_t otherwise, const char *fn, llvm::Error error,
+                  bool classify) {
+  mla_status_t status = classify ? statusOf(error, otherwise) : otherwise;
+  return fail(status, fn, std::move(error));
 }
 
 //===----------------------------------------------------------------------===//
@@ -388,32 +327,21 @@ SelectionText describeSelection(const Selection &s) {
 // Layer buffers
 //===----------------------------------------------------------------------===//
 
-mla_status_t toWeights(const char *fn, const MlaLayerConfig &c,
-                       const mla_layer_weights_t &w, MlaLayerWeights &out) {
-  const MlaDims &d = c.dims;
+/// The weights as views; their types and shapes are checked by
+/// MlaLayer::create.
+mla_status_t toWeights(const char *fn, const mla_layer_weights_t &w,
+                       MlaLayerWeights &out) {
   if (mla_status_t s = toView(fn, "'kv_b_proj'", w.kv_b_proj, out.kvBProj))
     return s;
   if (mla_status_t s = toView(fn, "'w_uk_t'", w.w_uk_t, out.wUkT))
     return s;
-  if (mla_status_t s = toView(fn, "'w_uv'", w.w_uv, out.wUv))
-    return s;
-  if (mla_status_t s =
-          expectTensor(fn, "kv_b_proj", out.kvBProj, c.activation,
-                       {d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}))
-    return s;
-  if (mla_status_t s = expectTensor(fn, "w_uk_t", out.wUkT, c.activation,
-                                    {d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}))
-    return s;
-  return expectTensor(fn, "w_uv", out.wUv, c.activation,
-                      {d.numHeads, d.kvLoraRank, d.vHeadDim});
+  return toView(fn, "'w_uv'", w.w_uv, out.wUv);
 }
 
-mla_status_t toForwardArgs(const char *fn, const MlaLayerConfig &c,
-                           const MlaStepPlan &plan, const mla_forward_args_t &a,
+/// The step's tensors as views; their types and shapes are checked by
+/// MlaLayer::forward.
+mla_status_t toForwardArgs(const char *fn, const mla_forward_args_t &a,
                            MlaForwardArgs &out) {
-  const MlaDims &d = c.dims;
-  const DType act = c.activation;
-  const int64_t t = plan.numActualTokens;
   struct Arg {
     const char *name;
     const mla_tensor_t &tensor;
@@ -428,32 +356,9 @@ mla_status_t toForwardArgs(const char *fn, const MlaLayerConfig &c,
     if (mla_status_t s = toView(fn, std::string("'") + arg.name + "'",
                                 arg.tensor, arg.view))
       return s;
-  if (mla_status_t s = expectTensor(fn, "q", out.q, act,
-                                    {-1, d.numHeads, d.qkHeadDim()}, t))
-    return s;
-  if (mla_status_t s = expectTensor(fn, "kv_c", out.kvC, act,
-                                    {-1, d.kvLoraRank}, t))
-    return s;
-  if (mla_status_t s = expectTensor(fn, "k_pe", out.kPe, act,
-                                    {-1, d.ropeDim}, t))
-    return s;
-  if (mla_status_t s = expectTensor(
-          fn, "kv_cache", out.kvCache, c.cacheDType,
-          {plan.numCacheBlocks, c.blockSize, d.cacheEntry()}))
-    return s;
-  if (mla_status_t s = expectTensor(fn, "output", out.output, act,
-                                    {-1, d.numHeads, d.vHeadDim}, t))
-    return s;
   // The decode LSE is optional: a zeroed tensor means "not wanted".
-  if (a.decode_lse.data || a.decode_lse.rank != 0) {
-    if (mla_status_t s = toView(fn, "'decode_lse'", a.decode_lse,
-                                out.decodeLse))
-      return s;
-    if (mla_status_t s = expectTensor(
-            fn, "decode_lse", out.decodeLse, DType::F32,
-            {plan.split.numDecodes, d.numHeads, plan.decodeQueryLen}))
-      return s;
-  }
+  if (a.decode_lse.data || a.decode_lse.rank != 0)
+    return toView(fn, "'decode_lse'", a.decode_lse, out.decodeLse);
   return MLA_OK;
 }
 
@@ -902,7 +807,7 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
     if (mla_status_t s = toLayerConfig(fn, *config, c))
       return s;
     MlaLayerWeights w;
-    if (mla_status_t s = toWeights(fn, c, *weights, w))
+    if (mla_status_t s = toWeights(fn, *weights, w))
       return s;
     // Selection first (without logging; the layer logs its own), so that a
     // refusal is told apart from a compile failure.
@@ -912,7 +817,8 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
       return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosen.takeError());
     auto created = MlaLayer::create(rt, std::move(c), std::move(w));
     if (!created)
-      return fail(MLA_ERROR_COMPILE, fn, created.takeError());
+      return fail(MLA_ERROR_COMPILE, fn, created.takeError(),
+                  /*classify=*/true);
     auto handle = std::make_unique<mla_layer>();
     handle->owner = runtime;
     handle->id = nextLayerId++;
@@ -1073,11 +979,10 @@ extern "C" mla_status_t mla_layer_forward(mla_layer_t *layer,
       return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
                   "the plan was made by another layer");
     MlaForwardArgs a;
-    if (mla_status_t s = toForwardArgs(fn, layer->layer->config(), plan->plan,
-                                       *args, a))
+    if (mla_status_t s = toForwardArgs(fn, *args, a))
       return s;
     if (llvm::Error error = layer->layer->forward(plan->plan, a, stream))
-      return fail(MLA_ERROR_RUNTIME, fn, std::move(error));
+      return fail(MLA_ERROR_RUNTIME, fn, std::move(error), /*classify=*/true);
     return succeed();
   });
 }
@@ -1173,22 +1078,14 @@ extern "C" mla_status_t mla_kernel_run(const mla_kernel_t *kernel,
     MLA_REQUIRE(kernel);
     if (num_args)
       MLA_REQUIRE(args);
-    const std::vector<ArgumentSpec> &signature = kernel->kernel->signature();
-    if (num_args != signature.size())
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "the entry takes " +
-                      str(static_cast<int64_t>(signature.size())) +
-                      " tensors, got " + str(static_cast<int64_t>(num_args)));
+    // The kernel checks the tensors against its entry's signature.
     std::vector<BufferView> views(num_args);
-    for (size_t i = 0; i < num_args; ++i) {
+    for (size_t i = 0; i < num_args; ++i)
       if (mla_status_t s = toView(fn, "argument " + str(static_cast<int64_t>(i)),
                                   args[i], views[i]))
         return s;
-      if (mla_status_t s = expectArgument(fn, i, views[i], signature[i]))
-        return s;
-    }
     if (llvm::Error error = kernel->kernel->run(views, stream))
-      return fail(MLA_ERROR_RUNTIME, fn, std::move(error));
+      return fail(MLA_ERROR_RUNTIME, fn, std::move(error), /*classify=*/true);
     return succeed();
   });
 }

@@ -94,16 +94,58 @@ llvm::Error EntryPoint::lower(
   return llvm::Error::success();
 }
 
+llvm::Error checkContiguousBuffer(llvm::StringRef what, const BufferView &view,
+                                  DType dtype, const std::vector<int64_t> &shape,
+                                  int64_t minRows) {
+  std::string want = std::string(name(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    want += i ? ", " : "";
+    if (shape[i] >= 0)
+      want += std::to_string(shape[i]);
+    else
+      want += i == 0 && minRows >= 0 ? ">= " + std::to_string(minRows) : "?";
+  }
+  want += "]";
+  auto wrong = [&](const Twine &why) {
+    return makeArgumentError("'" + what + "' must be a contiguous " + want +
+                             ", got " + view.describe() + ": " + why);
+  };
+  if (view.dtype != dtype)
+    return wrong("wrong element type");
+  if (view.shape.size() != shape.size() ||
+      view.strides.size() != shape.size())
+    return wrong("wrong rank");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (view.shape[i] < 0)
+      return wrong("negative size in dimension " + Twine(i));
+    if (shape[i] >= 0 && view.shape[i] != shape[i])
+      return wrong("dimension " + Twine(i) + " should be " + Twine(shape[i]));
+  }
+  if (minRows >= 0 && view.shape[0] < minRows)
+    return wrong("fewer rows than the step's " + Twine(minRows) + " tokens");
+  int64_t contiguous = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (view.shape[i] > 1 && view.strides[i] != contiguous)
+      return wrong("stride of dimension " + Twine(i) + " is " +
+                   Twine(view.strides[i]) + ", contiguous is " +
+                   Twine(contiguous));
+    contiguous *= view.shape[i];
+  }
+  if (!view.data && view.numElements() != 0)
+    return wrong("NULL data");
+  return llvm::Error::success();
+}
+
 llvm::Error EntryPoint::check(const std::vector<BufferView> &args) const {
   if (args.size() != specs.size())
-    return makeError("'" + entry + "' takes " + Twine(specs.size()) +
-                     " buffers, got " + Twine(args.size()));
+    return makeArgumentError("'" + entry + "' takes " + Twine(specs.size()) +
+                             " buffers, got " + Twine(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
     const BufferView &arg = args[i];
     const ArgumentSpec &spec = specs[i];
     auto fail = [&](const Twine &why) {
-      return makeError("argument " + Twine(i) + " (" + arg.describe() +
-                       ") of '" + entry + "': " + why);
+      return makeArgumentError("argument " + Twine(i) + " (" +
+                               arg.describe() + ") of '" + entry + "': " + why);
     };
     if (arg.dtype != spec.dtype)
       return fail("expected element type " +
@@ -128,7 +170,7 @@ llvm::Error EntryPoint::check(const std::vector<BufferView> &args) const {
       contiguous *= arg.shape[d];
     }
     if (!arg.data && arg.numElements() != 0)
-      return fail("null data pointer");
+      return fail("NULL data pointer");
   }
   return llvm::Error::success();
 }

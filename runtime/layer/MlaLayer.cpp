@@ -66,70 +66,33 @@ MlaLayer::~MlaLayer() {
   llvm::consumeError(runtime.synchronize(lastStream));
 }
 
-/// Checks that `view` is a contiguous `dtype` buffer of `shape` (-1: any
-/// size, at least `minRows` for dimension 0 when given) in the device's
-/// memory, naming `what` otherwise.
-static llvm::Error expectBuffer(llvm::StringRef what, const BufferView &view,
-                                DType dtype, std::vector<int64_t> shape,
-                                int64_t minRows = -1) {
-  std::string want = std::string(name(dtype)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    want += (i ? ", " : "") +
-            (shape[i] < 0 ? (i == 0 && minRows >= 0
-                                 ? ">= " + std::to_string(minRows)
-                                 : std::string("?"))
-                          : std::to_string(shape[i]));
-  want += "]";
-  auto fail = [&](const llvm::Twine &why) {
-    return makeError(what + " must be " + want + ", got " + view.describe() +
-                     ": " + why);
-  };
-  if (view.dtype != dtype)
-    return fail("wrong element type");
-  if (view.shape.size() != shape.size() ||
-      view.strides.size() != shape.size())
-    return fail("wrong rank");
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] >= 0 && view.shape[i] != shape[i])
-      return fail("dimension " + llvm::Twine(i) + " differs");
-    if (view.shape[i] < 0)
-      return fail("negative size");
-  }
-  if (minRows >= 0 && view.shape[0] < minRows)
-    return fail("too few rows");
-  BufferView contiguous = BufferView::contiguous(view.data, dtype, view.shape);
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (view.shape[i] > 1 && view.strides[i] != contiguous.strides[i])
-      return fail("not contiguous");
-  if (!view.data && view.numElements() != 0)
-    return fail("null data");
-  return llvm::Error::success();
-}
-
 llvm::Expected<std::unique_ptr<MlaLayer>>
 MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
                  MlaLayerWeights weights) {
   const MlaDims &d = config.dims;
   if (d.numHeads < 1 || d.kvLoraRank < 1 || d.ropeDim < 1 ||
       d.qkNopeHeadDim < 1 || d.vHeadDim < 1 || config.blockSize < 1)
-    return makeError("MLA layer: heads, dims and block size must be "
-                     "positive, got " +
-                     config.attentionConfig(runtime).str());
+    return makeArgumentError("MLA layer: heads, dims and block size must be "
+                             "positive, got " +
+                             config.attentionConfig(runtime).str());
   if (config.decodeThreshold < 1)
-    return makeError("MLA layer: decodeThreshold must be at least 1, got " +
-                     llvm::Twine(config.decodeThreshold));
+    return makeArgumentError(
+        "MLA layer: decodeThreshold must be at least 1, got " +
+        llvm::Twine(config.decodeThreshold));
   DType act = config.activation;
   if (act != DType::BF16 && act != DType::F16 && act != DType::F32)
-    return makeError("MLA layer: activations must be bf16, f16 or f32");
-  if (llvm::Error e = expectBuffer(
+    return makeArgumentError("MLA layer: activations must be bf16, f16 or "
+                             "f32");
+  if (llvm::Error e = checkContiguousBuffer(
           "kv_b_proj", weights.kvBProj, act,
           {d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}))
     return std::move(e);
-  if (llvm::Error e = expectBuffer("W_UK_T", weights.wUkT, act,
-                                   {d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}))
+  if (llvm::Error e = checkContiguousBuffer(
+          "w_uk_t", weights.wUkT, act,
+          {d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}))
     return std::move(e);
-  if (llvm::Error e = expectBuffer("W_UV", weights.wUv, act,
-                                   {d.numHeads, d.kvLoraRank, d.vHeadDim}))
+  if (llvm::Error e = checkContiguousBuffer(
+          "w_uv", weights.wUv, act, {d.numHeads, d.kvLoraRank, d.vHeadDim}))
     return std::move(e);
 
   std::unique_ptr<MlaLayer> layer(
@@ -284,22 +247,22 @@ llvm::Error MlaLayer::checkArgs(const MlaStepPlan &plan,
   const MlaDims &d = layerConfig.dims;
   DType act = layerConfig.activation;
   int64_t t = plan.numActualTokens;
-  if (llvm::Error e = expectBuffer("q", args.q, act,
+  if (llvm::Error e = checkContiguousBuffer("q", args.q, act,
                                    {-1, d.numHeads, d.qkHeadDim()}, t))
     return e;
-  if (llvm::Error e = expectBuffer("kv_c", args.kvC, act, {-1, d.kvLoraRank}, t))
+  if (llvm::Error e = checkContiguousBuffer("kv_c", args.kvC, act, {-1, d.kvLoraRank}, t))
     return e;
-  if (llvm::Error e = expectBuffer("k_pe", args.kPe, act, {-1, d.ropeDim}, t))
+  if (llvm::Error e = checkContiguousBuffer("k_pe", args.kPe, act, {-1, d.ropeDim}, t))
     return e;
-  if (llvm::Error e = expectBuffer(
+  if (llvm::Error e = checkContiguousBuffer(
           "kv_cache", args.kvCache, layerConfig.cacheDType,
           {plan.numCacheBlocks, layerConfig.blockSize, d.cacheEntry()}))
     return e;
-  if (llvm::Error e = expectBuffer("output", args.output, act,
+  if (llvm::Error e = checkContiguousBuffer("output", args.output, act,
                                    {-1, d.numHeads, d.vHeadDim}, t))
     return e;
   if (args.decodeLse.data || !args.decodeLse.shape.empty())
-    if (llvm::Error e = expectBuffer(
+    if (llvm::Error e = checkContiguousBuffer(
             "decode_lse", args.decodeLse, DType::F32,
             {plan.split.numDecodes, d.numHeads, plan.decodeQueryLen}))
       return e;

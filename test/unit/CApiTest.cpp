@@ -526,7 +526,7 @@ TEST_F(CApiTest, MergeFromSourceMatchesFloat64) {
 
   // Tensors that do not fit the entry's signature are named by index.
   expectFailure(mla_kernel_run(kernel.p, args, 5, nullptr),
-                MLA_ERROR_INVALID_ARGUMENT, {"takes 6 tensors, got 5"});
+                MLA_ERROR_INVALID_ARGUMENT, {"takes 6", "got 5"});
   mla_tensor_t wrong[6];
   std::memcpy(wrong, args, sizeof(args));
   wrong[3].dtype = MLA_DTYPE_F16;

@@ -61,7 +61,7 @@ TEST(CpuKernel, RejectsWrongDTypeShapeAndStride) {
   BufferView nullData = o.view();
   nullData.data = nullptr;
   EXPECT_NE(runError(*kernel, {nullData, l.view(), o.view(), l.view(), o.view()})
-                .find("null data pointer"),
+                .find("NULL data pointer"),
             std::string::npos);
 }
 

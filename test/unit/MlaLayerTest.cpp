@@ -195,7 +195,7 @@ TEST_F(LayerErrors, WeightsOfTheWrongShapeAreNamed) {
   MlaLayerWeights w = weights;
   w.wUv.shape[2] = 65;
   std::string error = createError(config, w);
-  EXPECT_NE(error.find("W_UV"), std::string::npos) << error;
+  EXPECT_NE(error.find("'w_uv'"), std::string::npos) << error;
   w = weights;
   w.kvBProj.dtype = DType::F16;
   error = createError(config, w);

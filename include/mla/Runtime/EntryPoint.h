@@ -31,6 +31,15 @@ struct ArgumentSpec {
   std::vector<int64_t> strides;
 };
 
+/// Checks that `view` is a contiguous `dtype` buffer of `shape` (-1: any
+/// size; with `minRows` >= 0, dimension 0 at least that) with data, naming
+/// it `what` in the ArgumentError otherwise, e.g. "'q' must be a contiguous
+/// bf16[>= 7, 4, 96], got bf16[7, 4, 64]: dimension 2 should be 96".
+llvm::Error checkContiguousBuffer(llvm::StringRef what, const BufferView &view,
+                                  DType dtype,
+                                  const std::vector<int64_t> &shape,
+                                  int64_t minRows = -1);
+
 class EntryPoint {
 public:
   /// Reads the signature of func.func `name` in `module` (all arguments
@@ -52,7 +61,7 @@ public:
         const llvm::Twine &what);
 
   /// Checks `args` against the signature: count, element type, rank, static
-  /// sizes, strides, non-null data.
+  /// sizes, strides, non-null data. Mismatches are ArgumentErrors.
   llvm::Error check(const std::vector<BufferView> &args) const;
 
   /// Calls the entry through its packed wrapper (see JitObject.h) on

@@ -135,7 +135,8 @@ struct PhaseTiming {
 class MlaLayer {
 public:
   /// Selects the backend for `config` on `runtime`'s device and compiles
-  /// (or loads) the layer's kernels. `runtime` must outlive the layer.
+  /// (or loads) the layer's kernels. `runtime` must outlive the layer. A
+  /// bad config or weight buffer is an ArgumentError naming it.
   static llvm::Expected<std::unique_ptr<MlaLayer>>
   create(Runtime &runtime, MlaLayerConfig config, MlaLayerWeights weights);
   ~MlaLayer();
@@ -150,7 +151,8 @@ public:
                                    int64_t numCacheBlocks) const;
 
   /// Runs the step on `args`, queued on `stream` on a GPU (the call returns
-  /// without waiting unless phase timing is on).
+  /// without waiting unless phase timing is on). A buffer of the wrong
+  /// type, shape or layout is an ArgumentError naming it.
   llvm::Error forward(const MlaStepPlan &plan, const MlaForwardArgs &args,
                       Stream stream = nullptr);
 

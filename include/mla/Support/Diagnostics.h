@@ -29,6 +29,18 @@ private:
 /// An llvm::Error with a formatted message.
 llvm::Error makeError(const llvm::Twine &message);
 
+/// An error in what the caller passed (a buffer of the wrong type, shape
+/// or layout, a bad count), as opposed to one while compiling or running:
+/// callers that report categories (the C API's status codes) test for it
+/// with `error.isA<ArgumentError>()`.
+class ArgumentError : public llvm::ErrorInfo<ArgumentError, llvm::StringError> {
+public:
+  static char ID;
+  explicit ArgumentError(const llvm::Twine &message);
+};
+
+llvm::Error makeArgumentError(const llvm::Twine &message);
+
 } // namespace mla
 
 #endif // MLA_SUPPORT_DIAGNOSTICS_H
