@@ -1,4 +1,6 @@
-//===- UnalignedBuffersTest.cpp - Vector kernels on misaligned bases ------===//
+//===- UnalignedBuffersTest.cpp - Buffers the launch path must handle -----===//
+//
+// Misaligned bases, and (last test) a launch beyond CUDA's grid limits.
 //
 // The bandwidth-bound GPU kernels move rows in 16-byte vectors when every
 // base address allows it and element by element otherwise. Buffers from an
@@ -127,6 +129,50 @@ TEST(GatherCacheUnaligned, MisalignedCacheAndWorkspace) {
     for (int64_t i = 0; i < 37 * entry; ++i)
       ASSERT_EQ(g[i], want[i]) << "element " << i;
   }
+}
+
+// A launch whose grid exceeds CUDA's per-dimension limits (here the split
+// capacity S, grid z of the generic decode, past 65535) is refused with an
+// error naming the limits instead of failing inside the driver. The CPU
+// ignores the split operands and computes the decode.
+TEST(DecodeGridLimit, SplitCapacityBeyondCudaLimitIsAClearError) {
+  auto rt = testRuntime();
+  ASSERT_TRUE(rt);
+  MlaDims d{1, 64, 32, 16, 32};
+  const int64_t splits = 70000, page = 16;
+  DecodeAttentionSpec spec{d, DType::BF16, DType::BF16, page, true, 0.1f};
+  spec.withSplitPlan = true;
+  auto kernel = rt->compile(
+      [&](mlir::MLIRContext &ctx) { return buildDecodeAttention(ctx, spec); },
+      kKernelEntry, "generic");
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  HostTensor q(DType::BF16, {1, 1, 1, d.cacheEntry()});
+  HostTensor cache(DType::BF16, {1, page, d.cacheEntry()});
+  q.fillRandom(rng());
+  cache.fillRandom(rng());
+  HostTensor table = HostTensor::i32({1, 1}, {0});
+  HostTensor lens = HostTensor::i32({1}, {5});
+  HostTensor numSplits = HostTensor::i32({1}, {1});
+  HostTensor part(DType::F32, {1, 1, 1, splits, d.kvLoraRank});
+  HostTensor partLse(DType::F32, {1, 1, 1, splits});
+  HostTensor out(DType::BF16, {1, 1, 1, d.kvLoraRank});
+  HostTensor lse(DType::F32, {1, 1, 1});
+  OffsetBuffers buffers(*rt);
+  std::vector<BufferView> args{
+      buffers.put(q, 0),         buffers.put(cache, 0),
+      buffers.put(table, 0),     buffers.put(lens, 0),
+      buffers.put(numSplits, 0), buffers.put(part, 0),
+      buffers.put(partLse, 0),   buffers.put(out, 0),
+      buffers.put(lse, 0)};
+  llvm::Error error = (*kernel)->run(args);
+  if (!testingOnGpu()) {
+    EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+    return;
+  }
+  ASSERT_TRUE(bool(error)) << "a grid z of " << splits << " was launched";
+  std::string text = llvm::toString(std::move(error));
+  EXPECT_NE(text.find("exceeds CUDA's limits"), std::string::npos) << text;
+  EXPECT_NE(text.find("70000"), std::string::npos) << text;
 }
 
 } // namespace

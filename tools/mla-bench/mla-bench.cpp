@@ -323,6 +323,16 @@ void benchGather(mlir::MLIRContext &ctx) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::ParseCommandLineOptions(argc, argv, "benchmark the mla kernels\n");
+  if (strategies != "generic" && strategies != "mma-sync" &&
+      strategies != "both") {
+    llvm::errs() << "mla-bench: --strategy takes generic, mma-sync or both\n";
+    return 2;
+  }
+  if (minSplitTokens < 0) {
+    llvm::errs() << "mla-bench: --min-split-tokens must be 0 (the schedule's "
+                    "default) or positive\n";
+    return 2;
+  }
   auto opened = cuda::Device::open(0);
   if (!opened)
     fail(opened.takeError(), "mla-bench needs a CUDA device");
