@@ -36,10 +36,15 @@ struct PrefillCase {
   int64_t qkDim = 192, vDim = 128;
 };
 
-void checkPrefill(const PrefillCase &c) {
+/// Compiles and checks one prefill case; on the GPU, `strategy` chooses the
+/// kernel (generic by default).
+void checkPrefillWith(const PrefillCase &c,
+                      std::optional<KernelStrategy> strategy) {
   float scale = 1.0f / std::sqrt(static_cast<float>(c.qkDim));
-  auto kernel = compileKernel(buildPrefillAttention(
-      testContext(), {c.heads, c.qkDim, c.vDim, c.dtype, c.causal, scale}));
+  auto kernel = compileKernel(
+      buildPrefillAttention(testContext(), {c.heads, c.qkDim, c.vDim, c.dtype,
+                                            c.causal, scale}),
+      strategy);
   ASSERT_TRUE(kernel);
   std::vector<int32_t> cuQ = prefixSums(c.queryLens),
                        cuK = prefixSums(c.keyLens);
@@ -63,6 +68,28 @@ void checkPrefill(const PrefillCase &c) {
                         c.qkDim, c.vDim, scale, c.causal, outRef, lseRef);
   expectClose(out.toDouble(), outRef, tolerance(c.dtype), "prefill out");
   expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "prefill lse");
+}
+
+/// Whether the mma-sync strategy has a tensor-core prefill kernel for `c`:
+/// bf16 or f16, head dims multiples of 16, qk <= 256 and v <= 128 (other
+/// cases fall back to the generic kernel).
+bool hasMmaPrefillKernel(const PrefillCase &c) {
+  return (c.dtype == DType::BF16 || c.dtype == DType::F16) &&
+         c.qkDim % 16 == 0 && c.vDim % 16 == 0 && c.qkDim <= 256 &&
+         c.vDim <= 128;
+}
+
+/// Checks a prefill case with the generic kernel and, on the GPU where the
+/// mma-sync strategy has a tensor-core kernel for it, with that too.
+void checkPrefill(const PrefillCase &c) {
+  {
+    SCOPED_TRACE("strategy generic");
+    checkPrefillWith(c, std::nullopt);
+  }
+  if (testingOnGpu() && hasMmaPrefillKernel(c)) {
+    SCOPED_TRACE("strategy mma-sync");
+    checkPrefillWith(c, KernelStrategy::TensorCore);
+  }
 }
 
 class PrefillByDType : public ::testing::TestWithParam<DType> {};
@@ -104,6 +131,36 @@ TEST(Prefill, UnalignedHeadDims) {
   // Head dims that are not multiples of the vector width take the scalar
   // tail path.
   checkPrefill({DType::F16, 3, true, {7, 9}, {12, 9}, 40, 23});
+}
+
+// Cases that cross the tensor-core kernel's 64-row and 64-key tiles: tiles
+// every row sees whole, tiles on the causal diagonal, partial tiles at the
+// end of the queries and of the keys, and many sequences per launch.
+
+TEST(PrefillTiles, CausalLongAndRagged) {
+  checkPrefill({DType::BF16, 2, true, {200, 64, 65, 1, 0, 130},
+                {200, 64, 65, 1, 0, 130}});
+}
+
+TEST(PrefillTiles, CausalWithContext) {
+  // Context before the new tokens (Skv > Sq): the first rows already see
+  // whole tiles; and Skv < Sq, whose first rows see nothing.
+  checkPrefill({DType::BF16, 3, true, {70, 128, 5}, {300, 129, 2}});
+  checkPrefill({DType::F16, 2, true, {150}, {90}});
+}
+
+TEST(PrefillTiles, NonCausalRagged) {
+  checkPrefill({DType::F16, 2, false, {100, 7, 64}, {33, 191, 64}});
+}
+
+TEST(PrefillTiles, SmallHeadDims) {
+  // Other head dims the tensor-core kernel takes: one k-step, few n-tiles.
+  checkPrefill({DType::BF16, 4, true, {80, 17}, {80, 40}, 16, 16});
+  checkPrefill({DType::F16, 2, false, {66}, {130}, 64, 32});
+}
+
+TEST(PrefillTiles, LargestHeadDims) {
+  checkPrefill({DType::BF16, 2, true, {97}, {160}, 256, 128});
 }
 
 /// A decode case run in the scheduled form: a split plan from
@@ -584,6 +641,50 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
     dlse.copyTo(lse);
     expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "decode out");
     expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
+  }
+}
+
+TEST(PrefillMma, MisalignedQueryKeysValues) {
+  // q, k and v 2 bytes past aligned allocations: the tensor-core prefill
+  // copies its tiles element by element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  const int64_t n = 2, qkDim = 192, vDim = 128;
+  std::vector<int32_t> cuQ = prefixSums({70, 9}), cuK = prefixSums({90, 9});
+  int64_t tokens = cuQ.back(), keys = cuK.back();
+  float scale = 1.0f / std::sqrt(192.0f);
+  HostTensor q(DType::BF16, {tokens, n, qkDim}), k(DType::BF16, {keys, n, qkDim}),
+      v(DType::BF16, {keys, n, vDim});
+  q.fillRandom(rng(), -2.0, 2.0);
+  k.fillRandom(rng(), -2.0, 2.0);
+  v.fillRandom(rng());
+  HostTensor cuQT = HostTensor::i32({(int64_t)cuQ.size()}, cuQ);
+  HostTensor cuKT = HostTensor::i32({(int64_t)cuK.size()}, cuK);
+  std::vector<double> outRef(tokens * n * vDim), lseRef(n * tokens);
+  ref::prefillAttention(q.toDouble(), k.toDouble(), v.toDouble(), cuQ, cuK, n,
+                        qkDim, vDim, scale, true, outRef, lseRef);
+  for (KernelStrategy strategy :
+       {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
+    SCOPED_TRACE("strategy " + name(strategy));
+    auto kernel = compileOnGpu(
+        buildPrefillAttention(testContext(),
+                              {n, qkDim, vDim, DType::BF16, true, scale}),
+        strategy);
+    ASSERT_TRUE(kernel);
+    HostTensor out(DType::BF16, {tokens, n, vDim}), lse(DType::F32, {n, tokens});
+    out.poison();
+    lse.poison();
+    DeviceTensor dq = DeviceTensor::of(q, 2), dk = DeviceTensor::of(k, 2),
+                 dv = DeviceTensor::of(v, 2), dcq = DeviceTensor::of(cuQT),
+                 dck = DeviceTensor::of(cuKT), dout = DeviceTensor::of(out),
+                 dlse = DeviceTensor::of(lse);
+    llvm::Error error = kernel->run(
+        {dq.view, dk.view, dv.view, dcq.view, dck.view, dout.view, dlse.view});
+    ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
+    dout.copyTo(out);
+    dlse.copyTo(lse);
+    expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "prefill out");
+    expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "prefill lse");
   }
 }
 

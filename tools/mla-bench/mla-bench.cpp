@@ -39,7 +39,7 @@ static llvm::cl::opt<std::string>
          llvm::cl::init(""));
 static llvm::cl::opt<std::string> strategies(
     "strategy",
-    llvm::cl::desc("decode kernel strategy: generic, mma-sync or both"),
+    llvm::cl::desc("decode and prefill kernel strategy: generic, mma-sync or both"),
     llvm::cl::init("both"));
 static llvm::cl::opt<int> minSplitTokens(
     "min-split-tokens",
@@ -168,6 +168,16 @@ void printRow(const std::string &shape, double ms, double bytes,
   outs().flush();
 }
 
+/// The strategies --strategy chooses.
+std::vector<KernelStrategy> chosenStrategies() {
+  std::vector<KernelStrategy> chosen;
+  if (strategies != "mma-sync")
+    chosen.push_back(KernelStrategy::Generic);
+  if (strategies != "generic")
+    chosen.push_back(KernelStrategy::TensorCore);
+  return chosen;
+}
+
 void benchDecode(mlir::MLIRContext &ctx) {
   outs() << "\n== decode: DeepSeek dims (576/512), bf16, page 64, Sq 1, "
             "split-KV by the runtime's decode schedule ==\n";
@@ -176,12 +186,7 @@ void benchDecode(mlir::MLIRContext &ctx) {
                                        : std::vector<int64_t>{1, 4, 64, 128};
   std::vector<int64_t> contexts = quick ? std::vector<int64_t>{4096}
                                         : std::vector<int64_t>{1024, 4096, 16384, 32768};
-  std::vector<KernelStrategy> chosen;
-  if (strategies != "mma-sync")
-    chosen.push_back(KernelStrategy::Generic);
-  if (strategies != "generic")
-    chosen.push_back(KernelStrategy::TensorCore);
-  for (KernelStrategy strategy : chosen)
+  for (KernelStrategy strategy : chosenStrategies())
   for (int64_t heads : {16, 128}) {
     MlaDims dims;
     dims.numHeads = heads;
@@ -243,32 +248,46 @@ void benchDecode(mlir::MLIRContext &ctx) {
 }
 
 void benchPrefill(mlir::MLIRContext &ctx) {
-  outs() << "\n== prefill: qk 192 / v 128, bf16, causal, one sequence ==\n";
-  std::vector<int64_t> lengths = quick ? std::vector<int64_t>{1024}
-                                       : std::vector<int64_t>{1024, 4096, 8192};
-  for (int64_t heads : {16, 128}) {
-    auto kernel = compile(
-        buildPrefillAttention(ctx, {heads, 192, 128, DType::BF16, true,
-                                    1.0f / std::sqrt(192.0f)}),
-        heads == 16 ? "prefill (16 heads)" : "prefill (128 heads)");
-    printHeader("heads x tokens");
-    for (int64_t tokens : lengths) {
-      Tensor q = randomTensor(DType::BF16, {tokens, heads, 192});
-      Tensor k = randomTensor(DType::BF16, {tokens, heads, 192});
-      Tensor v = randomTensor(DType::BF16, {tokens, heads, 128});
-      std::vector<int32_t> cu{0, int32_t(tokens)};
-      Tensor cuQ = hostTensor(DType::I32, {2}, cu);
-      Tensor cuK = hostTensor(DType::I32, {2}, cu);
-      Tensor out = randomTensor(DType::BF16, {tokens, heads, 128});
-      Tensor lse = randomTensor(DType::F32, {heads, tokens});
-      double ms = timeKernel(*kernel, {q.view, k.view, v.view, cuQ.view,
-                                       cuK.view, out.view, lse.view});
-      double pairs = double(tokens) * (tokens + 1) / 2;
-      double flops = 2.0 * heads * (192 + 128) * pairs;
-      double bytes = double(tokens) * heads * (192 * 2 + 128 * 2) * 2;
-      printRow(std::to_string(heads) + " x " + std::to_string(tokens), ms,
-               bytes, flops);
-    }
+  outs() << "\n== prefill: qk 192 / v 128, bf16, one sequence ==\n";
+  for (KernelStrategy strategy : chosenStrategies()) {
+    // The generic (CUDA-core) kernel takes seconds at 16k tokens: it gets
+    // the short shapes only.
+    std::vector<int64_t> lengths =
+        quick ? std::vector<int64_t>{4096}
+        : strategy == KernelStrategy::Generic
+            ? std::vector<int64_t>{1024, 4096}
+            : std::vector<int64_t>{4096, 8192, 16384};
+    for (bool causal : {true, false})
+      for (int64_t heads : {16, 128}) {
+        std::string what = "prefill (" + std::to_string(heads) + " heads, " +
+                           (causal ? "causal, " : "non-causal, ") +
+                           name(strategy) + ")";
+        auto kernel = compile(
+            buildPrefillAttention(ctx, {heads, 192, 128, DType::BF16, causal,
+                                        1.0f / std::sqrt(192.0f)}),
+            what.c_str(), strategy);
+        printHeader("heads x tokens");
+        for (int64_t tokens : lengths) {
+          Tensor q = randomTensor(DType::BF16, {tokens, heads, 192});
+          Tensor k = randomTensor(DType::BF16, {tokens, heads, 192});
+          Tensor v = randomTensor(DType::BF16, {tokens, heads, 128});
+          std::vector<int32_t> cu{0, int32_t(tokens)};
+          Tensor cuQ = hostTensor(DType::I32, {2}, cu);
+          Tensor cuK = hostTensor(DType::I32, {2}, cu);
+          Tensor out = randomTensor(DType::BF16, {tokens, heads, 128});
+          Tensor lse = randomTensor(DType::F32, {heads, tokens});
+          double ms = timeKernel(*kernel, {q.view, k.view, v.view, cuQ.view,
+                                           cuK.view, out.view, lse.view});
+          // Query-key pairs computed: the lower triangle with the
+          // diagonal when causal.
+          double pairs = causal ? double(tokens) * (tokens + 1) / 2
+                                : double(tokens) * tokens;
+          double flops = 2.0 * heads * (192 + 128) * pairs;
+          double bytes = double(tokens) * heads * (192 * 2 + 128 * 2) * 2;
+          printRow(std::to_string(heads) + " x " + std::to_string(tokens), ms,
+                   bytes, flops);
+        }
+      }
   }
 }
 

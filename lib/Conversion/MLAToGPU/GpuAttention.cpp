@@ -169,6 +169,8 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
 } // namespace
 
 void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
+  if (useMmaPrefill(op, kernels.target()))
+    return lowerMmaPrefill(op, kernels);
   int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),
           vDim = op.getVHeadDim();
   float scale = op.getSoftmaxScale().convertToFloat();

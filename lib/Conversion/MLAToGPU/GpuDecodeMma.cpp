@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuDecode.h"
+#include "MmaEmitter.h"
 #include "mla/Target/MmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -67,218 +68,6 @@ using mma_decode::SharedLayout;
 static_assert(kBlockThreads / kWarpSize == kWarps,
               "the shared layout counts one row-statistics slot per warp");
 constexpr int64_t kWarpTokens = kTileTokens / kWarps;
-/// Elements of one 16-byte copy.
-constexpr int64_t kCopyElems = 8;
-
-/// Shared memory a block may have on `target`'s chips (opt-in limit, less
-/// 1 KiB of margin): sm_90a 227 KiB, sm_80 163 KiB, the others (sm_86,
-/// sm_89, and the chips running portable sm_90 code) 99 KiB.
-int64_t sharedLimit(const GpuTarget &target) {
-  int64_t kib = 99;
-  if (target.major == 9 && target.archSpecific)
-    kib = 227;
-  else if (target.major == 8 && target.minor == 0)
-    kib = 163;
-  return (kib - 1) * 1024;
-}
-
-/// The kernel's emitter: GpuEmitter plus the tensor-core pieces.
-class MmaEmitter : public GpuEmitter {
-public:
-  MmaEmitter(OpBuilder &b, Location loc, Type element)
-      : GpuEmitter(b, loc), element(element) {}
-
-  Type element; ///< bf16 or f16
-
-  Attribute workgroup() {
-    return mlir::gpu::AddressSpaceAttr::get(b.getContext(),
-                                            mlir::gpu::AddressSpace::Workgroup);
-  }
-
-  /// A static 2-D (or 1-D) view of the dynamic shared memory at `offset`.
-  Value sharedView(Value raw, int64_t offset, ArrayRef<int64_t> shape,
-                   Type type) {
-    auto viewType =
-        MemRefType::get(shape, type, MemRefLayoutAttrInterface(), workgroup());
-    return memref::ViewOp::create(b, loc, viewType, raw, index(offset),
-                                  ValueRange{});
-  }
-
-  Value exp2(Value x) {
-    return LLVM::CallIntrinsicOp::create(
-               b, loc, b.getF32Type(),
-               b.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
-        .getResult(0);
-  }
-
-  Value shuffleXor(Value v, int64_t offset) {
-    Value delta = arith::ConstantIntOp::create(b, loc, offset, 32);
-    Value width = arith::ConstantIntOp::create(b, loc, kWarpSize, 32);
-    return mlir::gpu::ShuffleOp::create(b, loc, v, delta, width,
-                                        mlir::gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  }
-  /// Max (or sum) over the four lanes of a quad (lanes sharing lane / 4).
-  Value quadMax(Value v) {
-    for (int64_t o : {1, 2})
-      v = arith::MaximumFOp::create(b, loc, v, shuffleXor(v, o));
-    return v;
-  }
-  Value quadSum(Value v) {
-    for (int64_t o : {1, 2})
-      v = arith::AddFOp::create(b, loc, v, shuffleXor(v, o));
-    return v;
-  }
-
-  Value lt(Value a, Value c) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
-  }
-  Value select(Value c, Value t, Value f) {
-    return arith::SelectOp::create(b, loc, c, t, f);
-  }
-  Value divui(Value a, int64_t d) {
-    return arith::DivUIOp::create(b, loc, a, index(d));
-  }
-  Value remui(Value a, int64_t d) {
-    return arith::RemUIOp::create(b, loc, a, index(d));
-  }
-  Value mulf(Value a, Value c) { return arith::MulFOp::create(b, loc, a, c); }
-  Value addf(Value a, Value c) { return arith::AddFOp::create(b, loc, a, c); }
-  Value subf(Value a, Value c) { return arith::SubFOp::create(b, loc, a, c); }
-  Value maxf(Value a, Value c) {
-    return arith::MaximumFOp::create(b, loc, a, c);
-  }
-  Value andi(Value a, Value c) { return arith::AndIOp::create(b, loc, a, c); }
-  Value eqIndex(Value a, int64_t v) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, index(v));
-  }
-
-  void barrier() { mlir::gpu::BarrierOp::create(b, loc); }
-
-  /// A tile row's source: whether it holds data (else it is zero-filled
-  /// and not read) and the indices of its first element in `src` but the
-  /// innermost (in bounds either way).
-  struct SourceRow {
-    Value valid;
-    SmallVector<Value, 3> prefix;
-  };
-
-  /// Copies `rowCount` rows of `vectors` 16-byte vectors from `src` into
-  /// the first columns of shared `dst`. Warp w copies rows [w rowCount / 4,
-  /// (w + 1) rowCount / 4), four at a time: lanes 8g .. 8g + 7 take row
-  /// 4i + g and its vectors 8k + lane % 8, so each instruction moves four
-  /// whole 128-byte lines, and a row's source (a page lookup) is computed
-  /// once. With `aligned`, 16-byte cp.async (L2 only) whose source size is
-  /// 0 for invalid rows; otherwise element by element.
-  void copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
-                int64_t vectors, Value warp, Value lane,
-                const std::function<SourceRow(Value row)> &source) {
-    int64_t rowsPerWarp = rowCount / kWarps;
-    Value laneGroup = divui(lane, 8), lane8 = remui(lane, 8);
-    SmallVector<std::pair<Value, SourceRow>> rows;
-    for (int64_t i = 0; i < rowsPerWarp / 4; ++i) {
-      Value row =
-          add(mul(warp, index(rowsPerWarp)), add(laneGroup, index(4 * i)));
-      rows.push_back({row, source(row)});
-    }
-    auto at = [](const SourceRow &r, Value col) {
-      SmallVector<Value> idx(r.prefix.begin(), r.prefix.end());
-      idx.push_back(col);
-      return idx;
-    };
-    int64_t chunks = (vectors + 7) / 8;
-    ifThenElse(
-        aligned,
-        [&] {
-          for (auto &[row, from] : rows) {
-            Value count = select(from.valid, index(kCopyElems), index(0));
-            for (int64_t k = 0; k < chunks; ++k) {
-              Value vec = add(lane8, index(8 * k));
-              Value col = mul(vec, index(kCopyElems));
-              auto copy = [&, row = row, &from = from] {
-                nvgpu::DeviceAsyncCopyOp::create(
-                    b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-                    dst, ValueRange{row, col}, src, at(from, col),
-                    b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
-              };
-              if (8 * (k + 1) <= vectors)
-                copy();
-              else
-                ifThen(lt(vec, index(vectors)), copy);
-            }
-          }
-        },
-        [&] {
-          Value zero =
-              arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
-          for (auto &[row, from] : rows)
-            forLoop(
-                lane8, index(vectors), 8,
-                [&, row = row, &from = from](Value vec) {
-                  Value col = mul(vec, index(kCopyElems));
-                  for (int64_t e = 0; e < kCopyElems; ++e) {
-                    Value c = add(col, index(e));
-                    Value v = memref::LoadOp::create(b, loc, src, at(from, c));
-                    memref::StoreOp::create(b, loc, select(from.valid, v, zero),
-                                            dst, ValueRange{row, c});
-                  }
-                });
-        });
-  }
-
-  /// Commits the copies issued so far and waits for all of them.
-  void waitCopies() {
-    Value group = nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
-  }
-
-  /// ldmatrix of `tiles` 8x8 matrices; lane i gives the address of row
-  /// i % 8 of matrix i / 8. Returns the lane's 32-bit pieces (two elements
-  /// each), one per matrix.
-  SmallVector<Value> ldmatrix(Value smem, ValueRange idx, int64_t tiles,
-                              bool transpose) {
-    auto type = VectorType::get({tiles, 2}, element);
-    Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem, idx,
-                                        b.getBoolAttr(transpose),
-                                        b.getI32IntegerAttr(tiles));
-    SmallVector<Value> pieces;
-    for (int64_t i = 0; i < tiles; ++i)
-      pieces.push_back(vector::ExtractOp::create(b, loc, m, i));
-    return pieces;
-  }
-
-  /// A 2-element piece as an mma operand: vector<2xf16> as is, bf16 as i32.
-  Value operand(Value piece) {
-    if (element.isF16())
-      return piece;
-    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), piece);
-  }
-
-  /// D = A (16x16) B (16x8) + C with m16n8k16 mma.sync, f32 accumulators.
-  /// `c` holds the four accumulators, updated in place.
-  void mma(ArrayRef<Value> a, Value b0, Value b1, MutableArrayRef<Value> c) {
-    Type f32 = b.getF32Type();
-    auto resultType =
-        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    SmallVector<Value> as;
-    for (Value v : a)
-      as.push_back(operand(v));
-    std::optional<std::array<NVVM::MMATypes, 2>> types;
-    if (element.isBF16())
-      types = std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                            NVVM::MMATypes::bf16};
-    Value d = NVVM::MmaOp::create(
-        b, loc, resultType, as, ValueRange{operand(b0), operand(b1)},
-        ValueRange(c), ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-        types,
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    for (int64_t i = 0; i < 4; ++i)
-      c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
-  }
-};
-
 } // namespace
 
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
@@ -297,7 +86,7 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
   if (!GpuEmitter::hasVectorRows(op.getQ()) ||
       !GpuEmitter::hasVectorRows(op.getKvCache()))
     return false;
-  return SharedLayout(latent + rope, 2).bytes <= sharedLimit(target);
+  return SharedLayout(latent + rope, 2).bytes <= sharedMemoryLimit(target);
 }
 
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
@@ -340,10 +129,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value n;
         auto body = [&] {
           // Shared memory.
-          auto rawType =
-              MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                              MemRefLayoutAttrInterface(), e.workgroup());
-          Value raw = mlir::gpu::DynamicSharedMemoryOp::create(b, l, rawType);
+          Value raw = e.dynamicShared();
           Value qS = e.sharedView(raw, layout.q, {kTileRows, layout.rowStride},
                                   element);
           Value kvS = e.sharedView(raw, layout.kv,
@@ -416,7 +202,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                              return MmaEmitter::SourceRow{
                                  e.lt(j, kvEnd), {block, e.remui(jc, page)}};
                            });
-                e.waitCopies();
+                e.waitAllCopies();
                 e.barrier();
 
                 // 2. S = Q K^T for the warp's 16 tokens: two n8 tiles,
@@ -491,9 +277,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                    group, e.index(w * kTileRows + 8 * i))}));
                   // A row that has seen nothing yet keeps -inf; use 0 so
                   // that exp2(-inf - m) is 0, never NaN.
-                  Value none = arith::CmpFOp::create(
-                      b, l, arith::CmpFPredicate::OEQ, m, negInf);
-                  Value safe = e.select(none, fzero, m);
+                  Value safe = e.select(e.isNegInf(m), fzero, m);
                   next[i] = m;
                   rowMax.push_back(safe);
                   alpha.push_back(e.exp2(e.subf(it[i], safe)));
@@ -514,15 +298,9 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                   for (int64_t c = 0; c < 4; ++c)
                     next[4 + 4 * t + c] =
                         e.mulf(it[4 + 4 * t + c], alpha[c / 2]);
-                auto pairType = VectorType::get({2}, element);
                 for (int64_t nt = 0; nt < 2; ++nt)
                   for (int64_t i = 0; i < 2; ++i) {
-                    SmallVector<Value> pair;
-                    for (int64_t c = 0; c < 2; ++c)
-                      pair.push_back(arith::TruncFOp::create(
-                          b, l, element, p[4 * nt + 2 * i + c]));
-                    Value v =
-                        vector::FromElementsOp::create(b, l, pairType, pair);
+                    Value v = e.pack(p[4 * nt + 2 * i], p[4 * nt + 2 * i + 1]);
                     Value col =
                         e.add(e.mul(warp, e.index(kWarpTokens)),
                               e.add(e.index(8 * nt), e.mul(quad, e.index(2))));
@@ -554,7 +332,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 return next;
               });
           // Copies still in flight when no tile ran (the Q tile).
-          e.waitCopies();
+          e.waitAllCopies();
 
           // Row sums across the warps.
           Value leader = e.eqIndex(quad, 0);

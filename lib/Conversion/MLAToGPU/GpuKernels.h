@@ -58,6 +58,10 @@ private:
 };
 
 void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels);
+/// The mma-sync strategy's tensor-core prefill (GpuPrefillMma.cpp): whether
+/// it takes `op` on `target`, and its lowering.
+bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target);
+void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels);
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels);
 void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels);
 void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels);

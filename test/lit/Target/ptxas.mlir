@@ -29,9 +29,10 @@
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
 //
 // The mma-sync strategy: the two bf16 decodes (@decode, @decode_scheduled)
-// get the tensor-core split kernel (mma.sync, ldmatrix, cp.async, dynamic
-// shared memory); the f32-activation decodes and every other op keep their
-// generic kernels. On sm_80 and sm_90a ptxas must accept them with no stack
+// get the tensor-core split kernel and the bf16 prefills (@prefill, the
+// chunked prefill's new-token attention) the tensor-core prefill kernel
+// (mma.sync, ldmatrix, cp.async, dynamic shared memory); the f32 ones and
+// every other op keep their generic kernels. On sm_80 and sm_90a ptxas must accept them with no stack
 // frame and no spills.
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.mma.sm_80.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefixes=MMA,SM80 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.mma.sm_80.ptx
@@ -79,12 +80,19 @@
 // PTX: {{^}}.visible .entry prefill_attention_22(
 // PTX: {{^}}.visible .entry merge_attn_states_23(
 
-// With mma-sync, the same kernels but for the two bf16 decode split kernels.
-// The dynamic shared memory both tensor-core kernels address (1 byte of
-// static shared memory standing for the dynamic region after it).
+// With mma-sync, the same kernels but for the bf16 decode split kernels
+// and prefills. The dynamic shared memory the tensor-core kernels address
+// (1 byte of static shared memory standing for the dynamic region after
+// it). The prefill asks for two blocks per SM (registers up to 255).
 // MMA: {{^}}.shared .align 16 .b8 __dynamic_shmem__0;
-// MMA: {{^}}.visible .entry prefill_attention_0(
-// MMA: {{^}}.visible .entry prefill_attention_1(
+// MMA: {{^}}.visible .entry prefill_attention_mma_0(
+// MMA: {{^}}.minnctapersm 2
+// MMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
+// MMA-DAG: cp.async.wait_group 1;
+// MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// MMA: {{^}}.visible .entry prefill_attention_mma_1(
 // MMA: {{^}}.visible .entry decode_attention_split_mma_2(
 // MMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
 // MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
@@ -108,7 +116,7 @@
 // MMA: {{^}}.visible .entry v_up_proj_16(
 // MMA: {{^}}.visible .entry q_absorb_17(
 // MMA: {{^}}.visible .entry kv_up_proj_18(
-// MMA: {{^}}.visible .entry prefill_attention_19(
+// MMA: {{^}}.visible .entry prefill_attention_mma_19(
 // MMA: {{^}}.visible .entry gather_cache_20(
 // MMA: {{^}}.visible .entry kv_up_proj_21(
 // MMA: {{^}}.visible .entry prefill_attention_22(

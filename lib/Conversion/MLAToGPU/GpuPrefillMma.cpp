@@ -1,0 +1,435 @@
+//===- GpuPrefillMma.cpp - Tensor-core prefill attention (mma.sync) -------===//
+//
+// The `mma-sync` strategy's kernel for mla.prefill_attention with bf16 or
+// f16 q, k, v and out (FlashAttention-2 style). A block computes a 64-row
+// tile of one sequence's queries for one head, 16 rows per warp, and walks
+// the sequence's keys in 64-token tiles that all four warps share:
+//
+//  - Tiles of K (64 x Dqk) and V (64 x Dv) are copied with 16-byte cp.async
+//    into a two-stage ring: tile t + 1 is in flight while tile t is used
+//    (one stage where shared memory is short). Rows past the keys are
+//    zero-filled without being read.
+//  - A warp scores its 16 rows against all 64 keys with m16n8k16 mma.sync
+//    (Q and K through ldmatrix), so the row statistics never leave the
+//    warp: quad shuffles give row maxima, the online softmax runs in base 2.
+//  - P stays in registers: the accumulator fragment of S is the A fragment
+//    of P V once packed to the input type, and V comes through
+//    ldmatrix.trans. O (16 x Dv per warp) lives in registers.
+//  - Causal masking (bottom-right aligned) costs nothing on tiles every row
+//    of the block sees whole; only tiles crossing the diagonal (or the end
+//    of the keys) are masked, and tiles past the block's last visible key
+//    are never loaded.
+//
+// Varlen: the grid has ceil(T / 64) + B blocks per head, an upper bound on
+// the number of 64-row tiles over all sequences; a block finds its
+// sequence and tile by walking cu_seqlens_q. Blocks take tiles in reverse
+// order, so the long causal tiles at the end of a sequence start first.
+//
+// Rows past a sequence's queries are padding (zero queries, never
+// written). A row that sees no key gets out = 0 and lse = -inf. Where q, k
+// or v is not 16-byte aligned the tiles are copied element by element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MmaEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using mlir::gpu::Dimension;
+
+namespace mla::gpu {
+
+namespace {
+
+/// Query rows of a block: 16 per warp.
+constexpr int64_t kBlockRows = 16 * kMmaWarps;
+/// Keys of one shared-memory tile.
+constexpr int64_t kTileKeys = 64;
+/// Padding after each shared row (16 bytes), so that ldmatrix's eight row
+/// addresses fall in different banks.
+constexpr int64_t kRowPad = 8;
+/// The largest v head dim: a warp holds 16 x Dv f32 of O in registers.
+constexpr int64_t kMaxVDim = 128;
+/// The largest qk head dim (shared memory, unrolled k-steps).
+constexpr int64_t kMaxQkDim = 256;
+
+/// The block's dynamic shared memory (bytes): the Q tile, then `stages` K
+/// tiles, then `stages` V tiles, 2-byte elements, rows padded.
+struct PrefillLayout {
+  int64_t qkStride, vStride; ///< elements per shared row
+  int64_t stages;
+  int64_t q, k, kStage, v, vStage, bytes;
+
+  PrefillLayout(int64_t qkDim, int64_t vDim, int64_t stages)
+      : qkStride(qkDim + kRowPad), vStride(vDim + kRowPad), stages(stages) {
+    q = 0;
+    k = kBlockRows * qkStride * 2;
+    kStage = kTileKeys * qkStride * 2;
+    v = k + stages * kStage;
+    vStage = kTileKeys * vStride * 2;
+    bytes = v + stages * vStage;
+  }
+};
+
+/// Two stages where they fit the chip's shared memory, else one.
+std::optional<PrefillLayout> chooseLayout(int64_t qkDim, int64_t vDim,
+                                          const GpuTarget &target) {
+  for (int64_t stages : {2, 1}) {
+    PrefillLayout layout(qkDim, vDim, stages);
+    if (layout.bytes <= sharedMemoryLimit(target))
+      return layout;
+  }
+  return std::nullopt;
+}
+
+/// Emits `if (cond) thenValues() else elseValues()` yielding the values.
+SmallVector<Value>
+selectValues(OpBuilder &b, Location loc, Value cond, TypeRange types,
+             const std::function<SmallVector<Value>()> &thenValues,
+             const std::function<SmallVector<Value>()> &elseValues) {
+  auto op = scf::IfOp::create(b, loc, types, cond, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(op.thenBlock());
+  scf::YieldOp::create(b, loc, thenValues());
+  b.setInsertionPointToStart(op.elseBlock());
+  scf::YieldOp::create(b, loc, elseValues());
+  return SmallVector<Value>(op.getResults());
+}
+
+} // namespace
+
+bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
+  if (target.strategy != KernelStrategy::TensorCore)
+    return false;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  if (!(element.isBF16() || element.isF16()))
+    return false;
+  for (Value operand : {op.getK(), op.getV(), op.getOut()})
+    if (cast<MemRefType>(operand.getType()).getElementType() != element)
+      return false;
+  int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
+  if (qkDim % 16 || vDim % 16 || qkDim > kMaxQkDim || vDim > kMaxVDim)
+    return false;
+  for (Value operand : {op.getQ(), op.getK(), op.getV()})
+    if (!GpuEmitter::hasVectorRows(operand))
+      return false;
+  return chooseLayout(qkDim, vDim, target).has_value();
+}
+
+void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
+  const int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),
+                vDim = op.getVHeadDim();
+  const bool causal = op.getCausal();
+  // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
+  const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  const PrefillLayout layout = *chooseLayout(qkDim, vDim, kernels.target());
+  const int64_t vTiles = vDim / 8; // n8 tiles of O per warp
+
+  auto kernel = kernels.create(
+      "prefill_attention_mma", op->getOperandTypes(),
+      [&](GpuEmitter &base, ValueRange a) {
+        MmaEmitter e(base.builder(), base.location(), element);
+        OpBuilder &b = e.builder();
+        Location l = e.location();
+        Value q = a[0], k = a[1], v = a[2], cuQ = a[3], cuK = a[4],
+              out = a[5], lse = a[6];
+        Value zero = e.index(0), one = e.index(1);
+        Value numTokens = e.dim(q, 0), numKv = e.dim(k, 0);
+        Value numSeqs = e.minIndex(e.sub(e.dim(cuQ, 0), one),
+                                   e.sub(e.dim(cuK, 0), one));
+        Value head = e.blockId(Dimension::y);
+        Value tileIndex =
+            e.sub(e.sub(e.gridDim(Dimension::x), one), e.blockId(Dimension::x));
+
+        // The block's sequence and row tile: walk the sequences, counting
+        // their 64-row tiles. (The offsets are clamped as the generic
+        // kernel clamps them, so both agree on malformed ones.)
+        auto queryRange = [&](Value seq) {
+          Value begin =
+              e.clampIndex(e.loadIndex(cuQ, {seq}), zero, numTokens);
+          Value end = e.clampIndex(e.loadIndex(cuQ, {e.add(seq, one)}), begin,
+                                   numTokens);
+          return std::pair{begin, end};
+        };
+        SmallVector<Value> found = e.forLoop(
+            zero, numSeqs, 1, {zero, e.index(-1), zero},
+            [&](Value s, ValueRange it) -> SmallVector<Value> {
+              auto [begin, end] = queryRange(s);
+              Value tiles = e.ceilDiv(e.sub(end, begin), kBlockRows);
+              Value next = e.add(it[0], tiles);
+              Value hit = e.andi(e.lt(it[1], zero), e.lt(tileIndex, next));
+              return {next, e.select(hit, s, it[1]),
+                      e.select(hit, e.sub(tileIndex, it[0]), it[2])};
+            });
+        Value seq = found[1];
+        e.ifThen(arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, seq,
+                                       zero),
+                 [&] {
+          auto [qBegin, qEnd] = queryRange(seq);
+          Value kBegin = e.clampIndex(e.loadIndex(cuK, {seq}), zero, numKv);
+          Value kEnd = e.clampIndex(e.loadIndex(cuK, {e.add(seq, one)}),
+                                    kBegin, numKv);
+          Value sq = e.sub(qEnd, qBegin), skv = e.sub(kEnd, kBegin);
+          Value row0 = e.mul(found[2], e.index(kBlockRows));
+          Value lastRow = e.sub(e.minIndex(e.add(row0, e.index(kBlockRows)), sq),
+                                one);
+          // Keys the block needs at all (its last row's), and the keys
+          // every row of it sees (its first row's): tiles below the latter
+          // need no mask.
+          Value keyLimit = e.visibleKeys(causal, lastRow, sq, skv);
+          Value sharedKeys = e.visibleKeys(causal, row0, sq, skv);
+          Value unmaskedEnd =
+              e.mul(arith::DivUIOp::create(b, l, sharedKeys,
+                                           e.index(kTileKeys)),
+                    e.index(kTileKeys));
+
+          Value tid = e.threadId();
+          Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
+          Value group = e.divui(lane, 4), quad = e.remui(lane, 4);
+          Value aligned = e.vectorAligned({q, k, v});
+
+          Value raw = e.dynamicShared();
+          Value qS = e.sharedView(raw, layout.q, {kBlockRows, layout.qkStride},
+                                  element);
+          auto kTile = [&](Value stage) {
+            return e.sharedView(
+                raw, e.add(e.index(layout.k), e.mul(stage, e.index(layout.kStage))),
+                {kTileKeys, layout.qkStride}, element);
+          };
+          auto vTile = [&](Value stage) {
+            return e.sharedView(
+                raw, e.add(e.index(layout.v), e.mul(stage, e.index(layout.vStage))),
+                {kTileKeys, layout.vStride}, element);
+          };
+          // Copies the K and V rows of keys [first, first + 64) into
+          // `stage`; keys past keyLimit are zero-filled.
+          auto copyKeys = [&](Value first, Value stage) {
+            auto source = [&](Value row) {
+              Value j = e.add(first, row);
+              Value jc = e.minIndex(j, e.sub(keyLimit, one));
+              return MmaEmitter::SourceRow{e.lt(j, keyLimit),
+                                           {e.add(kBegin, jc), head}};
+            };
+            e.copyTile(aligned, kTile(stage), k, kTileKeys, qkDim / kCopyElems,
+                       warp, lane, source);
+            e.copyTile(aligned, vTile(stage), v, kTileKeys, vDim / kCopyElems,
+                       warp, lane, source);
+          };
+
+          // The Q tile (padding rows zero) and the first key tile.
+          e.copyTile(aligned, qS, q, kBlockRows, qkDim / kCopyElems, warp, lane,
+                     [&](Value row) {
+                       Value r = e.add(row0, row);
+                       Value rc = e.minIndex(r, e.sub(sq, one));
+                       return MmaEmitter::SourceRow{
+                           e.lt(r, sq), {e.add(qBegin, rc), head}};
+                     });
+          e.ifThen(e.lt(zero, keyLimit), [&] { copyKeys(zero, zero); });
+          e.commitCopies();
+
+          // The lane's two rows (group and group + 8 of the warp's 16) and
+          // the keys each sees.
+          SmallVector<Value, 2> rowOf, rowEnd;
+          for (int64_t i = 0; i < 2; ++i) {
+            Value r = e.add(row0, e.add(e.mul(warp, e.index(16)),
+                                        e.add(group, e.index(8 * i))));
+            rowOf.push_back(r);
+            rowEnd.push_back(e.visibleKeys(causal, r, sq, skv));
+          }
+
+          // ldmatrix lane addresses. A (Q): row lane % 16 of the warp's,
+          // column + (lane / 16) * 8. B of S (K): key (lane / 16) * 8 +
+          // lane % 8 of each 16, column + ((lane / 8) % 2) * 8. B of O (V,
+          // transposed): key ((lane / 8) % 2) * 8 + lane % 8 of each 16,
+          // column + (lane / 16) * 8.
+          Value lane8 = e.remui(lane, 8);
+          Value half = e.mul(e.divui(lane, 16), e.index(8));
+          Value odd = e.mul(e.remui(e.divui(lane, 8), 2), e.index(8));
+          Value qRow = e.add(e.mul(warp, e.index(16)), e.remui(lane, 16));
+          Value kRow = e.add(half, lane8);
+          Value vRow = e.add(odd, lane8);
+
+          Value negInf = e.negInf(), fzero = e.f32(0.0);
+          Value scale = e.f32(scaleLog2);
+          // State: row maxima (base 2) m0 m1, the lane's partial row sums
+          // l0 l1, then O: o[4 t + 2 i + c] is row group + 8 i, column
+          // 8 t + 2 quad + c.
+          SmallVector<Value> init{negInf, negInf, fzero, fzero};
+          init.append(vTiles * 4, fzero);
+          SmallVector<Value> state = e.forLoop(
+              zero, keyLimit, e.index(kTileKeys), init,
+              [&](Value first, ValueRange it) -> SmallVector<Value> {
+                Value tileNo = e.divui(first, kTileKeys);
+                Value stage = e.remui(tileNo, layout.stages);
+                Value next = e.add(first, e.index(kTileKeys));
+                if (layout.stages == 2) {
+                  // Prefetch the next tile into the other stage, then wait
+                  // for this one (all but the newest group).
+                  e.ifThen(e.lt(next, keyLimit), [&] {
+                    copyKeys(next, e.remui(e.add(tileNo, one), 2));
+                  });
+                  e.waitCopies(e.commitCopies(), 1);
+                } else {
+                  e.waitAllCopies();
+                }
+                e.barrier();
+                Value kS = kTile(stage), vS = vTile(stage);
+
+                // S = Q K^T: 16 rows x 64 keys, eight n8 tiles whose
+                // accumulations are independent of each other.
+                SmallVector<Value> s(32, fzero);
+                for (int64_t step = 0; step < qkDim / 16; ++step) {
+                  Value col = e.index(16 * step);
+                  SmallVector<Value> qa =
+                      e.ldmatrix(qS, {qRow, e.add(col, half)}, 4, false);
+                  for (int64_t p = 0; p < kTileKeys / 16; ++p) {
+                    SmallVector<Value> kb = e.ldmatrix(
+                        kS, {e.add(kRow, e.index(16 * p)), e.add(col, odd)}, 4,
+                        false);
+                    MutableArrayRef<Value> acc(s);
+                    e.mma(qa, kb[0], kb[1], acc.slice(8 * p, 4));
+                    e.mma(qa, kb[2], kb[3], acc.slice(8 * p + 4, 4));
+                  }
+                }
+                // Scaled scores; s[4 nt + 2 i + c] is row group + 8 i, key
+                // first + 8 nt + 2 quad + c.
+                for (Value &x : s)
+                  x = e.mulf(x, scale);
+                Value masked = e.lt(unmaskedEnd, e.add(first, e.index(1)));
+                SmallVector<Type> f32s(32, b.getF32Type());
+                s = selectValues(
+                    b, l, masked, f32s,
+                    [&] {
+                      SmallVector<Value> m(s);
+                      Value key0 =
+                          e.add(first, e.mul(quad, e.index(2)));
+                      for (int64_t nt = 0; nt < 8; ++nt)
+                        for (int64_t c = 0; c < 2; ++c) {
+                          Value j = e.add(key0, e.index(8 * nt + c));
+                          for (int64_t i = 0; i < 2; ++i) {
+                            int64_t at = 4 * nt + 2 * i + c;
+                            m[at] = e.select(e.lt(j, rowEnd[i]), m[at], negInf);
+                          }
+                        }
+                      return m;
+                    },
+                    [&] { return SmallVector<Value>(s); });
+
+                // Online softmax over the rows' 64 new scores.
+                SmallVector<Value> nextState(it.begin(), it.end());
+                SmallVector<Value> p(32);
+                for (int64_t i = 0; i < 2; ++i) {
+                  Value mx = it[i];
+                  for (int64_t nt = 0; nt < 8; ++nt)
+                    for (int64_t c = 0; c < 2; ++c)
+                      mx = e.maxf(mx, s[4 * nt + 2 * i + c]);
+                  mx = e.quadMax(mx);
+                  // A row that has seen nothing keeps -inf; subtract 0 then
+                  // so that exp2(-inf - m) is 0, never NaN.
+                  Value safe = e.select(e.isNegInf(mx), fzero, mx);
+                  Value alpha = e.exp2(e.subf(it[i], safe));
+                  Value sum = e.mulf(it[2 + i], alpha);
+                  for (int64_t nt = 0; nt < 8; ++nt)
+                    for (int64_t c = 0; c < 2; ++c) {
+                      int64_t at = 4 * nt + 2 * i + c;
+                      p[at] = e.exp2(e.subf(s[at], safe));
+                      sum = e.addf(sum, p[at]);
+                    }
+                  nextState[i] = mx;
+                  nextState[2 + i] = sum;
+                  for (int64_t t = 0; t < vTiles; ++t)
+                    for (int64_t c = 0; c < 2; ++c) {
+                      int64_t at = 4 + 4 * t + 2 * i + c;
+                      nextState[at] = e.mulf(it[at], alpha);
+                    }
+                }
+
+                // O += P V: P's A fragment for keys [16 kk, 16 kk + 16) is
+                // the S fragments of n8 tiles 2 kk and 2 kk + 1.
+                MutableArrayRef<Value> o =
+                    MutableArrayRef<Value>(nextState).drop_front(4);
+                for (int64_t kk = 0; kk < kTileKeys / 16; ++kk) {
+                  int64_t lo = 8 * kk, hi = 8 * kk + 4;
+                  SmallVector<Value> pa{e.pack(p[lo], p[lo + 1]),
+                                        e.pack(p[lo + 2], p[lo + 3]),
+                                        e.pack(p[hi], p[hi + 1]),
+                                        e.pack(p[hi + 2], p[hi + 3])};
+                  for (int64_t t = 0; t < vTiles; t += 2) {
+                    SmallVector<Value> vb = e.ldmatrix(
+                        vS,
+                        {e.add(vRow, e.index(16 * kk)),
+                         e.add(half, e.index(8 * t))},
+                        4, true);
+                    e.mma(pa, vb[0], vb[1], o.slice(4 * t, 4));
+                    e.mma(pa, vb[2], vb[3], o.slice(4 * t + 4, 4));
+                  }
+                }
+                // The next copy overwrites this stage.
+                e.barrier();
+                if (layout.stages == 1) {
+                  e.ifThen(e.lt(next, keyLimit),
+                           [&] { copyKeys(next, zero); });
+                  e.commitCopies();
+                }
+                return nextState;
+              });
+          // Copies still in flight when no tile ran (the Q tile).
+          e.waitAllCopies();
+
+          // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
+          // l = 0), for the real rows.
+          Value leader = e.eqIndex(quad, 0);
+          for (int64_t i = 0; i < 2; ++i) {
+            Value sum = e.quadSum(state[2 + i]);
+            e.ifThen(e.lt(rowOf[i], sq), [&] {
+              Value token = e.add(qBegin, rowOf[i]);
+              Value hasKeys = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::OGT, sum, fzero);
+              Value inverse = e.select(
+                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+              for (int64_t t = 0; t < vTiles; ++t)
+                for (int64_t c = 0; c < 2; ++c) {
+                  Value col =
+                      e.add(e.index(8 * t + c), e.mul(quad, e.index(2)));
+                  e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], inverse),
+                             out, {token, head, col});
+                }
+              e.ifThen(leader, [&] {
+                Value rowLse = e.select(
+                    hasKeys,
+                    e.addf(e.mulf(state[i], e.f32(M_LN2)),
+                           math::LogOp::create(b, l, sum)),
+                    negInf);
+                e.storeF32(rowLse, lse, {head, token});
+              });
+            });
+          }
+        });
+      });
+
+  // Two blocks share an SM where their tiles fit (sm_90a): ask ptxas for
+  // registers to match (up to 255 each) instead of its default cap, under
+  // which the kernel spills.
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  IntegerAttr::get(IntegerType::get(op.getContext(), 32), 2));
+
+  OpBuilder host(op);
+  LoopBuilder hb(host, op.getLoc());
+  Value numSeqs = hb.maxIndex(
+      hb.sub(hb.dim(op.getCuSeqlensQ(), 0), hb.index(1)), hb.index(0));
+  Value tiles =
+      hb.add(hb.ceilDiv(hb.dim(op.getQ(), 0), kBlockRows), numSeqs);
+  KernelFactory::launch(host, op.getLoc(), kernel,
+                        {tiles, hb.index(heads), hb.index(1)},
+                        op->getOperands(), layout.bytes);
+}
+
+} // namespace mla::gpu

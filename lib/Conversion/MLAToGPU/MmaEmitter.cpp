@@ -1,0 +1,221 @@
+//===- MmaEmitter.cpp - Tensor-core building blocks for mma-sync kernels --===//
+
+#include "MmaEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace mla::gpu {
+
+int64_t sharedMemoryLimit(const GpuTarget &target) {
+  int64_t kib = 99;
+  if (target.major == 9 && target.archSpecific)
+    kib = 227;
+  else if (target.major == 8 && target.minor == 0)
+    kib = 163;
+  return (kib - 1) * 1024;
+}
+
+Attribute MmaEmitter::workgroup() {
+  return mlir::gpu::AddressSpaceAttr::get(b.getContext(),
+                                          mlir::gpu::AddressSpace::Workgroup);
+}
+
+Value MmaEmitter::dynamicShared() {
+  auto rawType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                 MemRefLayoutAttrInterface(), workgroup());
+  return mlir::gpu::DynamicSharedMemoryOp::create(b, loc, rawType);
+}
+
+Value MmaEmitter::sharedView(Value raw, Value offset, ArrayRef<int64_t> shape,
+                             Type type) {
+  auto viewType =
+      MemRefType::get(shape, type, MemRefLayoutAttrInterface(), workgroup());
+  return memref::ViewOp::create(b, loc, viewType, raw, offset, ValueRange{});
+}
+
+Value MmaEmitter::exp2(Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
+      .getResult(0);
+}
+
+Value MmaEmitter::shuffleXor(Value v, int64_t offset) {
+  Value delta = arith::ConstantIntOp::create(b, loc, offset, 32);
+  Value width = arith::ConstantIntOp::create(b, loc, kWarpSize, 32);
+  return mlir::gpu::ShuffleOp::create(b, loc, v, delta, width,
+                                      mlir::gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+Value MmaEmitter::quadMax(Value v) {
+  for (int64_t o : {1, 2})
+    v = arith::MaximumFOp::create(b, loc, v, shuffleXor(v, o));
+  return v;
+}
+
+Value MmaEmitter::quadSum(Value v) {
+  for (int64_t o : {1, 2})
+    v = arith::AddFOp::create(b, loc, v, shuffleXor(v, o));
+  return v;
+}
+
+Value MmaEmitter::lt(Value a, Value c) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
+}
+Value MmaEmitter::select(Value c, Value t, Value f) {
+  return arith::SelectOp::create(b, loc, c, t, f);
+}
+Value MmaEmitter::divui(Value a, int64_t d) {
+  return arith::DivUIOp::create(b, loc, a, index(d));
+}
+Value MmaEmitter::remui(Value a, int64_t d) {
+  return arith::RemUIOp::create(b, loc, a, index(d));
+}
+Value MmaEmitter::mulf(Value a, Value c) {
+  return arith::MulFOp::create(b, loc, a, c);
+}
+Value MmaEmitter::addf(Value a, Value c) {
+  return arith::AddFOp::create(b, loc, a, c);
+}
+Value MmaEmitter::subf(Value a, Value c) {
+  return arith::SubFOp::create(b, loc, a, c);
+}
+Value MmaEmitter::maxf(Value a, Value c) {
+  return arith::MaximumFOp::create(b, loc, a, c);
+}
+Value MmaEmitter::andi(Value a, Value c) {
+  return arith::AndIOp::create(b, loc, a, c);
+}
+Value MmaEmitter::eqIndex(Value a, int64_t v) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, index(v));
+}
+Value MmaEmitter::isNegInf(Value x) {
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf());
+}
+
+void MmaEmitter::barrier() { mlir::gpu::BarrierOp::create(b, loc); }
+
+void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
+                          int64_t rowCount, int64_t vectors, Value warp,
+                          Value lane,
+                          const std::function<SourceRow(Value row)> &source) {
+  int64_t rowsPerWarp = rowCount / kMmaWarps;
+  Value laneGroup = divui(lane, 8), lane8 = remui(lane, 8);
+  SmallVector<std::pair<Value, SourceRow>> rows;
+  for (int64_t i = 0; i < rowsPerWarp / 4; ++i) {
+    Value row =
+        add(mul(warp, index(rowsPerWarp)), add(laneGroup, index(4 * i)));
+    rows.push_back({row, source(row)});
+  }
+  auto at = [](const SourceRow &r, Value col) {
+    SmallVector<Value> idx(r.prefix.begin(), r.prefix.end());
+    idx.push_back(col);
+    return idx;
+  };
+  int64_t chunks = (vectors + 7) / 8;
+  ifThenElse(
+      aligned,
+      [&] {
+        for (auto &[row, from] : rows) {
+          Value count = select(from.valid, index(kCopyElems), index(0));
+          for (int64_t k = 0; k < chunks; ++k) {
+            Value vec = add(lane8, index(8 * k));
+            Value col = mul(vec, index(kCopyElems));
+            auto copy = [&, row = row, &from = from] {
+              nvgpu::DeviceAsyncCopyOp::create(
+                  b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+                  dst, ValueRange{row, col}, src, at(from, col),
+                  b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
+            };
+            if (8 * (k + 1) <= vectors)
+              copy();
+            else
+              ifThen(lt(vec, index(vectors)), copy);
+          }
+        }
+      },
+      [&] {
+        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+        for (auto &[row, from] : rows)
+          forLoop(lane8, index(vectors), 8,
+                  [&, row = row, &from = from](Value vec) {
+                    Value col = mul(vec, index(kCopyElems));
+                    for (int64_t e = 0; e < kCopyElems; ++e) {
+                      Value c = add(col, index(e));
+                      Value v = memref::LoadOp::create(b, loc, src, at(from, c));
+                      memref::StoreOp::create(b, loc,
+                                              select(from.valid, v, zero), dst,
+                                              ValueRange{row, c});
+                    }
+                  });
+      });
+}
+
+Value MmaEmitter::commitCopies() {
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+void MmaEmitter::waitCopies(Value group, int64_t pending) {
+  // Lowers to cp.async.wait_group `pending`; the token only orders the ops.
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                   b.getI32IntegerAttr(pending));
+}
+
+SmallVector<Value> MmaEmitter::ldmatrix(Value smem, ValueRange idx,
+                                        int64_t tiles, bool transpose) {
+  auto type = VectorType::get({tiles, 2}, element);
+  Value m = nvgpu::LdMatrixOp::create(b, loc, type, smem, idx,
+                                      b.getBoolAttr(transpose),
+                                      b.getI32IntegerAttr(tiles));
+  SmallVector<Value> pieces;
+  for (int64_t i = 0; i < tiles; ++i)
+    pieces.push_back(vector::ExtractOp::create(b, loc, m, i));
+  return pieces;
+}
+
+Value MmaEmitter::pack(Value lo, Value hi) {
+  auto pairType = VectorType::get({2}, element);
+  return vector::FromElementsOp::create(
+      b, loc, pairType,
+      ValueRange{arith::TruncFOp::create(b, loc, element, lo),
+                 arith::TruncFOp::create(b, loc, element, hi)});
+}
+
+Value MmaEmitter::operand(Value piece) {
+  if (element.isF16())
+    return piece;
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), piece);
+}
+
+void MmaEmitter::mma(ArrayRef<Value> a, Value b0, Value b1,
+                     MutableArrayRef<Value> c) {
+  Type f32 = b.getF32Type();
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  SmallVector<Value> as;
+  for (Value v : a)
+    as.push_back(operand(v));
+  std::optional<std::array<NVVM::MMATypes, 2>> types;
+  if (element.isBF16())
+    types = std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                          NVVM::MMATypes::bf16};
+  Value d = NVVM::MmaOp::create(
+      b, loc, resultType, as, ValueRange{operand(b0), operand(b1)},
+      ValueRange(c), ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+      types,
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0; i < 4; ++i)
+    c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+}
+
+} // namespace mla::gpu

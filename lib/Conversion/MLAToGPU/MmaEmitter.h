@@ -1,0 +1,122 @@
+//===- MmaEmitter.h - Tensor-core building blocks for mma-sync kernels ----===//
+//
+// What the `mma-sync` strategy's kernels (decode split, prefill) are made
+// of: shared-memory views, 16-byte cp.async tile copies with an element
+// fallback, ldmatrix, m16n8k16 mma.sync with f32 accumulators, base-2
+// exponentials and quad reductions (the four lanes holding one row of an
+// accumulator fragment).
+//
+// Fragment layout of m16n8k16 (PTX ISA, "mma.m16n8k16"): lane = 4 g + q
+// (group g = lane / 4, quad q = lane % 4) holds accumulator elements
+// c[2 i + c'] at row g + 8 i, column 2 q + c'.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOGPU_MMAEMITTER_H
+#define MLA_LIB_CONVERSION_MLATOGPU_MMAEMITTER_H
+
+#include "GpuKernels.h"
+
+namespace mla::gpu {
+
+/// Warps of an mma-sync kernel's block.
+inline constexpr int64_t kMmaWarps = kBlockThreads / kWarpSize;
+/// Elements of one 16-byte copy of a 2-byte type.
+inline constexpr int64_t kCopyElems = 8;
+
+/// Dynamic shared memory a block may have on `target`'s chips (opt-in
+/// limit, less 1 KiB of margin): sm_90a 227 KiB, sm_80 163 KiB, the others
+/// (sm_86, sm_89, and the chips running portable sm_90 code) 99 KiB.
+int64_t sharedMemoryLimit(const GpuTarget &target);
+
+class MmaEmitter : public GpuEmitter {
+public:
+  MmaEmitter(mlir::OpBuilder &b, mlir::Location loc, mlir::Type element)
+      : GpuEmitter(b, loc), element(element) {}
+
+  mlir::Type element; ///< bf16 or f16
+
+  mlir::Attribute workgroup();
+  /// The block's dynamic shared memory as bytes.
+  mlir::Value dynamicShared();
+  /// A static 2-D (or 1-D) view of `raw` at byte `offset`.
+  mlir::Value sharedView(mlir::Value raw, mlir::Value offset,
+                         llvm::ArrayRef<int64_t> shape, mlir::Type type);
+  mlir::Value sharedView(mlir::Value raw, int64_t offset,
+                         llvm::ArrayRef<int64_t> shape, mlir::Type type) {
+    return sharedView(raw, index(offset), shape, type);
+  }
+
+  mlir::Value exp2(mlir::Value x);
+  mlir::Value shuffleXor(mlir::Value v, int64_t offset);
+  /// Max (or sum) over the four lanes of a quad (lanes sharing lane / 4).
+  mlir::Value quadMax(mlir::Value v);
+  mlir::Value quadSum(mlir::Value v);
+
+  mlir::Value lt(mlir::Value a, mlir::Value c);
+  mlir::Value select(mlir::Value c, mlir::Value t, mlir::Value f);
+  mlir::Value divui(mlir::Value a, int64_t d);
+  mlir::Value remui(mlir::Value a, int64_t d);
+  mlir::Value mulf(mlir::Value a, mlir::Value c);
+  mlir::Value addf(mlir::Value a, mlir::Value c);
+  mlir::Value subf(mlir::Value a, mlir::Value c);
+  mlir::Value maxf(mlir::Value a, mlir::Value c);
+  mlir::Value andi(mlir::Value a, mlir::Value c);
+  mlir::Value eqIndex(mlir::Value a, int64_t v);
+  /// Whether the f32 `x` is -inf.
+  mlir::Value isNegInf(mlir::Value x);
+
+  void barrier();
+
+  /// A tile row's source: whether it holds data (else it is zero-filled
+  /// and not read) and the indices of its first element in `src` but the
+  /// innermost (in bounds either way).
+  struct SourceRow {
+    mlir::Value valid;
+    llvm::SmallVector<mlir::Value, 3> prefix;
+  };
+
+  /// Copies `rowCount` rows of `vectors` 16-byte vectors from `src` into
+  /// the first columns of shared `dst`. Warp w copies rows [w rowCount / 4,
+  /// (w + 1) rowCount / 4), four at a time: lanes 8g .. 8g + 7 take row
+  /// 4i + g and its vectors 8k + lane % 8, so each instruction moves four
+  /// whole 128-byte lines, and a row's source (a page lookup) is computed
+  /// once. With `aligned`, 16-byte cp.async (L2 only) whose source size is
+  /// 0 for invalid rows; otherwise element by element.
+  void copyTile(mlir::Value aligned, mlir::Value dst, mlir::Value src,
+                int64_t rowCount, int64_t vectors, mlir::Value warp,
+                mlir::Value lane,
+                const std::function<SourceRow(mlir::Value row)> &source);
+
+  /// Commits the copies issued so far as a group (possibly empty); returns
+  /// its token.
+  mlir::Value commitCopies();
+  /// Waits until at most `pending` of the committed groups (the most
+  /// recent ones) are in flight; `group` is the last committed.
+  void waitCopies(mlir::Value group, int64_t pending);
+  /// Commits the copies issued so far and waits for all of them.
+  void waitAllCopies() { waitCopies(commitCopies(), 0); }
+
+  /// ldmatrix of `tiles` 8x8 matrices; lane i gives the address of row
+  /// i % 8 of matrix i / 8. Returns the lane's 32-bit pieces (two elements
+  /// each), one per matrix.
+  llvm::SmallVector<mlir::Value> ldmatrix(mlir::Value smem,
+                                          mlir::ValueRange idx, int64_t tiles,
+                                          bool transpose);
+
+  /// Two f32 values as one 2-element piece of the element type.
+  mlir::Value pack(mlir::Value lo, mlir::Value hi);
+
+  /// D = A (16x16) B (16x8) + C with m16n8k16 mma.sync, f32 accumulators.
+  /// `c` holds the four accumulators, updated in place.
+  void mma(llvm::ArrayRef<mlir::Value> a, mlir::Value b0, mlir::Value b1,
+           llvm::MutableArrayRef<mlir::Value> c);
+
+private:
+  /// A 2-element piece as an mma operand: vector<2xf16> as is, bf16 as i32.
+  mlir::Value operand(mlir::Value piece);
+};
+
+} // namespace mla::gpu
+
+#endif // MLA_LIB_CONVERSION_MLATOGPU_MMAEMITTER_H
