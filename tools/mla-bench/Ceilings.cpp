@@ -19,9 +19,10 @@ llvm::Error error(const llvm::Twine &message) {
 }
 } // namespace
 
-llvm::Expected<double> timeOnDevice(const cuda::Stream &stream,
-                                    const std::function<llvm::Error()> &work,
-                                    int warmup, int repeats) {
+llvm::Expected<double>
+timeOnDevice(const cuda::Stream &stream,
+             const std::function<llvm::Error()> &work, int warmup, int repeats,
+             const std::function<llvm::Error()> &beforeEach) {
   for (int i = 0; i < warmup; ++i)
     if (llvm::Error e = work())
       return std::move(e);
@@ -32,6 +33,9 @@ llvm::Expected<double> timeOnDevice(const cuda::Stream &stream,
       return start.takeError();
     if (!stop)
       return stop.takeError();
+    if (beforeEach)
+      if (llvm::Error e = beforeEach())
+        return std::move(e);
     if (llvm::Error e = start->record(stream))
       return std::move(e);
     if (llvm::Error e = work())

@@ -20,10 +20,13 @@
 namespace mla::bench {
 
 /// Median milliseconds of `work` (enqueued on `stream`) over `repeats`
-/// runs after `warmup` runs, timed with device events.
-llvm::Expected<double> timeOnDevice(const cuda::Stream &stream,
-                                    const std::function<llvm::Error()> &work,
-                                    int warmup = 2, int repeats = 10);
+/// runs after `warmup` runs, timed with device events. `beforeEach`, when
+/// given, is enqueued before each timed run, outside the timed region.
+llvm::Expected<double>
+timeOnDevice(const cuda::Stream &stream,
+             const std::function<llvm::Error()> &work, int warmup = 2,
+             int repeats = 10,
+             const std::function<llvm::Error()> &beforeEach = nullptr);
 
 /// Copy bandwidth in bytes/s over a `bytes`-sized buffer (2 x bytes moved).
 llvm::Expected<double> measureCopyBandwidth(const cuda::Stream &stream,

@@ -41,6 +41,11 @@ static llvm::cl::opt<std::string> strategies(
     "strategy",
     llvm::cl::desc("decode and prefill kernel strategy: generic, mma-sync or both"),
     llvm::cl::init("both"));
+static llvm::cl::opt<bool> graphs(
+    "graphs",
+    llvm::cl::desc("time each call as a CUDA graph replay (device time); "
+                   "--graphs=false times direct calls"),
+    llvm::cl::init(true));
 static llvm::cl::opt<int> minSplitTokens(
     "min-split-tokens",
     llvm::cl::desc("override the decode schedule's shortest split (tokens)"),
@@ -143,11 +148,55 @@ compile(mlir::OwningOpRef<mlir::ModuleOp> module, const char *what,
   return kernel;
 }
 
+/// Overwrites a buffer larger than the L2 cache, so that a timed run reads
+/// its inputs from device memory, not from the previous run's L2 lines
+/// (a batch-1 decode cache of 32k tokens, 38 MB, would otherwise fit).
+llvm::Error flushL2() {
+  static cuda::DeviceBuffer scratch =
+      check(cuda::DeviceBuffer::allocate(size_t(256) << 20), "L2 flush buffer");
+  auto &driver = device->driver();
+  return driver.check(driver.fn.cuMemsetD8Async(scratch.ptr(), 0,
+                                                scratch.size(),
+                                                stream->handle()),
+                      "cuMemsetD8Async");
+}
+
+/// Milliseconds of one call of `kernel` on `args`: with --graphs, the call
+/// captured once into a CUDA graph and replayed (device time, as a serving
+/// engine replays its decode step), else a direct call (device time plus
+/// the host launch path whenever the device waits for it). The L2 cache is
+/// flushed before each timed run.
 double timeKernel(const GpuKernel &kernel, const std::vector<BufferView> &args) {
-  return check(bench::timeOnDevice(
-                   *stream,
-                   [&]() { return kernel.run(args, stream->handle()); }, 1, 5),
-               "timing");
+  auto call = [&]() { return kernel.run(args, stream->handle()); };
+  if (!graphs)
+    return check(bench::timeOnDevice(*stream, call, 1, 5, flushL2), "timing");
+  auto &driver = device->driver();
+  check(driver.check(driver.fn.cuStreamBeginCapture(
+                         stream->handle(), cuda::CU_STREAM_CAPTURE_MODE_RELAXED),
+                     "cuStreamBeginCapture"),
+        "capturing");
+  llvm::Error captured = call();
+  cuda::CUgraph graph = nullptr;
+  check(driver.check(driver.fn.cuStreamEndCapture(stream->handle(), &graph),
+                     "cuStreamEndCapture"),
+        "capturing");
+  check(std::move(captured), "capturing the call");
+  cuda::CUgraphExec exec = nullptr;
+  check(driver.check(driver.fn.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                     "cuGraphInstantiateWithFlags"),
+        "instantiating");
+  double ms = check(bench::timeOnDevice(
+                        *stream,
+                        [&]() {
+                          return driver.check(
+                              driver.fn.cuGraphLaunch(exec, stream->handle()),
+                              "cuGraphLaunch");
+                        },
+                        1, 5, flushL2),
+                    "timing");
+  driver.fn.cuGraphExecDestroy(exec);
+  driver.fn.cuGraphDestroy(graph);
+  return ms;
 }
 
 void printHeader(const char *shape) {
@@ -184,8 +233,16 @@ void benchDecode(mlir::MLIRContext &ctx) {
   const int64_t page = 64;
   std::vector<int64_t> batches = quick ? std::vector<int64_t>{1, 64}
                                        : std::vector<int64_t>{1, 4, 64, 128};
-  std::vector<int64_t> contexts = quick ? std::vector<int64_t>{4096}
-                                        : std::vector<int64_t>{1024, 4096, 16384, 32768};
+  // Small batches also run the long contexts (up to 128k) the small-batch
+  // target names.
+  auto contextsFor = [](int64_t batch) {
+    if (quick)
+      return std::vector<int64_t>{4096};
+    std::vector<int64_t> contexts{1024, 4096, 16384, 32768};
+    if (batch <= 4)
+      contexts.insert(contexts.end(), {65536, 131072});
+    return contexts;
+  };
   for (KernelStrategy strategy : chosenStrategies())
   for (int64_t heads : {16, 128}) {
     MlaDims dims;
@@ -199,7 +256,7 @@ void benchDecode(mlir::MLIRContext &ctx) {
         compile(buildDecodeAttention(ctx, spec), what.c_str(), strategy);
     printHeader("heads x batch x context /S");
     for (int64_t batch : batches)
-      for (int64_t context : contexts) {
+      for (int64_t context : contextsFor(batch)) {
         int64_t blocksPerSeq = (context + page - 1) / page;
         int64_t numBlocks = batch * blocksPerSeq;
         std::vector<int32_t> table(numBlocks);
