@@ -387,72 +387,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
 
   SmallVector<Value> combineArgs(plan);
   combineArgs.append({partial, partialLse, op.getOut(), op.getLse()});
-  auto combineKernel = kernels.create(
-      "decode_attention_combine", ValueRange(combineArgs).getTypes(),
-      [&](GpuEmitter &e, ValueRange a) {
-        Value numSplits = schedule.planned ? a.front() : Value();
-        a = a.take_back(4);
-        Value part = a[0], partLse = a[1], out = a[2], lse = a[3];
-        OpBuilder &b = e.builder();
-        Location l = e.location();
-        Value zero = e.index(0);
-        Value sq = e.dim(out, 1);
-        Value row = e.blockId(Dimension::x);
-        Value req = arith::DivUIOp::create(b, l, row, sq);
-        Value s = arith::RemUIOp::create(b, l, row, sq);
-        Value h = e.blockId(Dimension::y);
-        Value activeSplits =
-            schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-        // Global max, then the sum of the splits' weights.
-        Value max = e.forLoop(zero, activeSplits, 1, {e.negInf()},
-                              [&](Value i, ValueRange it) -> SmallVector<Value> {
-                                return {arith::MaximumFOp::create(
-                                    b, l, it[0],
-                                    e.loadF32(partLse, {req, s, h, i}))};
-                              })[0];
-        Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                            max, e.negInf());
-        Value safeMax = arith::SelectOp::create(b, l, empty, e.f32(0.0), max);
-        auto weightOf = [&](Value i) {
-          return math::ExpOp::create(
-              b, l,
-              arith::SubFOp::create(b, l, e.loadF32(partLse, {req, s, h, i}),
-                                    safeMax));
-        };
-        Value sum = e.forLoop(zero, activeSplits, 1, {e.f32(0.0)},
-                              [&](Value i, ValueRange it) -> SmallVector<Value> {
-                                return {arith::AddFOp::create(b, l, it[0],
-                                                              weightOf(i))};
-                              })[0];
-        Value hasKeys = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                              sum, e.f32(0.0));
-        Value inverse = arith::SelectOp::create(
-            b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
-            e.f32(0.0));
-        e.blockStridedLoop(zero, e.index(latent), [&](Value c) {
-          Value v = e.forLoop(
-              zero, activeSplits, 1, {e.f32(0.0)},
-              [&](Value i, ValueRange it) -> SmallVector<Value> {
-                return {math::FmaOp::create(
-                    b, l, weightOf(i), e.loadF32(part, {req, s, h, i, c}),
-                    it[0])};
-              })[0];
-          e.storeF32(arith::MulFOp::create(b, l, v, inverse), out,
-                     {req, s, h, c});
-        });
-        Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                            e.threadId(), zero);
-        e.ifThen(first, [&] {
-          Value merged = arith::AddFOp::create(
-              b, l, safeMax, math::LogOp::create(b, l, sum));
-          e.storeF32(
-              arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
-              lse, {req, h, s});
-        });
-      });
-  KernelFactory::launch(host, loc, combineKernel,
-                        {hb.mul(batch, queryLen), hb.index(heads), hb.index(1)},
-                        combineArgs);
+  launchDecodeCombine(op, kernels, schedule, host, combineArgs);
   if (!schedule.planned) {
     mlir::gpu::DeallocOp::create(host, loc, /*asyncToken=*/Type(),
                                  ValueRange{}, partial);

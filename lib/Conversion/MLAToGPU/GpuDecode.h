@@ -46,6 +46,13 @@ struct DecodeSchedule {
 /// strategy asks for it, q and the cache are both bf16 or both f16 with
 /// row-major layouts, kv_lora_rank % 64 == 0, rope_dim % 16 == 0, and its
 /// shared memory fits the chip.
+/// The combine kernel (GpuDecodeCombine.cpp): merges the split partials
+/// of `combineArgs` (the plan's num_splits if any, the partials and their
+/// LSEs, out and lse) into the op's results.
+void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
+                         const DecodeSchedule &schedule, mlir::OpBuilder &host,
+                         mlir::ValueRange combineArgs);
+
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 
 /// Creates the tensor-core split kernel for `op` and launches it from

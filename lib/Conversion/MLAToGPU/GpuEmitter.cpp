@@ -48,6 +48,23 @@ Value GpuEmitter::warpReduce(Value value, bool max) {
   return value;
 }
 
+void GpuEmitter::barrier() { mlir::gpu::BarrierOp::create(b, loc); }
+
+Value GpuEmitter::dynamicShared() {
+  auto workgroup = mlir::gpu::AddressSpaceAttr::get(
+      b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  auto rawType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                 MemRefLayoutAttrInterface(), workgroup);
+  return mlir::gpu::DynamicSharedMemoryOp::create(b, loc, rawType);
+}
+
+Value GpuEmitter::sharedView(Value raw, Value offset, ArrayRef<int64_t> shape,
+                             Type type) {
+  auto viewType = MemRefType::get(shape, type, MemRefLayoutAttrInterface(),
+                                  cast<MemRefType>(raw.getType()).getMemorySpace());
+  return memref::ViewOp::create(b, loc, viewType, raw, offset, ValueRange{});
+}
+
 Value GpuEmitter::warpSum(Value value) { return warpReduce(value, false); }
 Value GpuEmitter::warpMax(Value value) { return warpReduce(value, true); }
 

@@ -55,6 +55,18 @@ public:
                    mlir::ValueRange prefix, mlir::Value column,
                    mlir::Value inside, int64_t firstColumn = 0);
 
+  /// __syncthreads().
+  void barrier();
+  /// The block's dynamic shared memory as bytes.
+  mlir::Value dynamicShared();
+  /// A static 2-D (or 1-D) view of `raw` at byte `offset`.
+  mlir::Value sharedView(mlir::Value raw, mlir::Value offset,
+                         llvm::ArrayRef<int64_t> shape, mlir::Type type);
+  mlir::Value sharedView(mlir::Value raw, int64_t offset,
+                         llvm::ArrayRef<int64_t> shape, mlir::Type type) {
+    return sharedView(raw, index(offset), shape, type);
+  }
+
   /// Emits `if (cond) thenBody() else elseBody()`.
   void ifThenElse(mlir::Value cond, const std::function<void()> &thenBody,
                   const std::function<void()> &elseBody);

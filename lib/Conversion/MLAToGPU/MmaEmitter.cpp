@@ -22,24 +22,6 @@ int64_t sharedMemoryLimit(const GpuTarget &target) {
   return (kib - 1) * 1024;
 }
 
-Attribute MmaEmitter::workgroup() {
-  return mlir::gpu::AddressSpaceAttr::get(b.getContext(),
-                                          mlir::gpu::AddressSpace::Workgroup);
-}
-
-Value MmaEmitter::dynamicShared() {
-  auto rawType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                                 MemRefLayoutAttrInterface(), workgroup());
-  return mlir::gpu::DynamicSharedMemoryOp::create(b, loc, rawType);
-}
-
-Value MmaEmitter::sharedView(Value raw, Value offset, ArrayRef<int64_t> shape,
-                             Type type) {
-  auto viewType =
-      MemRefType::get(shape, type, MemRefLayoutAttrInterface(), workgroup());
-  return memref::ViewOp::create(b, loc, viewType, raw, offset, ValueRange{});
-}
-
 Value MmaEmitter::exp2(Value x) {
   return LLVM::CallIntrinsicOp::create(
              b, loc, b.getF32Type(),
@@ -100,8 +82,6 @@ Value MmaEmitter::eqIndex(Value a, int64_t v) {
 Value MmaEmitter::isNegInf(Value x) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf());
 }
-
-void MmaEmitter::barrier() { mlir::gpu::BarrierOp::create(b, loc); }
 
 void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                           int64_t rowCount, int64_t vectors, Value warp,

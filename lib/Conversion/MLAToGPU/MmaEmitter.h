@@ -36,17 +36,6 @@ public:
 
   mlir::Type element; ///< bf16 or f16
 
-  mlir::Attribute workgroup();
-  /// The block's dynamic shared memory as bytes.
-  mlir::Value dynamicShared();
-  /// A static 2-D (or 1-D) view of `raw` at byte `offset`.
-  mlir::Value sharedView(mlir::Value raw, mlir::Value offset,
-                         llvm::ArrayRef<int64_t> shape, mlir::Type type);
-  mlir::Value sharedView(mlir::Value raw, int64_t offset,
-                         llvm::ArrayRef<int64_t> shape, mlir::Type type) {
-    return sharedView(raw, index(offset), shape, type);
-  }
-
   mlir::Value exp2(mlir::Value x);
   mlir::Value shuffleXor(mlir::Value v, int64_t offset);
   /// Max (or sum) over the four lanes of a quad (lanes sharing lane / 4).
@@ -65,8 +54,6 @@ public:
   mlir::Value eqIndex(mlir::Value a, int64_t v);
   /// Whether the f32 `x` is -inf.
   mlir::Value isNegInf(mlir::Value x);
-
-  void barrier();
 
   /// A tile row's source: whether it holds data (else it is zero-filled
   /// and not read) and the indices of its first element in `src` but the

@@ -19,7 +19,6 @@
 
 // GENERIC-NOT: nvvm.mma.sync
 // GENERIC-NOT: _mma_
-// GENERIC-NOT: dynamic_shared_memory
 // KEEP-COUNT-6: mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "mma-sync"}
 // SET-COUNT-6: mla.target = {chip = "sm_86", ptx_features = "+ptx71", strategy = "mma-sync"}
 // BAD: error: mla-select-gpu-target: unknown kernel strategy 'wgmma' (supported: generic, mma-sync)
@@ -124,7 +123,7 @@ func.func @decode_bf16_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64
 // 128 heads, Sq 1: 8 tiles of 16 rows; 2048 tokens a split (1 for 10 pages).
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq1(
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c8, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c3, %c128, %c1)
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c3, %c128, %c2)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq1(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: nvvm.mma.sync
@@ -143,7 +142,7 @@ func.func @decode_bf16_128_heads_sq1(%q: memref<3x1x128x576xbf16>, %cache: memre
 // 128 heads, Sq 2: 16 tiles; causal.
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq2(
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c6, %c128, %c1)
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c6, %c128, %c2)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq2(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: nvvm.mma.sync
@@ -207,13 +206,18 @@ func.func @decode_f16_scheduled(%q: memref<?x2x16x576xf16>, %cache: memref<?x16x
 // -----
 
 // Not served by the tensor-core kernel: f32, and a bf16 query over an f16
-// cache keep the generic split kernel (one warp per row, no shared memory).
+// cache keep the generic split kernel (one warp per row, no shared memory;
+// only the combine kernels use some).
 // CHECK-LABEL: func.func @decode_f32_falls_back(
 // CHECK-NOT: dynamic_shared_memory_size
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in
+// CHECK-NOT: dynamic_shared_memory_size
+// CHECK-SAME: args(
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_2 blocks in
+// CHECK-NOT: dynamic_shared_memory_size
+// CHECK-SAME: args(
 // CHECK-NOT: nvvm.mma.sync
-// CHECK-NOT: gpu.dynamic_shared_memory
 // CHECK-NOT: _mma_
 func.func @decode_f32_falls_back(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576xf32>,
                                  %bt: memref<2x5xi32>, %lens: memref<2xi32>,

@@ -27,7 +27,7 @@
 // CHECK: llvm.call @mgpuMemAlloc(
 // CHECK: llvm.call @mgpuMemAlloc(
 // CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_0 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_1 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_1 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
 // CHECK: llvm.call @mgpuMemFree(
 // CHECK: llvm.call @mgpuMemFree(
 // CHECK: llvm.return
@@ -43,7 +43,7 @@
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
 // CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_3 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
 // CHECK: llvm.return
 // CHECK-NEXT: }
