@@ -443,7 +443,7 @@ TEST(DecodeScheduled, HundredsOfSplits) {
   // The small-batch, long-context shape: one request cut into hundreds of
   // 16-token splits (more than a combine block has threads, and a count
   // that leaves its warps uneven), with a latent width that is not a whole
-  // number of the combine's 256-column chunks.
+  // number of the combine's 128-column chunks.
   checkDecode({DType::BF16, DType::BF16, 16, 1, 16, false, {5003}, 512, 64,
                DecodeSchedule{400, 16, 16, 0, {}, 300}});
   checkDecode({DType::F16, DType::F16, 4, 2, 16, true, {2100, 7}, 320, 32,

@@ -7,11 +7,12 @@
 // A small batch with a long context has few rows and many splits (one
 // request, 16 heads, 256 splits: 16 rows of 256 x 512 f32 partials), so
 // the kernel is built to keep many loads in flight per row rather than to
-// rely on many rows:
-//  - a block merges one row's 256-column chunk (grid: rows x heads x
-//    ceil(Lkv / 256));
-//  - its four warps take every fourth split, each lane 8 columns (coalesced
-//    128-byte rows), two splits per step: 16 independent loads in flight
+// rely on many rows: the time of a row is about its chain of dependent
+// loads, n / 32 steps.
+//  - a block merges one row's 128-column chunk (grid: rows x heads x
+//    ceil(Lkv / 128));
+//  - its four warps take every fourth split, each lane 4 columns (coalesced
+//    128-byte rows), eight splits per step: 32 independent loads in flight
 //    per lane;
 //  - the split LSEs are reduced by the whole block (max, then the sum of
 //    weights), and the warps' column sums are added through shared memory.
@@ -36,11 +37,11 @@ namespace {
 
 constexpr int64_t kWarps = kBlockThreads / kWarpSize;
 /// Columns of a lane, 32 apart (a warp reads whole 128-byte rows).
-constexpr int64_t kLaneColumns = 8;
+constexpr int64_t kLaneColumns = 4;
 /// Columns a block merges.
 constexpr int64_t kChunkColumns = kWarpSize * kLaneColumns;
 /// Splits a warp loads per step.
-constexpr int64_t kSplitsPerStep = 2;
+constexpr int64_t kSplitsPerStep = 8;
 
 /// Shared memory: the per-warp slots of a block reduction, then each warp's
 /// column sums.
@@ -166,7 +167,7 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
           memref::StoreOp::create(b, l, acc[k], sums,
                                   ValueRange{warp, columns[k]});
         e.barrier();
-        // Thread t writes columns t and t + 128 of the chunk.
+        // Thread t writes column t of the chunk.
         for (int64_t c0 = 0; c0 < kChunkColumns; c0 += kBlockThreads) {
           Value c = e.add(tid, e.index(c0));
           Value column = e.add(chunkColumn0, c);

@@ -123,7 +123,7 @@ func.func @decode_bf16_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64
 // 128 heads, Sq 1: 8 tiles of 16 rows; 2048 tokens a split (1 for 10 pages).
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq1(
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c8, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c3, %c128, %c2)
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c3, %c128, %c4)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq1(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: nvvm.mma.sync
@@ -142,7 +142,7 @@ func.func @decode_bf16_128_heads_sq1(%q: memref<3x1x128x576xbf16>, %cache: memre
 // 128 heads, Sq 2: 16 tiles; causal.
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq2(
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c6, %c128, %c2)
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c6, %c128, %c4)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq2(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: nvvm.mma.sync

@@ -93,10 +93,10 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>)
-// The combine kernel: one block per (row, head, 256-column chunk), 4112
-// bytes of shared memory (4 reduction slots, 4 warps x 256 column sums).
+// The combine kernel: one block per (row, head, 128-column chunk), 2064
+// bytes of shared memory (4 reduction slots, 4 warps x 128 column sums).
 // CHECK: %[[ROWS2:.+]] = arith.muli %{{.+}}, %{{.+}} : index
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%[[ROWS2]], %c16, %c2) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c4112_i32
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c2064_i32
 // CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NEXT: gpu.dealloc %[[PART]] : memref<?x?x16x?x512xf32>
 // CHECK-NEXT: gpu.dealloc %[[PART_LSE]] : memref<?x?x16x?xf32>
@@ -123,7 +123,7 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: gpu.return
 // The combine kernel: the splits weighted by exp(lse - max); the block
 // reduces the split LSEs (max, then the sum of weights); each warp takes
-// every fourth split, two per step, 8 columns a lane; the warps' sums are
+// every fourth split, eight per step, 4 columns a lane; the warps' sums are
 // added through shared memory.
 // CHECK: gpu.func @decode_attention_combine_1(%{{.+}}: memref<?x?x16x?x512xf32>, %{{.+}}: memref<?x?x16x?xf32>, %[[KOUT:.+]]: memref<?x?x16x512xbf16>, %[[KLSE:.+]]: memref<?x16x?xf32>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
@@ -133,10 +133,10 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: gpu.barrier
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8 iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK-COUNT-8: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32) {
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.fma.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
-// CHECK-COUNT-8: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.fma.f32"
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.+}}, %[[KOUT]][{{.+}}] : memref<?x?x16x512xbf16>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
@@ -175,7 +175,7 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in ({{[^)]+}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>)
 // CHECK-NOT: gpu.{{(de)?}}alloc
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%{{.+}}, %c16, %c2)
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%{{.+}}, %c16, %c4{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: return
@@ -219,7 +219,7 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: %[[CN:.+]] = arith.minsi %[[CLO]], %[[CS]] : index
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c128
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c128
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c8
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c32{{(_[0-9]+)?}}
 // CHECK: gpu.return
 func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,
