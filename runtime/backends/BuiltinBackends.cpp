@@ -44,16 +44,19 @@ Backend cpuJit() {
   return b;
 }
 
-/// mma.sync tensor cores (sm_80 and newer): the decode's split kernel has a
-/// tensor-core form (16-row tiles of a request's head rows sharing each
-/// 64-token KV tile); the other phases use the generic kernels. A shape the
-/// tensor-core kernel does not take (mixed activation/cache dtypes, a
-/// kv_lora_rank not a multiple of 64) is lowered to the generic kernel.
+/// mma.sync tensor cores (sm_80 and newer): the decode's split kernel and
+/// the prefill attention (the chunked path's too) have tensor-core forms
+/// (decode: 16-row tiles of a request's head rows sharing each 64-token KV
+/// tile; prefill: 128-row query tiles sharing 32-key K/V tiles); the other
+/// phases use the generic kernels. A shape a tensor-core kernel does not
+/// take (mixed activation/cache dtypes, a kv_lora_rank not a multiple of
+/// 64, prefill head dims not multiples of 16) is lowered to the generic
+/// kernel.
 Backend tcSm80() {
   Backend b;
   b.name = kTcSm80Backend;
-  b.description = "mma.sync tensor-core decode (bf16/f16, sm_80+); other "
-                  "phases on CUDA cores";
+  b.description = "mma.sync tensor-core decode and prefill attention "
+                  "(bf16/f16, sm_80+); other phases on CUDA cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = "mma-sync";
   b.minCapability = {8, 0};

@@ -15,8 +15,11 @@ namespace mla::gpu {
 namespace {
 thread_local GpuCall *activeCall = nullptr;
 
-/// Driver calls below 48 KiB of dynamic shared memory need no opt-in.
+/// Kernels using at most 48 KiB of shared memory (static + dynamic) need no
+/// opt-in.
 constexpr int kDefaultSharedLimit = 48 * 1024;
+/// Dynamic sizes within this much of the limit check the static size.
+constexpr int kStaticSharedQueryMargin = 4 * 1024;
 constexpr intptr_t kMaxGridX = 2147483647;
 constexpr intptr_t kMaxGridYZ = 65535;
 
@@ -81,6 +84,7 @@ void *mlaModuleGetFunction(void *module, const char *name) {
   if (!usable() || !module)
     return nullptr;
   CUfunction function = nullptr;
+  activeCall->kernel = name;
   if (failed(fn().cuModuleGetFunction(&function, static_cast<CUmodule>(module),
                                       name),
              "cuModuleGetFunction"))
@@ -106,16 +110,38 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     return;
   }
   auto f = static_cast<CUfunction>(function);
-  if (sharedBytes > kDefaultSharedLimit &&
-      failed(fn().cuFuncSetAttribute(
-                 f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                 sharedBytes),
-             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
-    return;
-  failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                             sharedBytes, static_cast<CUstream>(stream),
-                             params, extra),
-         "cuLaunchKernel");
+  // Above 48 KiB of shared memory in all a kernel must opt in. The static
+  // part counts too: a kernel addressing dynamic shared memory declares a
+  // 1-byte static symbol for it, so exactly 48 KiB of dynamic memory
+  // already needs the opt-in. (The static size is only asked for near the
+  // limit, to keep the common launch to one driver call.)
+  if (sharedBytes > kDefaultSharedLimit - kStaticSharedQueryMargin) {
+    int staticBytes = 0;
+    if (failed(fn().cuFuncGetAttribute(&staticBytes,
+                                       CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+               "cuFuncGetAttribute(SHARED_SIZE_BYTES)"))
+      return;
+    if (sharedBytes + staticBytes > kDefaultSharedLimit &&
+        failed(fn().cuFuncSetAttribute(
+                   f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   sharedBytes),
+               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
+      return;
+  }
+  if (failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY,
+                                 blockZ, sharedBytes,
+                                 static_cast<CUstream>(stream), params, extra),
+             "cuLaunchKernel"))
+    activeCall->error += " (kernel '" +
+                         std::string(activeCall->kernel ? activeCall->kernel
+                                                        : "?") +
+                         "', grid (" + std::to_string(gridX) + ", " +
+                         std::to_string(gridY) + ", " + std::to_string(gridZ) +
+                         "), block (" + std::to_string(blockX) + ", " +
+                         std::to_string(blockY) + ", " +
+                         std::to_string(blockZ) + "), " +
+                         std::to_string(sharedBytes) +
+                         " bytes of dynamic shared memory)";
 }
 
 /// Every stream the host code asks for is the caller's: its launches run in

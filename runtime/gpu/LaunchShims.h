@@ -35,6 +35,9 @@ public:
   const cuda::Driver &driver;
   cuda::CUstream stream;
   std::string error;
+  /// The kernel the launch code looked up last (the one it launches next),
+  /// named in launch errors.
+  const char *kernel = nullptr;
 
 private:
   GpuCall *previous;

@@ -159,6 +159,13 @@ TEST(PrefillTiles, SmallHeadDims) {
   checkPrefill({DType::F16, 2, false, {66}, {130}, 64, 32});
 }
 
+TEST(PrefillTiles, ExactlyTheDefaultSharedMemoryLimit) {
+  // qk 96 / v 64: the tensor-core kernel's tiles take exactly 48 KiB of
+  // dynamic shared memory, plus the 1-byte static symbol that addresses
+  // it, so the launch must opt in above the default limit.
+  checkPrefill({DType::BF16, 4, true, {130, 5}, {140, 5}, 96, 64});
+}
+
 TEST(PrefillTiles, LargestHeadDims) {
   checkPrefill({DType::BF16, 2, true, {97}, {160}, 256, 128});
 }
@@ -585,11 +592,15 @@ struct DeviceTensor {
   }
 };
 
+/// Compiles `m` for the test GPU with `strategy`, for the device's own
+/// chip or for `chip` (older chips' PTX runs on newer ones).
 std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
-                                        KernelStrategy strategy) {
+                                        KernelStrategy strategy,
+                                        const char *chip = nullptr) {
   const cuda::Device &device = *testGpu();
-  auto target = GpuTarget::forCapability(device.capability().major,
-                                         device.capability().minor);
+  auto target = chip ? GpuTarget::parse(chip)
+                     : GpuTarget::forCapability(device.capability().major,
+                                                device.capability().minor);
   if (!target) {
     ADD_FAILURE() << llvm::toString(target.takeError());
     return nullptr;
@@ -655,15 +666,16 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
   }
 }
 
-TEST(PrefillMma, MisalignedQueryKeysValues) {
-  // q, k and v 2 bytes past aligned allocations: the tensor-core prefill
-  // copies its tiles element by element.
-  if (!testingOnGpu() || !testGpu())
-    GTEST_SKIP() << "device buffers: GPU only";
-  const int64_t n = 2, qkDim = 192, vDim = 128;
+/// Runs a bf16 causal prefill compiled for the test GPU by `strategy` (for
+/// `chip` if given) on device copies of fresh inputs that start
+/// `offsetBytes` past an aligned allocation, and checks it against the
+/// float64 reference.
+void checkPrefillOnGpu(KernelStrategy strategy, int64_t qkDim, int64_t vDim,
+                       size_t offsetBytes, const char *chip = nullptr) {
+  const int64_t n = 2;
   std::vector<int32_t> cuQ = prefixSums({70, 9}), cuK = prefixSums({90, 9});
   int64_t tokens = cuQ.back(), keys = cuK.back();
-  float scale = 1.0f / std::sqrt(192.0f);
+  float scale = 1.0f / std::sqrt(float(qkDim));
   HostTensor q(DType::BF16, {tokens, n, qkDim}), k(DType::BF16, {keys, n, qkDim}),
       v(DType::BF16, {keys, n, vDim});
   q.fillRandom(rng(), -2.0, 2.0);
@@ -674,29 +686,47 @@ TEST(PrefillMma, MisalignedQueryKeysValues) {
   std::vector<double> outRef(tokens * n * vDim), lseRef(n * tokens);
   ref::prefillAttention(q.toDouble(), k.toDouble(), v.toDouble(), cuQ, cuK, n,
                         qkDim, vDim, scale, true, outRef, lseRef);
+  auto kernel = compileOnGpu(
+      buildPrefillAttention(testContext(),
+                            {n, qkDim, vDim, DType::BF16, true, scale}),
+      strategy, chip);
+  ASSERT_TRUE(kernel);
+  HostTensor out(DType::BF16, {tokens, n, vDim}), lse(DType::F32, {n, tokens});
+  out.poison();
+  lse.poison();
+  DeviceTensor dq = DeviceTensor::of(q, offsetBytes),
+               dk = DeviceTensor::of(k, offsetBytes),
+               dv = DeviceTensor::of(v, offsetBytes),
+               dcq = DeviceTensor::of(cuQT), dck = DeviceTensor::of(cuKT),
+               dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
+  llvm::Error error = kernel->run(
+      {dq.view, dk.view, dv.view, dcq.view, dck.view, dout.view, dlse.view});
+  ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
+  dout.copyTo(out);
+  dlse.copyTo(lse);
+  expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "prefill out");
+  expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "prefill lse");
+}
+
+TEST(PrefillMma, MisalignedQueryKeysValues) {
+  // q, k and v 2 bytes past aligned allocations: the tensor-core prefill
+  // copies its tiles element by element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
   for (KernelStrategy strategy :
        {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
     SCOPED_TRACE("strategy " + name(strategy));
-    auto kernel = compileOnGpu(
-        buildPrefillAttention(testContext(),
-                              {n, qkDim, vDim, DType::BF16, true, scale}),
-        strategy);
-    ASSERT_TRUE(kernel);
-    HostTensor out(DType::BF16, {tokens, n, vDim}), lse(DType::F32, {n, tokens});
-    out.poison();
-    lse.poison();
-    DeviceTensor dq = DeviceTensor::of(q, 2), dk = DeviceTensor::of(k, 2),
-                 dv = DeviceTensor::of(v, 2), dcq = DeviceTensor::of(cuQT),
-                 dck = DeviceTensor::of(cuKT), dout = DeviceTensor::of(out),
-                 dlse = DeviceTensor::of(lse);
-    llvm::Error error = kernel->run(
-        {dq.view, dk.view, dv.view, dcq.view, dck.view, dout.view, dlse.view});
-    ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
-    dout.copyTo(out);
-    dlse.copyTo(lse);
-    expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "prefill out");
-    expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "prefill lse");
+    checkPrefillOnGpu(strategy, 192, 128, 2);
   }
+}
+
+TEST(PrefillMma, OneStageRingOfTheSmallSharedMemoryChips) {
+  // Compiled for sm_86 (99 KiB of shared memory a block), qk 256 leaves
+  // room for one K/V stage only: the kernel waits for each tile whole and
+  // copies the next after its last use. sm_86 PTX runs on newer GPUs.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "GPU only";
+  checkPrefillOnGpu(KernelStrategy::TensorCore, 256, 128, 0, "sm_86");
 }
 
 /// Milliseconds per call of `kernel` on `args` (after warming up).

@@ -48,10 +48,15 @@ namespace mla::gpu {
 
 namespace {
 
-/// Query rows of a block: 16 per warp.
-constexpr int64_t kBlockRows = 16 * kMmaWarps;
-/// Keys of one shared-memory tile.
-constexpr int64_t kTileKeys = 64;
+/// 16-row mma tiles of queries per warp: every K and V fragment a warp
+/// loads from shared memory serves this many mma.
+constexpr int64_t kWarpRowTiles = 2;
+constexpr int64_t kWarpRows = 16 * kWarpRowTiles;
+/// Query rows of a block.
+constexpr int64_t kBlockRows = kWarpRows * kMmaWarps;
+/// Keys of one shared-memory tile, and its n8 tiles.
+constexpr int64_t kTileKeys = 32;
+constexpr int64_t kKeyTiles = kTileKeys / 8;
 /// Padding after each shared row (16 bytes), so that ldmatrix's eight row
 /// addresses fall in different banks.
 constexpr int64_t kRowPad = 8;
@@ -235,17 +240,19 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           e.ifThen(e.lt(zero, keyLimit), [&] { copyKeys(zero, zero); });
           e.commitCopies();
 
-          // The lane's two rows (group and group + 8 of the warp's 16) and
-          // the keys each sees.
-          SmallVector<Value, 2> rowOf, rowEnd;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value r = e.add(row0, e.add(e.mul(warp, e.index(16)),
-                                        e.add(group, e.index(8 * i))));
-            rowOf.push_back(r);
-            rowEnd.push_back(e.visibleKeys(causal, r, sq, skv));
-          }
+          // The lane's rows: group and group + 8 of each of the warp's
+          // 16-row tiles (lane row 2 m + i is row 16 m + group + 8 i of the
+          // warp's), and the keys each sees.
+          SmallVector<Value, 2 * kWarpRowTiles> rowOf, rowEnd;
+          Value warpRow0 = e.add(row0, e.mul(warp, e.index(kWarpRows)));
+          for (int64_t m = 0; m < kWarpRowTiles; ++m)
+            for (int64_t i = 0; i < 2; ++i) {
+              Value r = e.add(warpRow0, e.add(group, e.index(16 * m + 8 * i)));
+              rowOf.push_back(r);
+              rowEnd.push_back(e.visibleKeys(causal, r, sq, skv));
+            }
 
-          // ldmatrix lane addresses. A (Q): row lane % 16 of the warp's,
+          // ldmatrix lane addresses. A (Q): row lane % 16 of the row tile,
           // column + (lane / 16) * 8. B of S (K): key (lane / 16) * 8 +
           // lane % 8 of each 16, column + ((lane / 8) % 2) * 8. B of O (V,
           // transposed): key ((lane / 8) % 2) * 8 + lane % 8 of each 16,
@@ -253,17 +260,22 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           Value lane8 = e.remui(lane, 8);
           Value half = e.mul(e.divui(lane, 16), e.index(8));
           Value odd = e.mul(e.remui(e.divui(lane, 8), 2), e.index(8));
-          Value qRow = e.add(e.mul(warp, e.index(16)), e.remui(lane, 16));
+          Value qRow = e.add(e.mul(warp, e.index(kWarpRows)), e.remui(lane, 16));
           Value kRow = e.add(half, lane8);
           Value vRow = e.add(odd, lane8);
 
           Value negInf = e.negInf(), fzero = e.f32(0.0);
           Value scale = e.f32(scaleLog2);
-          // State: row maxima (base 2) m0 m1, the lane's partial row sums
-          // l0 l1, then O: o[4 t + 2 i + c] is row group + 8 i, column
-          // 8 t + 2 quad + c.
-          SmallVector<Value> init{negInf, negInf, fzero, fzero};
-          init.append(vTiles * 4, fzero);
+          // State: the lane rows' maxima (base 2), their partial sums (the
+          // lane's columns only), then O: the element of lane row 2 m + i,
+          // column 8 t + 2 quad + c is at oAt(m, t, i, c).
+          constexpr int64_t laneRows = 2 * kWarpRowTiles;
+          auto oAt = [&](int64_t m, int64_t t, int64_t i, int64_t c) {
+            return 2 * laneRows + (m * vTiles + t) * 4 + 2 * i + c;
+          };
+          SmallVector<Value> init(laneRows, negInf);
+          init.append(laneRows, fzero);
+          init.append(kWarpRowTiles * vTiles * 4, fzero);
           SmallVector<Value> state = e.forLoop(
               zero, keyLimit, e.index(kTileKeys), init,
               [&](Value first, ValueRange it) -> SmallVector<Value> {
@@ -283,93 +295,111 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 e.barrier();
                 Value kS = kTile(stage), vS = vTile(stage);
 
-                // S = Q K^T: 16 rows x 64 keys, eight n8 tiles whose
-                // accumulations are independent of each other.
-                SmallVector<Value> s(32, fzero);
+                // S = Q K^T: per row tile, kKeyTiles n8 tiles of keys; each
+                // K fragment serves all the warp's row tiles, and the
+                // accumulations are independent of each other. s[sAt(m, nt,
+                // i, c)] is lane row 2 m + i, key first + 8 nt + 2 quad + c.
+                auto sAt = [&](int64_t m, int64_t nt, int64_t i, int64_t c) {
+                  return (m * kKeyTiles + nt) * 4 + 2 * i + c;
+                };
+                SmallVector<Value> s(kWarpRowTiles * kKeyTiles * 4, fzero);
+                MutableArrayRef<Value> sAll(s);
                 for (int64_t step = 0; step < qkDim / 16; ++step) {
                   Value col = e.index(16 * step);
-                  SmallVector<Value> qa =
-                      e.ldmatrix(qS, {qRow, e.add(col, half)}, 4, false);
+                  SmallVector<SmallVector<Value>> qa;
+                  for (int64_t m = 0; m < kWarpRowTiles; ++m)
+                    qa.push_back(e.ldmatrix(
+                        qS, {e.add(qRow, e.index(16 * m)), e.add(col, half)}, 4,
+                        false));
                   for (int64_t p = 0; p < kTileKeys / 16; ++p) {
                     SmallVector<Value> kb = e.ldmatrix(
                         kS, {e.add(kRow, e.index(16 * p)), e.add(col, odd)}, 4,
                         false);
-                    MutableArrayRef<Value> acc(s);
-                    e.mma(qa, kb[0], kb[1], acc.slice(8 * p, 4));
-                    e.mma(qa, kb[2], kb[3], acc.slice(8 * p + 4, 4));
+                    for (int64_t m = 0; m < kWarpRowTiles; ++m) {
+                      e.mma(qa[m], kb[0], kb[1], sAll.slice(sAt(m, 2 * p, 0, 0), 4));
+                      e.mma(qa[m], kb[2], kb[3],
+                            sAll.slice(sAt(m, 2 * p + 1, 0, 0), 4));
+                    }
                   }
                 }
-                // Scaled scores; s[4 nt + 2 i + c] is row group + 8 i, key
-                // first + 8 nt + 2 quad + c.
                 for (Value &x : s)
                   x = e.mulf(x, scale);
+                // Only tiles crossing the diagonal or the end of the keys
+                // are masked.
                 Value masked = e.lt(unmaskedEnd, e.add(first, e.index(1)));
-                SmallVector<Type> f32s(32, b.getF32Type());
+                SmallVector<Type> f32s(s.size(), b.getF32Type());
                 s = selectValues(
                     b, l, masked, f32s,
                     [&] {
                       SmallVector<Value> m(s);
-                      Value key0 =
-                          e.add(first, e.mul(quad, e.index(2)));
-                      for (int64_t nt = 0; nt < 8; ++nt)
+                      Value key0 = e.add(first, e.mul(quad, e.index(2)));
+                      for (int64_t nt = 0; nt < kKeyTiles; ++nt)
                         for (int64_t c = 0; c < 2; ++c) {
                           Value j = e.add(key0, e.index(8 * nt + c));
-                          for (int64_t i = 0; i < 2; ++i) {
-                            int64_t at = 4 * nt + 2 * i + c;
-                            m[at] = e.select(e.lt(j, rowEnd[i]), m[at], negInf);
-                          }
+                          for (int64_t mt = 0; mt < kWarpRowTiles; ++mt)
+                            for (int64_t i = 0; i < 2; ++i) {
+                              int64_t at = sAt(mt, nt, i, c);
+                              m[at] = e.select(e.lt(j, rowEnd[2 * mt + i]),
+                                               m[at], negInf);
+                            }
                         }
                       return m;
                     },
                     [&] { return SmallVector<Value>(s); });
 
-                // Online softmax over the rows' 64 new scores.
+                // Online softmax over each lane row's new scores.
                 SmallVector<Value> nextState(it.begin(), it.end());
-                SmallVector<Value> p(32);
-                for (int64_t i = 0; i < 2; ++i) {
-                  Value mx = it[i];
-                  for (int64_t nt = 0; nt < 8; ++nt)
-                    for (int64_t c = 0; c < 2; ++c)
-                      mx = e.maxf(mx, s[4 * nt + 2 * i + c]);
-                  mx = e.quadMax(mx);
-                  // A row that has seen nothing keeps -inf; subtract 0 then
-                  // so that exp2(-inf - m) is 0, never NaN.
-                  Value safe = e.select(e.isNegInf(mx), fzero, mx);
-                  Value alpha = e.exp2(e.subf(it[i], safe));
-                  Value sum = e.mulf(it[2 + i], alpha);
-                  for (int64_t nt = 0; nt < 8; ++nt)
-                    for (int64_t c = 0; c < 2; ++c) {
-                      int64_t at = 4 * nt + 2 * i + c;
-                      p[at] = e.exp2(e.subf(s[at], safe));
-                      sum = e.addf(sum, p[at]);
-                    }
-                  nextState[i] = mx;
-                  nextState[2 + i] = sum;
-                  for (int64_t t = 0; t < vTiles; ++t)
-                    for (int64_t c = 0; c < 2; ++c) {
-                      int64_t at = 4 + 4 * t + 2 * i + c;
-                      nextState[at] = e.mulf(it[at], alpha);
-                    }
-                }
+                SmallVector<Value> p(s.size());
+                for (int64_t m = 0; m < kWarpRowTiles; ++m)
+                  for (int64_t i = 0; i < 2; ++i) {
+                    int64_t row = 2 * m + i;
+                    Value mx = it[row];
+                    for (int64_t nt = 0; nt < kKeyTiles; ++nt)
+                      for (int64_t c = 0; c < 2; ++c)
+                        mx = e.maxf(mx, s[sAt(m, nt, i, c)]);
+                    mx = e.quadMax(mx);
+                    // A row that has seen nothing keeps -inf; subtract 0
+                    // then so that exp2(-inf - m) is 0, never NaN.
+                    Value safe = e.select(e.isNegInf(mx), fzero, mx);
+                    Value alpha = e.exp2(e.subf(it[row], safe));
+                    Value sum = e.mulf(it[laneRows + row], alpha);
+                    for (int64_t nt = 0; nt < kKeyTiles; ++nt)
+                      for (int64_t c = 0; c < 2; ++c) {
+                        int64_t at = sAt(m, nt, i, c);
+                        p[at] = e.exp2(e.subf(s[at], safe));
+                        sum = e.addf(sum, p[at]);
+                      }
+                    nextState[row] = mx;
+                    nextState[laneRows + row] = sum;
+                    for (int64_t t = 0; t < vTiles; ++t)
+                      for (int64_t c = 0; c < 2; ++c)
+                        nextState[oAt(m, t, i, c)] =
+                            e.mulf(it[oAt(m, t, i, c)], alpha);
+                  }
 
                 // O += P V: P's A fragment for keys [16 kk, 16 kk + 16) is
-                // the S fragments of n8 tiles 2 kk and 2 kk + 1.
-                MutableArrayRef<Value> o =
-                    MutableArrayRef<Value>(nextState).drop_front(4);
+                // the S fragments of n8 tiles 2 kk and 2 kk + 1; each V
+                // fragment serves all the warp's row tiles.
+                MutableArrayRef<Value> o(nextState);
                 for (int64_t kk = 0; kk < kTileKeys / 16; ++kk) {
-                  int64_t lo = 8 * kk, hi = 8 * kk + 4;
-                  SmallVector<Value> pa{e.pack(p[lo], p[lo + 1]),
-                                        e.pack(p[lo + 2], p[lo + 3]),
-                                        e.pack(p[hi], p[hi + 1]),
-                                        e.pack(p[hi + 2], p[hi + 3])};
+                  SmallVector<SmallVector<Value>> pa;
+                  for (int64_t m = 0; m < kWarpRowTiles; ++m) {
+                    int64_t lo = sAt(m, 2 * kk, 0, 0), hi = sAt(m, 2 * kk + 1, 0, 0);
+                    pa.push_back({e.pack(p[lo], p[lo + 1]),
+                                  e.pack(p[lo + 2], p[lo + 3]),
+                                  e.pack(p[hi], p[hi + 1]),
+                                  e.pack(p[hi + 2], p[hi + 3])});
+                  }
                   for (int64_t t = 0; t < vTiles; t += 2) {
                     SmallVector<Value> vb = e.ldmatrix(
                         vS,
                         {e.add(vRow, e.index(16 * kk)),
                          e.add(half, e.index(8 * t))},
                         4, true);
-                    e.mma(pa, vb[0], vb[1], o.slice(4 * t, 4));
-                    e.mma(pa, vb[2], vb[3], o.slice(4 * t + 4, 4));
+                    for (int64_t m = 0; m < kWarpRowTiles; ++m) {
+                      e.mma(pa[m], vb[0], vb[1], o.slice(oAt(m, t, 0, 0), 4));
+                      e.mma(pa[m], vb[2], vb[3], o.slice(oAt(m, t + 1, 0, 0), 4));
+                    }
                   }
                 }
                 // The next copy overwrites this stage.
@@ -387,31 +417,34 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
           // l = 0), for the real rows.
           Value leader = e.eqIndex(quad, 0);
-          for (int64_t i = 0; i < 2; ++i) {
-            Value sum = e.quadSum(state[2 + i]);
-            e.ifThen(e.lt(rowOf[i], sq), [&] {
-              Value token = e.add(qBegin, rowOf[i]);
-              Value hasKeys = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OGT, sum, fzero);
-              Value inverse = e.select(
-                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
-              for (int64_t t = 0; t < vTiles; ++t)
-                for (int64_t c = 0; c < 2; ++c) {
-                  Value col =
-                      e.add(e.index(8 * t + c), e.mul(quad, e.index(2)));
-                  e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], inverse),
-                             out, {token, head, col});
-                }
-              e.ifThen(leader, [&] {
-                Value rowLse = e.select(
-                    hasKeys,
-                    e.addf(e.mulf(state[i], e.f32(M_LN2)),
-                           math::LogOp::create(b, l, sum)),
-                    negInf);
-                e.storeF32(rowLse, lse, {head, token});
+          for (int64_t m = 0; m < kWarpRowTiles; ++m)
+            for (int64_t i = 0; i < 2; ++i) {
+              int64_t row = 2 * m + i;
+              Value sum = e.quadSum(state[laneRows + row]);
+              e.ifThen(e.lt(rowOf[row], sq), [&] {
+                Value token = e.add(qBegin, rowOf[row]);
+                Value hasKeys = arith::CmpFOp::create(
+                    b, l, arith::CmpFPredicate::OGT, sum, fzero);
+                Value inverse = e.select(
+                    hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
+                    fzero);
+                for (int64_t t = 0; t < vTiles; ++t)
+                  for (int64_t c = 0; c < 2; ++c) {
+                    Value col =
+                        e.add(e.index(8 * t + c), e.mul(quad, e.index(2)));
+                    e.storeF32(e.mulf(state[oAt(m, t, i, c)], inverse), out,
+                               {token, head, col});
+                  }
+                e.ifThen(leader, [&] {
+                  Value rowLse = e.select(
+                      hasKeys,
+                      e.addf(e.mulf(state[row], e.f32(M_LN2)),
+                             math::LogOp::create(b, l, sum)),
+                      negInf);
+                  e.storeF32(rowLse, lse, {head, token});
+                });
               });
-            });
-          }
+            }
         });
       });
 

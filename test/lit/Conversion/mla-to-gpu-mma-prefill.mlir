@@ -1,13 +1,12 @@
 // convert-mla-to-gpu with strategy mma-sync: a bf16/f16 mla.prefill_attention
-// gets the tensor-core prefill kernel (64-row query tiles of one head, four
-// warps sharing 64-key K/V tiles in a cp.async ring, m16n8k16 mma.sync),
-// launched on (ceil(T / 64) + B, N, 1) blocks of 128 threads. Two stages of
-// K/V tiles where they fit: Q 64 x 200, K 2 x 64 x 200, V 2 x 64 x 136
-// (bf16) = 111616 bytes on sm_80 and sm_90a; one stage (68608 bytes) on the
-// 99 KiB chips.
+// gets the tensor-core prefill kernel (128-row query tiles of one head, 32
+// rows per warp, four warps sharing 32-key K/V tiles in a cp.async ring,
+// m16n8k16 mma.sync), launched on (ceil(T / 128) + B, N, 1) blocks of 128
+// threads. Two stages of K/V tiles: Q 128 x 200, K 2 x 32 x 200, V 2 x 32 x
+// 136 (bf16) = 94208 bytes, which fit every chip from sm_80 on.
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --convert-mla-to-gpu --canonicalize | FileCheck %s
-// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_86 strategy=mma-sync" --convert-mla-to-gpu --canonicalize | FileCheck %s --check-prefix=ONE-STAGE
+// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_86 strategy=mma-sync" --convert-mla-to-gpu --canonicalize | FileCheck %s --check-prefix=SM86
 // The generic strategy keeps the CUDA-core kernel.
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target=chip=sm_80 --convert-mla-to-gpu | FileCheck %s --check-prefix=GENERIC
 
@@ -15,10 +14,10 @@
 // GENERIC-NOT: nvvm.mma.sync
 
 // CHECK-LABEL: func.func @prefill_bf16_causal(
-// 200 tokens in 3 sequences: at most 4 + 3 row tiles, 16 heads.
-// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c7, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c111616_i32
-// ONE-STAGE-LABEL: func.func @prefill_bf16_causal(
-// ONE-STAGE: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c7, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c68608_i32
+// 200 tokens in 3 sequences: at most 2 + 3 row tiles, 16 heads.
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c5, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c94208_i32
+// SM86-LABEL: func.func @prefill_bf16_causal(
+// SM86: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c5, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c94208_i32
 // CHECK: gpu.func @prefill_attention_mma_0(
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
 // Blocks take tiles from the last: tile = gridDim.x - 1 - blockIdx.x.
@@ -36,16 +35,15 @@
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_wait %{{.+}} {numGroups = 1 : i32}
 // CHECK: gpu.barrier
-// S = Q K^T: 12 k-steps x 4 ldmatrix of K x 2 mma.
+// S = Q K^T: 12 k-steps x (2 ldmatrix of Q, 2 of K) x 2 row tiles x 4 mma.
 // CHECK-COUNT-96: nvvm.mma.sync
 // Only tiles crossing the diagonal or the end of the keys are masked.
 // CHECK: scf.if %{{.+}} -> (f32, f32
 // CHECK: llvm.nvvm.ex2.approx.f32
-// O += P V: 4 k-steps x 16 n8 tiles, V through ldmatrix.trans.
+// O += P V: 2 k-steps x 16 n8 tiles x 2 row tiles, V through ldmatrix.trans.
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK: gpu.barrier
-// ONE-STAGE: nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
 func.func @prefill_bf16_causal(%q: memref<200x16x192xbf16>, %k: memref<300x16x192xbf16>,
                                %v: memref<300x16x128xbf16>, %cq: memref<4xi32>, %ck: memref<4xi32>,
                                %o: memref<200x16x128xbf16>, %lse: memref<16x200xf32>) {
@@ -78,5 +76,30 @@ func.func @prefill_generic_cases(%q: memref<?x4x192xf32>, %k: memref<?x4x192xf32
   mla.prefill_attention ins(%q3, %q3, %v3, %cq, %ck : memref<?x4x64xbf16>, memref<?x4x64xbf16>, memref<?x4x256xbf16>, memref<?xi32>, memref<?xi32>)
       outs(%o3, %lse : memref<?x4x256xbf16>, memref<4x?xf32>)
       {num_heads = 4 : i64, qk_head_dim = 64 : i64, v_head_dim = 256 : i64, softmax_scale = 0.0722 : f32}
+  return
+}
+
+// -----
+
+// qk 256: Q 128 x 264, K 32 x 264, V 32 x 136. Two stages (118784 bytes)
+// on sm_80; on the 99 KiB chips one stage (93184 bytes), whose tile is
+// waited for whole, and the next copied after the last use of the stage.
+// CHECK-LABEL: func.func @prefill_qk256(
+// CHECK: dynamic_shared_memory_size %c118784_i32
+// SM86-LABEL: func.func @prefill_qk256(
+// SM86: dynamic_shared_memory_size %c93184_i32
+// SM86: scf.for
+// SM86: nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// SM86: gpu.barrier
+// SM86: gpu.barrier
+// SM86: nvgpu.device_async_copy
+// SM86: nvgpu.device_async_create_group
+// SM86: scf.yield
+func.func @prefill_qk256(%q: memref<?x2x256xbf16>, %v: memref<?x2x128xbf16>,
+                         %cq: memref<?xi32>, %ck: memref<?xi32>,
+                         %o: memref<?x2x128xbf16>, %lse: memref<2x?xf32>) {
+  mla.prefill_attention ins(%q, %q, %v, %cq, %ck : memref<?x2x256xbf16>, memref<?x2x256xbf16>, memref<?x2x128xbf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x2x128xbf16>, memref<2x?xf32>)
+      {num_heads = 2 : i64, qk_head_dim = 256 : i64, v_head_dim = 128 : i64, softmax_scale = 0.0625 : f32, causal}
   return
 }
