@@ -46,6 +46,17 @@ static llvm::cl::opt<bool> graphs(
     llvm::cl::desc("time each call as a CUDA graph replay (device time); "
                    "--graphs=false times direct calls"),
     llvm::cl::init(true));
+static llvm::cl::opt<int> onlyBatch(
+    "batch", llvm::cl::desc("decode: run this batch size only (a profiler's "
+                            "single shape)"),
+    llvm::cl::init(0));
+static llvm::cl::opt<int> onlyHeads(
+    "heads", llvm::cl::desc("decode and prefill: run this head count only "
+                            "(16 or 128)"),
+    llvm::cl::init(0));
+static llvm::cl::opt<int> onlyContext(
+    "context", llvm::cl::desc("decode: run this context length only"),
+    llvm::cl::init(0));
 static llvm::cl::opt<int> minSplitTokens(
     "min-split-tokens",
     llvm::cl::desc("override the decode schedule's shortest split (tokens)"),
@@ -217,6 +228,13 @@ void printRow(const std::string &shape, double ms, double bytes,
   outs().flush();
 }
 
+/// The head counts --heads chooses.
+std::vector<int64_t> headCounts() {
+  if (onlyHeads > 0)
+    return {onlyHeads};
+  return {16, 128};
+}
+
 /// The strategies --strategy chooses.
 std::vector<KernelStrategy> chosenStrategies() {
   std::vector<KernelStrategy> chosen;
@@ -231,11 +249,15 @@ void benchDecode(mlir::MLIRContext &ctx) {
   outs() << "\n== decode: DeepSeek dims (576/512), bf16, page 64, Sq 1, "
             "split-KV by the runtime's decode schedule ==\n";
   const int64_t page = 64;
-  std::vector<int64_t> batches = quick ? std::vector<int64_t>{1, 64}
-                                       : std::vector<int64_t>{1, 4, 64, 128};
+  std::vector<int64_t> batches =
+      onlyBatch > 0 ? std::vector<int64_t>{onlyBatch}
+      : quick       ? std::vector<int64_t>{1, 64}
+                    : std::vector<int64_t>{1, 4, 64, 128};
   // Small batches also run the long contexts (up to 128k) the small-batch
   // target names.
   auto contextsFor = [](int64_t batch) {
+    if (onlyContext > 0)
+      return std::vector<int64_t>{onlyContext};
     if (quick)
       return std::vector<int64_t>{4096};
     std::vector<int64_t> contexts{1024, 4096, 16384, 32768};
@@ -244,7 +266,7 @@ void benchDecode(mlir::MLIRContext &ctx) {
     return contexts;
   };
   for (KernelStrategy strategy : chosenStrategies())
-  for (int64_t heads : {16, 128}) {
+  for (int64_t heads : headCounts()) {
     MlaDims dims;
     dims.numHeads = heads;
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,
@@ -315,7 +337,7 @@ void benchPrefill(mlir::MLIRContext &ctx) {
             ? std::vector<int64_t>{1024, 4096}
             : std::vector<int64_t>{4096, 8192, 16384};
     for (bool causal : {true, false})
-      for (int64_t heads : {16, 128}) {
+      for (int64_t heads : headCounts()) {
         std::string what = "prefill (" + std::to_string(heads) + " heads, " +
                            (causal ? "causal, " : "non-causal, ") +
                            name(strategy) + ")";
