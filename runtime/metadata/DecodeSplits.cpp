@@ -49,6 +49,54 @@ static int64_t blocksPerSplit(llvm::ArrayRef<int32_t> seqLens,
   return std::max({cdiv(totalCost, numSmParts), floorBlocks, int64_t(1)});
 }
 
+/// Splits of a request of `len` tokens at `perSplit` blocks a split.
+static int64_t splitsOf(int32_t len, const DecodeSplitConfig &c,
+                        int64_t perSplit) {
+  int64_t splits =
+      std::max<int64_t>(1, cdiv(cdiv(len, c.tokensPerBlock), perSplit));
+  if (c.maxSplitsPerRequest > 0)
+    splits = std::min(splits, c.maxSplitsPerRequest);
+  return splits;
+}
+
+static int64_t totalSplits(llvm::ArrayRef<int32_t> seqLens,
+                           const DecodeSplitConfig &c, int64_t perSplit) {
+  int64_t total = 0;
+  for (int32_t len : seqLens)
+    total += splitsOf(len, c, perSplit);
+  return total;
+}
+
+/// Rounding each request's split count up can make the splits one wave
+/// more than the device holds at once (4 requests of 512 blocks over 33
+/// parts: 63 blocks a split, 9 splits each, 36 > 33), and the extra wave
+/// then runs nearly alone. Takes the smallest budget whose splits fit the
+/// waves the batch needs anyway (one, or one split per request when the
+/// requests outnumber the parts) when that finishes sooner, counting a
+/// wave's time as its budget.
+static int64_t waveAlignedBlocksPerSplit(llvm::ArrayRef<int32_t> seqLens,
+                                         const DecodeSplitConfig &c,
+                                         int64_t numSmParts, int64_t budget) {
+  int64_t limit = std::max<int64_t>(numSmParts, seqLens.size());
+  int64_t splits = totalSplits(seqLens, c, budget);
+  if (splits <= limit)
+    return budget;
+  int64_t longest = 1;
+  for (int32_t len : seqLens)
+    longest = std::max(longest, cdiv(len, c.tokensPerBlock));
+  // Splits only fall as the budget grows; at `longest` every request has
+  // one split, so `limit` is reached.
+  int64_t lo = budget + 1, hi = std::max(longest, lo);
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (totalSplits(seqLens, c, mid) <= limit)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo <= cdiv(splits, limit) * budget ? lo : budget;
+}
+
 llvm::Expected<DecodeSplitPlan>
 planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
                  const DecodeSplitConfig &config) {
@@ -68,15 +116,14 @@ planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
       cdiv(config.numHeads * config.queryLen, config.rowsPerCta);
   plan.numSmParts = std::max<int64_t>(
       1, config.numSms * config.ctasPerSm / ctasPerSplit);
-  plan.blocksPerSplit = blocksPerSplit(seqLens, config, plan.numSmParts);
+  plan.blocksPerSplit = waveAlignedBlocksPerSplit(
+      seqLens, config, plan.numSmParts,
+      blocksPerSplit(seqLens, config, plan.numSmParts));
 
   int64_t total = 0;
   plan.cuNumSplits.push_back(0);
   for (int32_t len : seqLens) {
-    int64_t blocks = cdiv(len, config.tokensPerBlock);
-    int64_t splits = std::max<int64_t>(1, cdiv(blocks, plan.blocksPerSplit));
-    if (config.maxSplitsPerRequest > 0)
-      splits = std::min(splits, config.maxSplitsPerRequest);
+    int64_t splits = splitsOf(len, config, plan.blocksPerSplit);
     total += splits;
     if (total > std::numeric_limits<int32_t>::max())
       return fail("decode batch needs " + Twine(total) +

@@ -684,15 +684,17 @@ TEST(MetadataDecodeSplits, ResidentCtasMultiplyTheParts) {
   // The generic kernels: 4 rows per CTA, 8 CTAs per SM. 16 heads take 4
   // CTAs per split: 132 * 8 / 4 = 264 parts. At batch 64 x 32768 tokens the
   // cost is 64 * 517 = 33088, cdiv(33088, 264) = 126 blocks per split: 5
-  // splits per request (512 blocks), where one CTA per SM would give 1.
+  // splits per request (512 blocks), where one CTA per SM would give 1;
+  // but 320 splits are two waves of 264, so 128 blocks a split, 4 splits a
+  // request, 256 splits in one wave.
   DecodeSplitConfig generic = genericDecodeSchedule(132, 16, 1, 64);
   EXPECT_EQ(generic.ctasPerSm, 8);
   EXPECT_EQ(generic.rowsPerCta, 4);
   auto plan = planDecodeSplits(I32(64, 32768), generic);
   ASSERT_EQ(errorText(plan), "success");
   EXPECT_EQ(plan->numSmParts, 264);
-  EXPECT_EQ(plan->blocksPerSplit, 126);
-  EXPECT_EQ(plan->numSplits, I32(64, 5));
+  EXPECT_EQ(plan->blocksPerSplit, 128);
+  EXPECT_EQ(plan->numSplits, I32(64, 4));
   // 128 heads: 32 CTAs per split, 33 parts.
   auto wide = planDecodeSplits({32768}, genericDecodeSchedule(132, 128, 1, 64));
   ASSERT_EQ(errorText(wide), "success");
@@ -721,6 +723,56 @@ TEST(MetadataDecodeSplits, TensorCoreSchedule) {
   auto wide = planDecodeSplits({32768}, mmaDecodeSchedule(132, 0, 128, 1, 64));
   ASSERT_EQ(errorText(wide), "success");
   EXPECT_EQ(wide->numSmParts, 16);
+}
+
+TEST(MetadataDecodeSplits, SplitsFitTheWavesTheBatchNeeds) {
+  // mma-sync at 128 heads: 8 CTAs a split, 33 parts. 4 x 32768 tokens cost
+  // 4 * 517 = 2068, 63 blocks a split would give 9 splits a request: 36 >
+  // 33, a second wave of 3 splits. 64 blocks give 8 a request, 32 splits.
+  DecodeSplitConfig c = mmaDecodeSchedule(132, 2, 128, 1, 64);
+  auto plan = planDecodeSplits(I32(4, 32768), c);
+  ASSERT_EQ(errorText(plan), "success");
+  EXPECT_EQ(plan->numSmParts, 33);
+  EXPECT_EQ(plan->blocksPerSplit, 64);
+  EXPECT_EQ(plan->numSplits, I32(4, 8));
+  EXPECT_LE(plan->totalSplits(), plan->numSmParts);
+
+  // More requests than parts: one split each is the least there can be,
+  // and the plan keeps to it.
+  auto many = planDecodeSplits(I32(40, 2000), c);
+  ASSERT_EQ(errorText(many), "success");
+  EXPECT_EQ(many->totalSplits(), 40);
+
+  // Random batches: the plan either keeps the cost formula's budget or
+  // fits the waves the batch needs, and its estimated time (waves x blocks
+  // a split) is never worse than the budget's.
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<int32_t> lens(1 + gen() % 40);
+    for (int32_t &len : lens)
+      len = gen() % 70000;
+    auto p = planDecodeSplits(lens, c);
+    ASSERT_EQ(errorText(p), "success");
+    int64_t limit = std::max<int64_t>(p->numSmParts, lens.size());
+    int64_t cost = 0;
+    for (int32_t len : lens)
+      cost += (len + 63) / 64 + c.fixedOverheadBlocks;
+    int64_t budget = std::max<int64_t>((cost + p->numSmParts - 1) / p->numSmParts,
+                                       c.minTokensPerSplit / 64);
+    auto splitsAt = [&](int64_t perSplit) {
+      int64_t total = 0;
+      for (int32_t len : lens)
+        total += std::max<int64_t>(1, ((len + 63) / 64 + perSplit - 1) / perSplit);
+      return total;
+    };
+    auto time = [&](int64_t perSplit) {
+      return (splitsAt(perSplit) + limit - 1) / limit * perSplit;
+    };
+    EXPECT_EQ(p->totalSplits(), splitsAt(p->blocksPerSplit));
+    EXPECT_TRUE(p->blocksPerSplit == budget || p->totalSplits() <= limit)
+        << "trial " << trial;
+    EXPECT_LE(time(p->blocksPerSplit), time(budget)) << "trial " << trial;
+  }
 }
 
 TEST(MetadataDecodeSplits, MixedLengthsAreProportional) {

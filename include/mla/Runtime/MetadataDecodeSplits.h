@@ -53,10 +53,15 @@ struct DecodeSplitConfig {
 ///   numSmParts       = max(1, numSms * ctasPerSm / ctasPerSplit)
 ///   blocks[b]        = cdiv(seq_len[b], tokensPerBlock)
 ///   totalCost        = sum over b of (blocks[b] + fixedOverheadBlocks)
-///   blocksPerSplit   = max(cdiv(totalCost, numSmParts),
+///   budget           = max(cdiv(totalCost, numSmParts),
 ///                          cdiv(minTokensPerSplit, tokensPerBlock))
 ///   numSplits[b]     = max(1, cdiv(blocks[b], blocksPerSplit)), at most
 ///                      maxSplitsPerRequest
+/// where blocksPerSplit is `budget`, unless the splits that gives exceed
+/// the waves the batch needs (limit = max(numSmParts, B) splits at once):
+/// then it is the smallest budget whose splits fit the limit, if that
+/// budget is at most cdiv(splits at `budget`, limit) times `budget` (one
+/// full wave beats a partial extra one).
 /// numSmParts is how many splits run at once; blocksPerSplit is the share
 /// of the whole batch's work one of them gets, so a request's split count
 /// is proportional to its length, and a lone long request is spread over
