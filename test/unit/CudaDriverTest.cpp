@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -277,8 +278,15 @@ TEST_F(CudaDevice, HugeAllocationIsAnError) {
 }
 
 TEST_F(CudaDevice, LaunchesPtxOnAStreamAndTimesIt) {
+  // The driver keeps compiled PTX in its own disk cache and logs nothing
+  // when it serves a module from there: a global with a value unique to
+  // this run makes the module new, so the JIT runs and logs.
+  std::string ptx = std::string(kTestPtx) +
+                    "\n.global .align 4 .u32 run_nonce = " +
+                    std::to_string(std::random_device{}() & 0x7fffffff) +
+                    ";\n";
   llvm::Expected<Module> module =
-      Module::loadPtx(kTestPtx, {/*optimizationLevel=*/3, /*verboseLog=*/true});
+      Module::loadPtx(ptx, {/*optimizationLevel=*/3, /*verboseLog=*/true});
   ASSERT_TRUE(bool(module)) << errorText(module);
   EXPECT_TRUE(contains(module->jitLog(), "write_index")) << module->jitLog();
   llvm::Expected<CUfunction> kernel = module->function("write_index");
