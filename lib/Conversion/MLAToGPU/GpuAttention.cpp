@@ -30,7 +30,6 @@ namespace mla::gpu {
 
 namespace {
 
-constexpr int64_t kWarpsPerBlock = kBlockThreads / kWarpSize;
 /// Keys a warp scores together (independent work in flight).
 constexpr int64_t kKeysPerStep = 4;
 
@@ -182,7 +181,7 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
               out = a[5], lse = a[6];
         Value zero = e.index(0), one = e.index(1);
         Value token = e.add(
-            e.mul(e.blockId(Dimension::x), e.index(kWarpsPerBlock)),
+            e.mul(e.blockId(Dimension::x), e.index(kBlockWarps)),
             e.warpId());
         Value h = e.blockId(Dimension::y);
         Value numTokens = e.dim(q, 0), numKv = e.dim(k, 0);
@@ -235,7 +234,7 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
   OpBuilder host(op);
   LoopBuilder hb(host, op.getLoc());
   KernelFactory::launch(host, op.getLoc(), kernel,
-                        {hb.ceilDiv(hb.dim(op.getQ(), 0), kWarpsPerBlock),
+                        {hb.ceilDiv(hb.dim(op.getQ(), 0), kBlockWarps),
                          hb.index(heads), hb.index(1)},
                         op->getOperands());
 }
@@ -336,7 +335,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
           Value req = arith::DivUIOp::create(b, l, row, sq);
           Value s = arith::RemUIOp::create(b, l, row, sq);
           Value h =
-              e.add(e.mul(e.blockId(Dimension::y), e.index(kWarpsPerBlock)),
+              e.add(e.mul(e.blockId(Dimension::y), e.index(kBlockWarps)),
                     e.warpId());
           Value split = e.blockId(Dimension::z);
           Value capacity = e.mul(e.dim(table, 1), pageSize);
@@ -381,7 +380,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
     KernelFactory::launch(
         host, loc, splitKernel,
         {hb.mul(batch, queryLen),
-         hb.index((heads + kWarpsPerBlock - 1) / kWarpsPerBlock), splits},
+         hb.index((heads + kBlockWarps - 1) / kBlockWarps), splits},
         splitArgs);
   }
 

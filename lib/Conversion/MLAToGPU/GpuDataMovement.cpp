@@ -22,7 +22,6 @@ namespace mla::gpu {
 namespace {
 /// Blocks per request of the gather (grid y); each loops over its tokens.
 constexpr int64_t kGatherBlocksPerRequest = 32;
-constexpr int64_t kWarpsPerBlock = kBlockThreads / kWarpSize;
 constexpr int64_t kWidth = GpuEmitter::kVectorWidth;
 
 /// Moves one row of `length` columns: element c of the destination row
@@ -201,11 +200,11 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
         Value vectorOk = vectorPathFlag(e, {cache, workspace});
         Value lane = e.laneId();
         Value firstRow = e.mul(e.add(e.mul(e.blockId(Dimension::y),
-                                           e.index(kWarpsPerBlock)),
+                                           e.index(kBlockWarps)),
                                      e.warpId()),
                                e.index(rowsPerWarp));
         Value rowStep = e.mul(e.gridDim(Dimension::y),
-                              e.index(kWarpsPerBlock * rowsPerWarp));
+                              e.index(kBlockWarps * rowsPerWarp));
         e.forLoop(firstRow, count, rowStep, [&](Value j0) {
           OpBuilder &b = e.builder();
           Location loc = e.location();
@@ -285,7 +284,7 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
         OpBuilder &b = e.builder();
         Location l = e.location();
         // One warp per token.
-        Value t = e.add(e.mul(e.blockId(Dimension::x), e.index(kWarpsPerBlock)),
+        Value t = e.add(e.mul(e.blockId(Dimension::x), e.index(kBlockWarps)),
                         e.warpId());
         Value tokens = e.dim(slots, 0);
         Value vectorOk = vectorPathFlag(e, {kvC, kPe, cache});
@@ -318,7 +317,7 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
   OpBuilder host(op);
   LoopBuilder h(host, op.getLoc());
   KernelFactory::launch(host, op.getLoc(), kernel,
-                        {h.ceilDiv(h.dim(op.getSlotMapping(), 0), kWarpsPerBlock),
+                        {h.ceilDiv(h.dim(op.getSlotMapping(), 0), kBlockWarps),
                          h.index(1), h.index(1)},
                         op->getOperands());
 }

@@ -35,7 +35,6 @@ namespace mla::gpu {
 
 namespace {
 
-constexpr int64_t kWarps = kBlockThreads / kWarpSize;
 /// Columns of a lane, 32 apart (a warp reads whole 128-byte rows).
 constexpr int64_t kLaneColumns = 4;
 /// Columns a block merges.
@@ -45,8 +44,8 @@ constexpr int64_t kSplitsPerStep = 8;
 
 /// Shared memory: the per-warp slots of a block reduction, then each warp's
 /// column sums.
-constexpr int64_t kReduceBytes = kWarps * 4;
-constexpr int64_t kSharedBytes = kReduceBytes + kWarps * kChunkColumns * 4;
+constexpr int64_t kReduceBytes = kBlockWarps * 4;
+constexpr int64_t kSharedBytes = kReduceBytes + kBlockWarps * kChunkColumns * 4;
 
 /// `value` reduced (max or sum) over the block, in every thread. `slots`
 /// holds one f32 per warp; it is free again when this returns.
@@ -62,7 +61,7 @@ Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
   });
   e.barrier();
   Value total;
-  for (int64_t w = 0; w < kWarps; ++w) {
+  for (int64_t w = 0; w < kBlockWarps; ++w) {
     Value v = memref::LoadOp::create(b, l, slots, ValueRange{e.index(w)});
     total = !total ? v
             : max  ? arith::MaximumFOp::create(b, l, total, v).getResult()
@@ -97,8 +96,8 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
         Value tid = e.threadId(), warp = e.warpId(), lane = e.laneId();
 
         Value raw = e.dynamicShared();
-        Value slots = e.sharedView(raw, 0, {kWarps}, b.getF32Type());
-        Value sums = e.sharedView(raw, kReduceBytes, {kWarps, kChunkColumns},
+        Value slots = e.sharedView(raw, 0, {kBlockWarps}, b.getF32Type());
+        Value sums = e.sharedView(raw, kReduceBytes, {kBlockWarps, kChunkColumns},
                                   b.getF32Type());
 
         auto splitLse = [&](Value i) {
@@ -145,12 +144,12 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
         }
         Value lastSplit = e.sub(n, e.index(1));
         SmallVector<Value> acc = e.forLoop(
-            warp, n, kWarps * kSplitsPerStep,
+            warp, n, kBlockWarps * kSplitsPerStep,
             SmallVector<Value>(kLaneColumns, fzero),
             [&](Value i0, ValueRange it) -> SmallVector<Value> {
               SmallVector<Value> next(it.begin(), it.end());
               for (int64_t u = 0; u < kSplitsPerStep; ++u) {
-                Value i = e.add(i0, e.index(u * kWarps));
+                Value i = e.add(i0, e.index(u * kBlockWarps));
                 Value split = e.minIndex(i, lastSplit);
                 Value w = arith::SelectOp::create(b, l, e.lessThan(i, n),
                                                   weightOf(split), fzero);
@@ -173,7 +172,7 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
           Value column = e.add(chunkColumn0, c);
           e.ifThen(e.lessThan(column, e.index(latent)), [&] {
             Value total = fzero;
-            for (int64_t w = 0; w < kWarps; ++w)
+            for (int64_t w = 0; w < kBlockWarps; ++w)
               total = arith::AddFOp::create(
                   b, l, total,
                   memref::LoadOp::create(b, l, sums,

@@ -65,7 +65,7 @@ using mma_decode::kTileRows;
 using mma_decode::kTileTokens;
 using mma_decode::kWarps;
 using mma_decode::SharedLayout;
-static_assert(kBlockThreads / kWarpSize == kWarps,
+static_assert(kBlockWarps == kWarps,
               "the shared layout counts one row-statistics slot per warp");
 constexpr int64_t kWarpTokens = kTileTokens / kWarps;
 } // namespace
@@ -156,7 +156,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
             Value r = e.add(tileRow0, e.add(group, e.index(8 * i)));
             Value query = e.divui(r, heads), head = e.remui(r, heads);
             Value visible = e.visibleKeys(causal, query, sq, seqLen);
-            laneRows.push_back({e.lt(r, rows), query, head,
+            laneRows.push_back({e.lessThan(r, rows), query, head,
                                 e.clampIndex(last, zero, visible)});
           }
 
@@ -166,7 +166,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                        Value r = e.add(tileRow0, row);
                        Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
                        return MmaEmitter::SourceRow{
-                           e.lt(r, rows),
+                           e.lessThan(r, rows),
                            {req, e.divui(rc, heads), e.remui(rc, heads)}};
                      });
 
@@ -200,7 +200,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                  e.loadIndex(table, {req, e.divui(jc, page)}),
                                  zero, lastBlock);
                              return MmaEmitter::SourceRow{
-                                 e.lt(j, kvEnd), {block, e.remui(jc, page)}};
+                                 e.lessThan(j, kvEnd), {block, e.remui(jc, page)}};
                            });
                 e.waitAllCopies();
                 e.barrier();
@@ -247,7 +247,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                     Value j = e.add(tokenBase, e.index(8 * nt + c));
                     for (int64_t i = 0; i < 2; ++i) {
                       int64_t at = 4 * nt + 2 * i + c;
-                      scores[at] = e.select(e.lt(j, laneRows[i].end),
+                      scores[at] = e.select(e.lessThan(j, laneRows[i].end),
                                             e.mulf(acc[at], scale), negInf);
                       localMax[i] = e.maxf(localMax[i], scores[at]);
                     }
@@ -382,7 +382,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           // A split past the request's count writes nothing: the combine
           // reads only the first n partials.
           n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-          e.ifThen(e.lt(split, n), body);
+          e.ifThen(e.lessThan(split, n), body);
         } else {
           body();
         }

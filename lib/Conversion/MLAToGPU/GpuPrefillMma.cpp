@@ -1,29 +1,33 @@
 //===- GpuPrefillMma.cpp - Tensor-core prefill attention (mma.sync) -------===//
 //
 // The `mma-sync` strategy's kernel for mla.prefill_attention with bf16 or
-// f16 q, k, v and out (FlashAttention-2 style). A block computes a 64-row
-// tile of one sequence's queries for one head, 16 rows per warp, and walks
-// the sequence's keys in 64-token tiles that all four warps share:
+// f16 q, k, v and out (FlashAttention-2 style). A block computes a 128-row
+// tile of one sequence's queries for one head, 32 rows (two m16 tiles) per
+// warp, and walks the sequence's keys in 32-key tiles that all four warps
+// share:
 //
-//  - Tiles of K (64 x Dqk) and V (64 x Dv) are copied with 16-byte cp.async
+//  - Tiles of K (32 x Dqk) and V (32 x Dv) are copied with 16-byte cp.async
 //    into a two-stage ring: tile t + 1 is in flight while tile t is used
 //    (one stage where shared memory is short). Rows past the keys are
 //    zero-filled without being read.
-//  - A warp scores its 16 rows against all 64 keys with m16n8k16 mma.sync
-//    (Q and K through ldmatrix), so the row statistics never leave the
-//    warp: quad shuffles give row maxima, the online softmax runs in base 2.
+//  - A warp scores its 32 rows against the tile's keys with m16n8k16
+//    mma.sync (Q and K through ldmatrix; each K fragment feeds both of the
+//    warp's row tiles, which halves the shared-memory reads per mma, the
+//    kernel's bound), so the row statistics never leave the warp: quad
+//    shuffles give row maxima, the online softmax runs in base 2.
 //  - P stays in registers: the accumulator fragment of S is the A fragment
 //    of P V once packed to the input type, and V comes through
-//    ldmatrix.trans. O (16 x Dv per warp) lives in registers.
+//    ldmatrix.trans (each fragment again feeding both row tiles). O (32 x
+//    Dv per warp) lives in registers.
 //  - Causal masking (bottom-right aligned) costs nothing on tiles every row
 //    of the block sees whole; only tiles crossing the diagonal (or the end
 //    of the keys) are masked, and tiles past the block's last visible key
 //    are never loaded.
 //
-// Varlen: the grid has ceil(T / 64) + B blocks per head, an upper bound on
-// the number of 64-row tiles over all sequences; a block finds its
-// sequence and tile by walking cu_seqlens_q. Blocks take tiles in reverse
-// order, so the long causal tiles at the end of a sequence start first.
+// Varlen: the grid has ceil(T / 128) + B blocks per head, an upper bound on
+// the number of row tiles over all sequences; a block finds its sequence
+// and tile by walking cu_seqlens_q. Blocks take tiles in reverse order, so
+// the long causal tiles at the end of a sequence start first.
 //
 // Rows past a sequence's queries are padding (zero queries, never
 // written). A row that sees no key gets out = 0 and lse = -inf. Where q, k
@@ -53,14 +57,14 @@ namespace {
 constexpr int64_t kWarpRowTiles = 2;
 constexpr int64_t kWarpRows = 16 * kWarpRowTiles;
 /// Query rows of a block.
-constexpr int64_t kBlockRows = kWarpRows * kMmaWarps;
+constexpr int64_t kBlockRows = kWarpRows * kBlockWarps;
 /// Keys of one shared-memory tile, and its n8 tiles.
 constexpr int64_t kTileKeys = 32;
 constexpr int64_t kKeyTiles = kTileKeys / 8;
 /// Padding after each shared row (16 bytes), so that ldmatrix's eight row
 /// addresses fall in different banks.
 constexpr int64_t kRowPad = 8;
-/// The largest v head dim: a warp holds 16 x Dv f32 of O in registers.
+/// The largest v head dim: a warp holds 32 x Dv f32 of O in registers.
 constexpr int64_t kMaxVDim = 128;
 /// The largest qk head dim (shared memory, unrolled k-steps).
 constexpr int64_t kMaxQkDim = 256;
@@ -155,7 +159,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
             e.sub(e.sub(e.gridDim(Dimension::x), one), e.blockId(Dimension::x));
 
         // The block's sequence and row tile: walk the sequences, counting
-        // their 64-row tiles. (The offsets are clamped as the generic
+        // their row tiles. (The offsets are clamped as the generic
         // kernel clamps them, so both agree on malformed ones.)
         auto queryRange = [&](Value seq) {
           Value begin =
@@ -170,7 +174,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
               auto [begin, end] = queryRange(s);
               Value tiles = e.ceilDiv(e.sub(end, begin), kBlockRows);
               Value next = e.add(it[0], tiles);
-              Value hit = e.andi(e.lt(it[1], zero), e.lt(tileIndex, next));
+              Value hit = e.andi(e.lessThan(it[1], zero), e.lessThan(tileIndex, next));
               return {next, e.select(hit, s, it[1]),
                       e.select(hit, e.sub(tileIndex, it[0]), it[2])};
             });
@@ -214,13 +218,13 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 raw, e.add(e.index(layout.v), e.mul(stage, e.index(layout.vStage))),
                 {kTileKeys, layout.vStride}, element);
           };
-          // Copies the K and V rows of keys [first, first + 64) into
+          // Copies the K and V rows of keys [first, first + kTileKeys) into
           // `stage`; keys past keyLimit are zero-filled.
           auto copyKeys = [&](Value first, Value stage) {
             auto source = [&](Value row) {
               Value j = e.add(first, row);
               Value jc = e.minIndex(j, e.sub(keyLimit, one));
-              return MmaEmitter::SourceRow{e.lt(j, keyLimit),
+              return MmaEmitter::SourceRow{e.lessThan(j, keyLimit),
                                            {e.add(kBegin, jc), head}};
             };
             e.copyTile(aligned, kTile(stage), k, kTileKeys, qkDim / kCopyElems,
@@ -235,9 +239,9 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                        Value r = e.add(row0, row);
                        Value rc = e.minIndex(r, e.sub(sq, one));
                        return MmaEmitter::SourceRow{
-                           e.lt(r, sq), {e.add(qBegin, rc), head}};
+                           e.lessThan(r, sq), {e.add(qBegin, rc), head}};
                      });
-          e.ifThen(e.lt(zero, keyLimit), [&] { copyKeys(zero, zero); });
+          e.ifThen(e.lessThan(zero, keyLimit), [&] { copyKeys(zero, zero); });
           e.commitCopies();
 
           // The lane's rows: group and group + 8 of each of the warp's
@@ -285,7 +289,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 if (layout.stages == 2) {
                   // Prefetch the next tile into the other stage, then wait
                   // for this one (all but the newest group).
-                  e.ifThen(e.lt(next, keyLimit), [&] {
+                  e.ifThen(e.lessThan(next, keyLimit), [&] {
                     copyKeys(next, e.remui(e.add(tileNo, one), 2));
                   });
                   e.waitCopies(e.commitCopies(), 1);
@@ -326,7 +330,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                   x = e.mulf(x, scale);
                 // Only tiles crossing the diagonal or the end of the keys
                 // are masked.
-                Value masked = e.lt(unmaskedEnd, e.add(first, e.index(1)));
+                Value masked = e.lessThan(unmaskedEnd, e.add(first, e.index(1)));
                 SmallVector<Type> f32s(s.size(), b.getF32Type());
                 s = selectValues(
                     b, l, masked, f32s,
@@ -339,7 +343,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                           for (int64_t mt = 0; mt < kWarpRowTiles; ++mt)
                             for (int64_t i = 0; i < 2; ++i) {
                               int64_t at = sAt(mt, nt, i, c);
-                              m[at] = e.select(e.lt(j, rowEnd[2 * mt + i]),
+                              m[at] = e.select(e.lessThan(j, rowEnd[2 * mt + i]),
                                                m[at], negInf);
                             }
                         }
@@ -405,7 +409,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 // The next copy overwrites this stage.
                 e.barrier();
                 if (layout.stages == 1) {
-                  e.ifThen(e.lt(next, keyLimit),
+                  e.ifThen(e.lessThan(next, keyLimit),
                            [&] { copyKeys(next, zero); });
                   e.commitCopies();
                 }
@@ -421,7 +425,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
             for (int64_t i = 0; i < 2; ++i) {
               int64_t row = 2 * m + i;
               Value sum = e.quadSum(state[laneRows + row]);
-              e.ifThen(e.lt(rowOf[row], sq), [&] {
+              e.ifThen(e.lessThan(rowOf[row], sq), [&] {
                 Value token = e.add(qBegin, rowOf[row]);
                 Value hasKeys = arith::CmpFOp::create(
                     b, l, arith::CmpFPredicate::OGT, sum, fzero);

@@ -142,7 +142,8 @@ void lowerVUpProj(VUpProjOp op, KernelFactory &kernels) {
 void lowerKvUpProj(KvUpProjOp op, KernelFactory &kernels) {
   int64_t nope = op.getQkNopeHeadDim(), rope = op.getRopeDim(),
           vDim = op.getVHeadDim();
-  PerHeadProduct p{op.getNumHeads(), op.getKvLoraRank(), nope + vDim,
+  PerHeadProduct p{int64_t(op.getNumHeads()), int64_t(op.getKvLoraRank()),
+                   nope + vDim,
                    nullptr, nullptr, nullptr, nullptr};
   // Operands: kv_c, k_pe, kv_b_proj, k, v.
   p.loadInput = [](GpuEmitter &e, ValueRange a, Value t, Value, Value r) {

@@ -49,9 +49,6 @@ Value MmaEmitter::quadSum(Value v) {
   return v;
 }
 
-Value MmaEmitter::lt(Value a, Value c) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
-}
 Value MmaEmitter::select(Value c, Value t, Value f) {
   return arith::SelectOp::create(b, loc, c, t, f);
 }
@@ -87,7 +84,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                           int64_t rowCount, int64_t vectors, Value warp,
                           Value lane,
                           const std::function<SourceRow(Value row)> &source) {
-  int64_t rowsPerWarp = rowCount / kMmaWarps;
+  int64_t rowsPerWarp = rowCount / kBlockWarps;
   Value laneGroup = divui(lane, 8), lane8 = remui(lane, 8);
   SmallVector<std::pair<Value, SourceRow>> rows;
   for (int64_t i = 0; i < rowsPerWarp / 4; ++i) {
@@ -118,7 +115,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
             if (8 * (k + 1) <= vectors)
               copy();
             else
-              ifThen(lt(vec, index(vectors)), copy);
+              ifThen(lessThan(vec, index(vectors)), copy);
           }
         }
       },

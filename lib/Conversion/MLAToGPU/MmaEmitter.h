@@ -19,8 +19,6 @@
 
 namespace mla::gpu {
 
-/// Warps of an mma-sync kernel's block.
-inline constexpr int64_t kMmaWarps = kBlockThreads / kWarpSize;
 /// Elements of one 16-byte copy of a 2-byte type.
 inline constexpr int64_t kCopyElems = 8;
 
@@ -42,7 +40,6 @@ public:
   mlir::Value quadMax(mlir::Value v);
   mlir::Value quadSum(mlir::Value v);
 
-  mlir::Value lt(mlir::Value a, mlir::Value c);
   mlir::Value select(mlir::Value c, mlir::Value t, mlir::Value f);
   mlir::Value divui(mlir::Value a, int64_t d);
   mlir::Value remui(mlir::Value a, int64_t d);
