@@ -35,8 +35,11 @@
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvgpu.device_async_wait %{{.+}} {numGroups = 1 : i32}
 // CHECK: gpu.barrier
-// S = Q K^T: 12 k-steps x (2 ldmatrix of Q, 2 of K) x 2 row tiles x 4 mma.
-// CHECK-COUNT-96: nvvm.mma.sync
+// S = Q K^T: a loop over the 12 k-steps carrying 32 accumulators, each
+// step 2 ldmatrix of Q and 2 of K for 2 row tiles x 4 key tiles of mma.
+// CHECK: scf.for %{{.+}} = %c0 to %c192 step %c16 iter_args(
+// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK: scf.yield
 // Only tiles crossing the diagonal or the end of the keys are masked.
 // CHECK: scf.if %{{.+}} -> (f32, f32
 // CHECK: llvm.nvvm.ex2.approx.f32
