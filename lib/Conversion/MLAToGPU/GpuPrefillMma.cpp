@@ -13,8 +13,8 @@
 //  - A warp scores its 32 rows against the tile's keys with m16n8k16
 //    mma.sync (Q and K through ldmatrix; each K fragment feeds both of the
 //    warp's row tiles, which halves the shared-memory reads per mma, the
-//    kernel's bound), so the row statistics never leave the warp: quad
-//    shuffles give row maxima, the online softmax runs in base 2.
+//    kernel's busiest pipe), so the row statistics never leave the warp:
+//    quad shuffles give row maxima, the online softmax runs in base 2.
 //  - P stays in registers: the accumulator fragment of S is the A fragment
 //    of P V once packed to the input type, and V comes through
 //    ldmatrix.trans (each fragment again feeding both row tiles). O (32 x
