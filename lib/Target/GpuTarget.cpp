@@ -43,6 +43,15 @@ std::string GpuTarget::chip() const {
          (archSpecific ? "a" : "");
 }
 
+int64_t GpuTarget::maxSharedBytesPerBlock() const {
+  int64_t kib = 99;
+  if (major == 9 && archSpecific)
+    kib = 227;
+  else if (major == 8 && minor == 0)
+    kib = 163;
+  return (kib - 1) * 1024;
+}
+
 int GpuTarget::ptxVersion() const {
   for (const ChipInfo &c : kChips)
     if (c.major == major && c.minor == minor && c.archSpecific == archSpecific)

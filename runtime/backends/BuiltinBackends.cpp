@@ -48,9 +48,10 @@ Backend cpuJit() {
 /// the prefill attention (the chunked path's too) have tensor-core forms
 /// (decode: 16-row tiles of a request's head rows sharing each 64-token KV
 /// tile; prefill: 128-row query tiles sharing 32-key K/V tiles); the other
-/// phases use the generic kernels. A shape a tensor-core kernel does not
+/// phases use the generic kernels. Head dims must be multiples of 16 (the
+/// backend refuses others); a shape a tensor-core kernel still does not
 /// take (mixed activation/cache dtypes, a kv_lora_rank not a multiple of
-/// 64, prefill head dims not multiples of 16) is lowered to the generic
+/// 64, too much shared memory for the chip) is lowered to the generic
 /// kernel.
 Backend tcSm80() {
   Backend b;

@@ -225,9 +225,11 @@ mla_status_t statusOf(const llvm::Error &error, mla_status_t otherwise) {
                                          : otherwise;
 }
 
-mla_status_t fail(mla_status_t otherwise, const char *fn, llvm::Error error,
-                  bool classify) {
-  mla_status_t status = classify ? statusOf(error, otherwise) : otherwise;
+/// Records a failed C++ call: INVALID_ARGUMENT for an ArgumentError, else
+/// `otherwise`.
+mla_status_t failCall(mla_status_t otherwise, const char *fn,
+                      llvm::Error error) {
+  mla_status_t status = statusOf(error, otherwise);
   return fail(status, fn, std::move(error));
 }
 
@@ -817,8 +819,7 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
       return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosen.takeError());
     auto created = MlaLayer::create(rt, std::move(c), std::move(w));
     if (!created)
-      return fail(MLA_ERROR_COMPILE, fn, created.takeError(),
-                  /*classify=*/true);
+      return failCall(MLA_ERROR_COMPILE, fn, created.takeError());
     auto handle = std::make_unique<mla_layer>();
     handle->owner = runtime;
     handle->id = nextLayerId++;
@@ -982,7 +983,7 @@ extern "C" mla_status_t mla_layer_forward(mla_layer_t *layer,
     if (mla_status_t s = toForwardArgs(fn, *args, a))
       return s;
     if (llvm::Error error = layer->layer->forward(plan->plan, a, stream))
-      return fail(MLA_ERROR_RUNTIME, fn, std::move(error), /*classify=*/true);
+      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
     return succeed();
   });
 }
@@ -1085,7 +1086,7 @@ extern "C" mla_status_t mla_kernel_run(const mla_kernel_t *kernel,
                                   args[i], views[i]))
         return s;
     if (llvm::Error error = kernel->kernel->run(views, stream))
-      return fail(MLA_ERROR_RUNTIME, fn, std::move(error), /*classify=*/true);
+      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
     return succeed();
   });
 }

@@ -71,6 +71,7 @@ struct Runtime::State {
   RuntimeOptions options;
   std::unique_ptr<cuda::Device> device; // null on the CPU
   std::optional<GpuTarget> target;
+  int64_t sharedMemoryPerSm = 0; ///< 0 on the CPU
   std::unique_ptr<KernelCache> cache;
 
   std::mutex compileMutex;
@@ -141,6 +142,13 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options)
       } else {
         s.device = std::move(*device);
         s.target = *target;
+        if (auto bytes = s.device->attribute(
+                cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
+          s.sharedMemoryPerSm = *bytes;
+        else
+          runtime->log("runtime: shared memory per SM unknown (" +
+                       llvm::toString(bytes.takeError()) +
+                       "); decode schedules assume one block an SM");
       }
     }
   }
@@ -171,16 +179,10 @@ int64_t Runtime::parallelism() const {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-int64_t Runtime::sharedMemoryPerSm() const {
-  if (!state->device)
-    return 0;
-  auto bytes = state->device->attribute(
-      cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
-  if (!bytes) {
-    llvm::consumeError(bytes.takeError());
-    return 0;
-  }
-  return *bytes;
+int64_t Runtime::sharedMemoryPerSm() const { return state->sharedMemoryPerSm; }
+
+int64_t Runtime::maxSharedBytesPerBlock() const {
+  return state->target ? state->target->maxSharedBytesPerBlock() : 0;
 }
 
 //===----------------------------------------------------------------------===//

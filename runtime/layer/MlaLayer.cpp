@@ -3,6 +3,7 @@
 #include "mla/Runtime/MlaLayer.h"
 
 #include "mla/Support/Diagnostics.h"
+#include "mla/Target/GpuTarget.h"
 #include "mla/Target/MmaDecodeShape.h"
 
 #include "llvm/Support/Format.h"
@@ -162,19 +163,18 @@ llvm::Error MlaLayer::compileKernels() {
 // Planning
 //===----------------------------------------------------------------------===//
 
-/// Whether the decode runs the tensor-core kernel: the backend's strategy
-/// asks for it and the shapes are ones it takes (the lowering makes the
-/// same choice; see GpuDecodeMma.cpp).
-static bool usesMmaDecode(const MlaLayerConfig &c, const Backend &backend) {
-  return backend.kernelStrategy == "mma-sync" &&
-         c.activation == c.cacheDType &&
-         (c.activation == DType::BF16 || c.activation == DType::F16) &&
-         mma_decode::takesDims(c.dims.kvLoraRank, c.dims.ropeDim);
-}
-
 DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
   const MlaLayerConfig &c = layerConfig;
-  if (!usesMmaDecode(c, *chosen.backend))
+  // The lowering's rule for the tensor-core split kernel
+  // (mma_decode::runsOn, see GpuDecodeMma.cpp), on this runtime's chip.
+  bool usesMmaDecode =
+      chosen.backend->kernelStrategy == name(KernelStrategy::TensorCore) &&
+      mma_decode::runsOn(c.activation == c.cacheDType &&
+                             (c.activation == DType::BF16 ||
+                              c.activation == DType::F16),
+                         c.dims.kvLoraRank, c.dims.ropeDim,
+                         runtime.maxSharedBytesPerBlock());
+  if (!usesMmaDecode)
     return genericDecodeSchedule(runtime.parallelism(), c.dims.numHeads,
                                  queryLen, c.blockSize);
   int64_t perBlock = mmaDecodeSharedBytes(c.dims.kvLoraRank, c.dims.ropeDim,

@@ -133,7 +133,7 @@ TEST(Prefill, UnalignedHeadDims) {
   checkPrefill({DType::F16, 3, true, {7, 9}, {12, 9}, 40, 23});
 }
 
-// Cases that cross the tensor-core kernel's 64-row and 64-key tiles: tiles
+// Cases that cross the tensor-core kernel's 128-row and 32-key tiles: tiles
 // every row sees whole, tiles on the causal diagonal, partial tiles at the
 // end of the queries and of the keys, and many sequences per launch.
 
@@ -425,6 +425,39 @@ TEST(Decode, EmptyAndShortSequences) {
   // shorter than the query length, whose first queries see nothing.
   checkDecode({DType::F32, DType::F32, 2, 1, 16, false, {0, 5}});
   checkDecode({DType::F32, DType::F32, 2, 3, 16, true, {1, 2, 0}});
+}
+
+TEST(Decode, CacheWithoutPagesReadsNothing) {
+  // Bad metadata: lengths > 0 over a cache of zero pages. Every row reads
+  // nothing (out 0, lse -inf) instead of addressing page -1.
+  for (std::optional<KernelStrategy> strategy :
+       {std::optional<KernelStrategy>(), std::optional<KernelStrategy>(
+                                             KernelStrategy::TensorCore)}) {
+    if (strategy && !testingOnGpu())
+      continue;
+    SCOPED_TRACE(strategy ? "strategy mma-sync" : "default strategy");
+    MlaDims dims;
+    dims.numHeads = 16;
+    DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, 16, false,
+                             1.0f / std::sqrt(192.0f)};
+    auto kernel =
+        compileKernel(buildDecodeAttention(testContext(), spec), strategy);
+    ASSERT_TRUE(kernel);
+    HostTensor q(DType::BF16, {2, 1, 16, 576});
+    q.fillRandom(rng());
+    HostTensor cache(DType::BF16, {0, 16, 576});
+    HostTensor table = HostTensor::i32({2, 2}, {0, 1, 2, 3});
+    HostTensor lens = HostTensor::i32({2}, {20, 7});
+    HostTensor out(DType::BF16, {2, 1, 16, 512}), lse(DType::F32, {2, 16, 1});
+    out.poison();
+    lse.poison();
+    runKernel(*kernel, {q.view(), cache.view(), table.view(), lens.view(),
+                        out.view(), lse.view()});
+    for (double v : out.toDouble())
+      ASSERT_EQ(v, 0.0);
+    for (double v : lse.toDouble())
+      ASSERT_EQ(v, -std::numeric_limits<double>::infinity());
+  }
 }
 
 TEST(Decode, BlockSizes) {

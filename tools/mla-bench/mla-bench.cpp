@@ -24,6 +24,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 using namespace mla;
 using llvm::format;
@@ -52,7 +53,7 @@ static llvm::cl::opt<int> onlyBatch(
     llvm::cl::init(0));
 static llvm::cl::opt<int> onlyHeads(
     "heads", llvm::cl::desc("decode and prefill: run this head count only "
-                            "(16 or 128)"),
+                            "(1 to 128; 0: 16 and 128)"),
     llvm::cl::init(0));
 static llvm::cl::opt<int> onlyContext(
     "context", llvm::cl::desc("decode: run this context length only"),
@@ -265,6 +266,10 @@ void benchDecode(mlir::MLIRContext &ctx) {
       contexts.insert(contexts.end(), {65536, 131072});
     return contexts;
   };
+  const int64_t sharedPerSm = check(
+      device->attribute(
+          cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+      "shared memory per SM");
   for (KernelStrategy strategy : chosenStrategies())
   for (int64_t heads : headCounts()) {
     MlaDims dims;
@@ -289,10 +294,8 @@ void benchDecode(mlir::MLIRContext &ctx) {
             strategy == KernelStrategy::TensorCore
                 ? runtime::mmaDecodeSchedule(
                       device->multiprocessorCount(),
-                      check(device->attribute(
-                                cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
-                            "shared memory per SM") /
-                          runtime::mmaDecodeSharedBytes(512, 64, 2),
+                      sharedPerSm / runtime::mmaDecodeSharedBytes(
+                                        dims.kvLoraRank, dims.ropeDim, 2),
                       heads, 1, page)
                 : runtime::genericDecodeSchedule(device->multiprocessorCount(),
                                                  heads, 1, page);
@@ -426,6 +429,24 @@ int main(int argc, char **argv) {
     llvm::errs() << "mla-bench: --strategy takes generic, mma-sync or both\n";
     return 2;
   }
+  for (auto [option, value] : {std::pair<const char *, int>{"--heads", onlyHeads},
+                                {"--batch", onlyBatch},
+                                {"--context", onlyContext}})
+    if (value < 0) {
+      llvm::errs() << "mla-bench: " << option
+                   << " must be 0 (every shape) or positive, not " << value
+                   << "\n";
+      return 2;
+    }
+  for (auto [option, value, most] :
+       {std::tuple<const char *, int, int>{"--heads", onlyHeads, 128},
+        {"--batch", onlyBatch, 1024},
+        {"--context", onlyContext, 1 << 20}})
+    if (value > most) {
+      llvm::errs() << "mla-bench: " << option << " is at most " << most
+                   << ", not " << value << "\n";
+      return 2;
+    }
   if (minSplitTokens < 0) {
     llvm::errs() << "mla-bench: --min-split-tokens must be 0 (the schedule's "
                     "default) or positive\n";

@@ -41,7 +41,7 @@ inline constexpr const char *kTcSm90aBackend = "TC_SM90A";
 /// The environment variable naming a backend.
 inline constexpr const char *kAttentionBackendEnvVar = "MLA_ATTENTION_BACKEND";
 
-/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode)
+/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode and prefill)
 /// and the planned TC_SM90A (wgmma/TMA; declared, not available yet).
 std::vector<Backend> builtinBackends();
 

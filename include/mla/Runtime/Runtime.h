@@ -129,8 +129,12 @@ public:
   /// Streaming multiprocessors of the GPU; the CPU's hardware threads.
   int64_t parallelism() const;
   /// Shared memory of one SM in bytes (0 on the CPU): with a kernel's
-  /// per-block use, how many of its blocks an SM holds.
+  /// per-block use, how many of its blocks an SM holds. Read once from the
+  /// device when the runtime is created.
   int64_t sharedMemoryPerSm() const;
+  /// Dynamic shared memory one block may use on the GPU's chip (0 on the
+  /// CPU): GpuTarget::maxSharedBytesPerBlock.
+  int64_t maxSharedBytesPerBlock() const;
 
   /// `config` with the device fields (kind, capability) of this runtime.
   AttentionConfig onThisDevice(AttentionConfig config) const;

@@ -24,8 +24,9 @@ namespace mla {
 
 /// How kernels are written for a target. `Generic` uses CUDA cores only
 /// (any sm_80+ chip). `TensorCore` ("mma-sync") writes the kernels that
-/// have a tensor-core form with warp-level mma.sync (sm_80+; today the
-/// bf16/f16 decode split kernel) and the others as `Generic` does.
+/// have a tensor-core form with warp-level mma.sync (sm_80+; the bf16/f16
+/// decode split kernel and prefill attention) and the others as `Generic`
+/// does.
 enum class KernelStrategy { Generic, TensorCore };
 
 struct GpuTarget {
@@ -40,6 +41,10 @@ struct GpuTarget {
   /// The PTX ISA version the chip needs, as an NVPTX feature ("+ptx80").
   std::string ptxFeature() const;
   int ptxVersion() const;
+  /// Dynamic shared memory a block may have on the chip (the opt-in limit,
+  /// less 1 KiB of margin): sm_90a 227 KiB, sm_80 163 KiB, the others
+  /// (sm_86, sm_89, and portable sm_90 code) 99 KiB.
+  int64_t maxSharedBytesPerBlock() const;
 
   /// The best target for a device of compute capability major.minor
   /// (sm_90 devices get sm_90a). Fails for chips below sm_80.

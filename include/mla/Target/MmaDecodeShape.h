@@ -27,8 +27,6 @@ inline constexpr int64_t kRowPad = 8;
 
 /// Whether the kernel takes these dims: the latent width splits into four
 /// warps' 16-column mma tiles, and the rope part into 16-column k-steps.
-/// (It also needs q and the cache both bf16 or both f16, row-major, and
-/// its shared memory to fit the chip.)
 inline bool takesDims(int64_t kvLoraRank, int64_t ropeDim) {
   return kvLoraRank > 0 && kvLoraRank % 64 == 0 && ropeDim >= 0 &&
          ropeDim % 16 == 0;
@@ -52,6 +50,17 @@ struct SharedLayout {
     bytes = sum + kWarps * kTileRows * 4;
   }
 };
+
+/// The one rule for "the decode runs the tensor-core split kernel", used by
+/// the lowering and by the MLA layer's schedule: q and the cache both bf16
+/// or both f16 (`sameTwoByteTypes`), dims it takes, and its shared memory
+/// within the chip's per-block limit. (The lowering also needs row-major
+/// operands, which the layer's buffers always are.)
+inline bool runsOn(bool sameTwoByteTypes, int64_t kvLoraRank, int64_t ropeDim,
+                   int64_t maxSharedBytesPerBlock) {
+  return sameTwoByteTypes && takesDims(kvLoraRank, ropeDim) &&
+         SharedLayout(kvLoraRank + ropeDim, 2).bytes <= maxSharedBytesPerBlock;
+}
 
 } // namespace mla::mma_decode
 

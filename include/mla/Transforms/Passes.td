@@ -54,11 +54,12 @@ def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
     Sets the module attribute `mla.target = {chip, ptx_features, strategy}`
     for the chip given by `chip` (sm_80, sm_86, sm_89, sm_90 or sm_90a). The
     strategy for a chip is chosen here and only here; every later pass reads
-    the attribute. An existing `mla.target` is kept unless `chip` is given.
+    the attribute. An existing `mla.target` keeps its chip unless `chip` is
+    given, and its strategy unless `strategy` is given.
 
     `strategy` is `generic` (CUDA cores only) or `mma-sync` (tensor cores
-    through warp-level mma.sync where a kernel has that form; today the
-    bf16/f16 decode split kernel). Without it, the module's existing
+    through warp-level mma.sync where a kernel has that form: the bf16/f16
+    decode split kernel and prefill attention). Without it, the module's existing
     strategy is kept (also when `chip` replaces the chip), and a new target
     gets `generic`.
   }];

@@ -73,6 +73,13 @@ Value LoopBuilder::dim(Value memref, int64_t d) {
   return memref::DimOp::create(b, loc, memref, d);
 }
 
+Value LoopBuilder::pagedCapacity(Value blockTable, Value cache,
+                                 Value pageSize) {
+  Value hasPages = lessThan(index(0), dim(cache, 0));
+  return arith::SelectOp::create(b, loc, hasPages,
+                                 mul(dim(blockTable, 1), pageSize), index(0));
+}
+
 void LoopBuilder::forLoop(Value lb, Value ub, Value step,
                           const std::function<void(Value)> &body) {
   auto loop = scf::ForOp::create(b, loc, lb, ub, step);

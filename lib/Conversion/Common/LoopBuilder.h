@@ -66,6 +66,13 @@ public:
   /// Emits `if (cond) body()`.
   void ifThen(mlir::Value cond, const std::function<void()> &body);
 
+  /// Tokens a paged cache can hold for one request: block_table columns x
+  /// `pageSize`, or 0 when `cache` has no pages at all, so that a request
+  /// then reads nothing (its page lookups, clamped to the last page, would
+  /// otherwise address page -1).
+  mlir::Value pagedCapacity(mlir::Value blockTable, mlir::Value cache,
+                            mlir::Value pageSize);
+
   /// Keys visible to query `i` of `numQueries` over `numKeys` keys:
   /// bottom-right aligned causal masking (clamped to [0, numKeys]), or all.
   mlir::Value visibleKeys(bool causal, mlir::Value i, mlir::Value numQueries,

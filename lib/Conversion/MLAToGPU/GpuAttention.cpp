@@ -338,7 +338,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
               e.add(e.mul(e.blockId(Dimension::y), e.index(kBlockWarps)),
                     e.warpId());
           Value split = e.blockId(Dimension::z);
-          Value capacity = e.mul(e.dim(table, 1), pageSize);
+          Value capacity = e.pagedCapacity(table, cache, pageSize);
           Value lastBlock = e.sub(e.dim(cache, 0), one);
           Value active = e.lessThan(h, e.index(heads));
           Value n;

@@ -185,7 +185,7 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
         Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
         Value rows = e.dim(workspace, 0);
         Value lastBlock = e.sub(e.dim(cache, 0), one);
-        Value capacity = e.mul(e.dim(table, 1), pageSize);
+        Value capacity = e.pagedCapacity(table, cache, pageSize);
         Value begin = e.clampIndex(e.loadIndex(cu, {req}), zero, rows);
         Value end =
             e.clampIndex(e.loadIndex(cu, {e.add(req, one)}), begin, rows);

@@ -42,10 +42,6 @@ struct DecodeSchedule {
                                                  mlir::Value seqLen) const;
 };
 
-/// Whether the tensor-core split kernel serves `op` on `target`: the
-/// strategy asks for it, q and the cache are both bf16 or both f16 with
-/// row-major layouts, kv_lora_rank % 64 == 0, rope_dim % 16 == 0, and its
-/// shared memory fits the chip.
 /// The combine kernel (GpuDecodeCombine.cpp): merges the split partials
 /// of `combineArgs` (the plan's num_splits if any, the partials and their
 /// LSEs, out and lse) into the op's results.
@@ -53,6 +49,9 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
                          const DecodeSchedule &schedule, mlir::OpBuilder &host,
                          mlir::ValueRange combineArgs);
 
+/// Whether the tensor-core split kernel serves `op` on `target`: the
+/// strategy asks for it, mma_decode::runsOn holds (the rule the MLA
+/// layer's schedule uses too), and q and the cache are row-major.
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 
 /// Creates the tensor-core split kernel for `op` and launches it from

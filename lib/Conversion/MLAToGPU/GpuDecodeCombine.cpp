@@ -167,20 +167,19 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
                                   ValueRange{warp, columns[k]});
         e.barrier();
         // Thread t writes column t of the chunk.
-        for (int64_t c0 = 0; c0 < kChunkColumns; c0 += kBlockThreads) {
-          Value c = e.add(tid, e.index(c0));
-          Value column = e.add(chunkColumn0, c);
-          e.ifThen(e.lessThan(column, e.index(latent)), [&] {
-            Value total = fzero;
-            for (int64_t w = 0; w < kBlockWarps; ++w)
-              total = arith::AddFOp::create(
-                  b, l, total,
-                  memref::LoadOp::create(b, l, sums,
-                                         ValueRange{e.index(w), c}));
-            e.storeF32(arith::MulFOp::create(b, l, total, inverse), out,
-                       {req, s, h, column});
-          });
-        }
+        static_assert(kChunkColumns == kBlockThreads,
+                      "a thread per column of the chunk");
+        Value column = e.add(chunkColumn0, tid);
+        e.ifThen(e.lessThan(column, e.index(latent)), [&] {
+          Value total = fzero;
+          for (int64_t w = 0; w < kBlockWarps; ++w)
+            total = arith::AddFOp::create(
+                b, l, total,
+                memref::LoadOp::create(b, l, sums,
+                                       ValueRange{e.index(w), tid}));
+          e.storeF32(arith::MulFOp::create(b, l, total, inverse), out,
+                     {req, s, h, column});
+        });
         Value writesLse = arith::AndIOp::create(
             b, l,
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, zero),

@@ -73,20 +73,16 @@ constexpr int64_t kWarpTokens = kTileTokens / kWarps;
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
   if (target.strategy != KernelStrategy::TensorCore)
     return false;
-  auto qType = cast<MemRefType>(op.getQ().getType());
-  auto cacheType = cast<MemRefType>(op.getKvCache().getType());
-  Type element = qType.getElementType();
-  if (!(element.isBF16() || element.isF16()) ||
-      cacheType.getElementType() != element)
-    return false;
-  int64_t latent = op.getKvLoraRank(), rope = op.getRopeDim();
-  if (!mma_decode::takesDims(latent, rope))
-    return false;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  Type cacheElement =
+      cast<MemRefType>(op.getKvCache().getType()).getElementType();
+  bool sameTwoByteTypes =
+      (element.isBF16() || element.isF16()) && cacheElement == element;
   // 16-byte copies need row-major rows of whole vectors.
-  if (!GpuEmitter::hasVectorRows(op.getQ()) ||
-      !GpuEmitter::hasVectorRows(op.getKvCache()))
-    return false;
-  return SharedLayout(latent + rope, 2).bytes <= sharedMemoryLimit(target);
+  return mma_decode::runsOn(sameTwoByteTypes, op.getKvLoraRank(),
+                            op.getRopeDim(), target.maxSharedBytesPerBlock()) &&
+         GpuEmitter::hasVectorRows(op.getQ()) &&
+         GpuEmitter::hasVectorRows(op.getKvCache());
 }
 
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
@@ -123,7 +119,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value split = e.blockId(Dimension::z);
         Value sq = e.dim(q, 1);
         Value rows = e.mul(sq, e.index(heads));
-        Value capacity = e.mul(e.dim(table, 1), e.index(page));
+        Value capacity = e.pagedCapacity(table, cache, e.index(page));
         Value lastBlock = e.sub(e.dim(cache, 0), e.index(1));
 
         Value n;

@@ -92,7 +92,7 @@ std::optional<PrefillLayout> chooseLayout(int64_t qkDim, int64_t vDim,
                                           const GpuTarget &target) {
   for (int64_t stages : {2, 1}) {
     PrefillLayout layout(qkDim, vDim, stages);
-    if (layout.bytes <= sharedMemoryLimit(target))
+    if (layout.bytes <= target.maxSharedBytesPerBlock())
       return layout;
   }
   return std::nullopt;
@@ -159,8 +159,10 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
             e.sub(e.sub(e.gridDim(Dimension::x), one), e.blockId(Dimension::x));
 
         // The block's sequence and row tile: walk the sequences, counting
-        // their row tiles. (The offsets are clamped as the generic
-        // kernel clamps them, so both agree on malformed ones.)
+        // their row tiles. Offsets are clamped to [0, T], so malformed
+        // ones never make a block read or write out of bounds; decreasing
+        // ones give overlapping (and then unspecified) rows, as the op's
+        // contract leaves them.
         auto queryRange = [&](Value seq) {
           Value begin =
               e.clampIndex(e.loadIndex(cuQ, {seq}), zero, numTokens);
@@ -459,9 +461,10 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
         });
       });
 
-  // Two blocks share an SM where their tiles fit (sm_90a): ask ptxas for
-  // registers to match (up to 255 each) instead of its default cap, under
-  // which the kernel spills.
+  // Ask ptxas to fit two blocks an SM (up to 255 registers each, which two
+  // blocks of 128 threads can hold), instead of its default cap of 168,
+  // under which the kernel spills. Where the chip's shared memory holds
+  // only one block this only lifts the cap.
   kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   IntegerAttr::get(IntegerType::get(op.getContext(), 32), 2));
 

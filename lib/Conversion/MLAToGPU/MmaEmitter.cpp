@@ -9,18 +9,11 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 using namespace mlir;
 
 namespace mla::gpu {
-
-int64_t sharedMemoryLimit(const GpuTarget &target) {
-  int64_t kib = 99;
-  if (target.major == 9 && target.archSpecific)
-    kib = 227;
-  else if (target.major == 8 && target.minor == 0)
-    kib = 163;
-  return (kib - 1) * 1024;
-}
 
 Value MmaEmitter::exp2(Value x) {
   return LLVM::CallIntrinsicOp::create(
@@ -84,6 +77,11 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                           int64_t rowCount, int64_t vectors, Value warp,
                           Value lane,
                           const std::function<SourceRow(Value row)> &source) {
+  // Each warp copies rows four at a time (8 lanes a row).
+  if (rowCount % (4 * kBlockWarps))
+    llvm::report_fatal_error("copyTile: a tile of " + llvm::Twine(rowCount) +
+                             " rows does not split into four-row groups of "
+                             "each warp");
   int64_t rowsPerWarp = rowCount / kBlockWarps;
   Value laneGroup = divui(lane, 8), lane8 = remui(lane, 8);
   SmallVector<std::pair<Value, SourceRow>> rows;

@@ -22,11 +22,6 @@ namespace mla::gpu {
 /// Elements of one 16-byte copy of a 2-byte type.
 inline constexpr int64_t kCopyElems = 8;
 
-/// Dynamic shared memory a block may have on `target`'s chips (opt-in
-/// limit, less 1 KiB of margin): sm_90a 227 KiB, sm_80 163 KiB, the others
-/// (sm_86, sm_89, and the chips running portable sm_90 code) 99 KiB.
-int64_t sharedMemoryLimit(const GpuTarget &target);
-
 class MmaEmitter : public GpuEmitter {
 public:
   MmaEmitter(mlir::OpBuilder &b, mlir::Location loc, mlir::Type element)

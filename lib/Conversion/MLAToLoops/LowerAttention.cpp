@@ -93,10 +93,10 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
   Value zero = e.index(0), one = e.index(1);
   Value pageSize = e.index(page);
   Value batch = e.dim(op.getQ(), 0), queryLen = e.dim(op.getQ(), 1);
-  Value maxBlocks = e.dim(op.getBlockTable(), 1);
   Value lastBlock =
       arith::SubIOp::create(b, loc, e.dim(op.getKvCache(), 0), one);
-  Value capacity = arith::MulIOp::create(b, loc, maxBlocks, pageSize);
+  Value capacity =
+      e.pagedCapacity(op.getBlockTable(), op.getKvCache(), pageSize);
 
   e.forLoop(zero, batch, 1, [&](Value req) {
     Value seqLen =

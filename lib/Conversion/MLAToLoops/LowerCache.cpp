@@ -18,10 +18,10 @@ void lowerGatherCache(GatherCacheOp op, KernelEmitter &e) {
   Value pageSize = e.index(op.getBlockSize());
   Value batch = e.dim(op.getSeqStarts(), 0);
   Value rows = e.dim(op.getWorkspace(), 0);
-  Value maxBlocks = e.dim(op.getBlockTable(), 1);
   Value lastBlock =
       arith::SubIOp::create(b, loc, e.dim(op.getKvCache(), 0), one);
-  Value capacity = arith::MulIOp::create(b, loc, maxBlocks, pageSize);
+  Value capacity =
+      e.pagedCapacity(op.getBlockTable(), op.getKvCache(), pageSize);
 
   e.forLoop(zero, batch, 1, [&](Value req) {
     Value next = arith::AddIOp::create(b, loc, req, one);
