@@ -27,15 +27,27 @@ std::string name(KernelStrategy strategy) {
     return "generic";
   case KernelStrategy::TensorCore:
     return "mma-sync";
+  case KernelStrategy::Warpgroup:
+    return "wgmma";
   }
   return "?";
 }
 
 llvm::Expected<KernelStrategy> parseStrategy(llvm::StringRef text) {
-  for (KernelStrategy s : {KernelStrategy::Generic, KernelStrategy::TensorCore})
+  for (KernelStrategy s : {KernelStrategy::Generic, KernelStrategy::TensorCore,
+                           KernelStrategy::Warpgroup})
     if (name(s) == text)
       return s;
-  return makeError("unknown kernel strategy '" + text + "'");
+  return makeError("unknown kernel strategy '" + text +
+                   "' (supported: generic, mma-sync, wgmma)");
+}
+
+llvm::Error GpuTarget::checkStrategy() const {
+  // wgmma and setmaxnreg exist only in sm_90a code.
+  if (strategy == KernelStrategy::Warpgroup && !(major == 9 && archSpecific))
+    return makeError("kernel strategy 'wgmma' needs chip sm_90a, not " +
+                     chip());
+  return llvm::Error::success();
 }
 
 std::string GpuTarget::chip() const {
@@ -120,6 +132,8 @@ llvm::Expected<GpuTarget> GpuTarget::fromAttr(mlir::Attribute attr) {
   if (!kind)
     return kind.takeError();
   target->strategy = *kind;
+  if (llvm::Error error = target->checkStrategy())
+    return std::move(error);
   return target;
 }
 

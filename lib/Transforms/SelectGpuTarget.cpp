@@ -28,7 +28,7 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
       if (!parsed) {
         emitError(module.getLoc())
             << "mla-select-gpu-target: " << llvm::toString(parsed.takeError())
-            << " (supported: generic, mma-sync)";
+;
         return signalPassFailure();
       }
       chosen = *parsed;
@@ -43,6 +43,11 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
       }
       if (chosen && *chosen != existing->strategy) {
         existing->strategy = *chosen;
+        if (llvm::Error error = existing->checkStrategy()) {
+          emitError(module.getLoc()) << "mla-select-gpu-target: "
+                                     << llvm::toString(std::move(error));
+          return signalPassFailure();
+        }
         module->setAttr(kTargetAttrName, existing->toAttr(&getContext()));
       }
       return;
@@ -62,6 +67,11 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
       llvm::consumeError(existing.takeError());
     if (chosen)
       target->strategy = *chosen;
+    if (llvm::Error error = target->checkStrategy()) {
+      emitError(module.getLoc()) << "mla-select-gpu-target: "
+                                 << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
     module->setAttr(kTargetAttrName, target->toAttr(&getContext()));
   }
 };

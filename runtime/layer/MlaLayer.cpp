@@ -4,7 +4,6 @@
 
 #include "mla/Support/Diagnostics.h"
 #include "mla/Target/GpuTarget.h"
-#include "mla/Target/MmaDecodeShape.h"
 
 #include "llvm/Support/Format.h"
 
@@ -165,23 +164,25 @@ llvm::Error MlaLayer::compileKernels() {
 
 DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
   const MlaLayerConfig &c = layerConfig;
-  // The lowering's rule for the tensor-core split kernel
-  // (mma_decode::runsOn, see GpuDecodeMma.cpp), on this runtime's chip.
-  bool usesMmaDecode =
-      chosen.backend->kernelStrategy == name(KernelStrategy::TensorCore) &&
-      mma_decode::runsOn(c.activation == c.cacheDType &&
-                             (c.activation == DType::BF16 ||
-                              c.activation == DType::F16),
-                         c.dims.kvLoraRank, c.dims.ropeDim,
-                         runtime.maxSharedBytesPerBlock());
-  if (!usesMmaDecode)
-    return genericDecodeSchedule(runtime.parallelism(), c.dims.numHeads,
-                                 queryLen, c.blockSize);
-  int64_t perBlock = mmaDecodeSharedBytes(c.dims.kvLoraRank, c.dims.ropeDim,
-                                          byteWidth(c.activation));
-  return mmaDecodeSchedule(runtime.parallelism(),
-                           runtime.sharedMemoryPerSm() / perBlock,
-                           c.dims.numHeads, queryLen, c.blockSize);
+  DecodeKernelShape shape;
+  // The chosen backend's strategy ("" on the CPU, which ignores it).
+  auto strategy = parseStrategy(chosen.backend->kernelStrategy);
+  if (strategy)
+    shape.strategy = *strategy;
+  else
+    llvm::consumeError(strategy.takeError());
+  shape.sameTwoByteTypes =
+      c.activation == c.cacheDType &&
+      (c.activation == DType::BF16 || c.activation == DType::F16);
+  shape.numHeads = c.dims.numHeads;
+  shape.kvLoraRank = c.dims.kvLoraRank;
+  shape.ropeDim = c.dims.ropeDim;
+  shape.queryLen = queryLen;
+  shape.blockSize = c.blockSize;
+  shape.numSms = runtime.parallelism();
+  shape.sharedBytesPerSm = runtime.sharedMemoryPerSm();
+  shape.maxSharedBytesPerBlock = runtime.maxSharedBytesPerBlock();
+  return decodeScheduleFor(shape);
 }
 
 llvm::Expected<MlaStepPlan>

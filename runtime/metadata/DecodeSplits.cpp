@@ -4,6 +4,7 @@
 
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Target/MmaDecodeShape.h"
+#include "mla/Target/WgmmaDecodeShape.h"
 
 #include <algorithm>
 #include <limits>
@@ -176,6 +177,30 @@ DecodeSplitConfig mmaDecodeSchedule(int64_t numSms, int64_t ctasPerSm,
   config.ctasPerSm = std::max<int64_t>(1, ctasPerSm);
   config.rowsPerCta = 16;
   return config;
+}
+
+DecodeSplitConfig wgmmaDecodeSchedule(int64_t numSms, int64_t numHeads,
+                                      int64_t queryLen, int64_t blockSize) {
+  DecodeSplitConfig config = genericDecodeSchedule(numSms, numHeads, queryLen,
+                                                   blockSize);
+  config.ctasPerSm = 1;
+  config.rowsPerCta = wgmma_decode::kTileRows;
+  return config;
+}
+
+DecodeSplitConfig decodeScheduleFor(const DecodeKernelShape &s) {
+  if (s.strategy == KernelStrategy::Warpgroup &&
+      wgmma_decode::runsOn(s.sameTwoByteTypes, s.numHeads, s.kvLoraRank,
+                           s.ropeDim, s.maxSharedBytesPerBlock))
+    return wgmmaDecodeSchedule(s.numSms, s.numHeads, s.queryLen, s.blockSize);
+  if (s.strategy != KernelStrategy::Generic &&
+      mma_decode::runsOn(s.sameTwoByteTypes, s.kvLoraRank, s.ropeDim,
+                         s.maxSharedBytesPerBlock)) {
+    int64_t perBlock = mmaDecodeSharedBytes(s.kvLoraRank, s.ropeDim, 2);
+    return mmaDecodeSchedule(s.numSms, s.sharedBytesPerSm / perBlock,
+                             s.numHeads, s.queryLen, s.blockSize);
+  }
+  return genericDecodeSchedule(s.numSms, s.numHeads, s.queryLen, s.blockSize);
 }
 
 } // namespace mla::runtime

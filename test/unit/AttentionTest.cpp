@@ -11,6 +11,7 @@
 #include "mla/Runtime/CudaDevice.h"
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
+#include "mla/Target/WgmmaDecodeShape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -386,8 +387,26 @@ bool hasMmaSplitKernel(const DecodeCase &c) {
          c.kvLoraRank % 64 == 0 && c.ropeDim % 16 == 0;
 }
 
-/// Checks a decode case with the generic kernels and, on the GPU where the
-/// mma-sync strategy has a tensor-core split kernel for it, with that too.
+/// Whether the test GPU runs sm_90a code (the wgmma strategy).
+bool testGpuRunsWgmma() {
+  const cuda::Device *device = testGpu();
+  return testingOnGpu() && device && device->capability().major == 9 &&
+         device->capability().minor == 0;
+}
+
+/// Whether the wgmma strategy has its split kernel for `c`, by the rule
+/// the lowering and the MLA layer share.
+bool hasWgmmaSplitKernel(const DecodeCase &c) {
+  GpuTarget sm90a = cantFail(GpuTarget::parse("sm_90a"));
+  return wgmma_decode::runsOn(
+      c.activation == c.cache &&
+          (c.activation == DType::BF16 || c.activation == DType::F16),
+      c.heads, c.kvLoraRank, c.ropeDim, sm90a.maxSharedBytesPerBlock());
+}
+
+/// Checks a decode case with the generic kernels and, on the GPU, with
+/// each tensor-core split kernel that takes it: mma-sync's, and wgmma's on
+/// an sm_90 device.
 void checkDecode(const DecodeCase &c) {
   {
     SCOPED_TRACE("strategy generic");
@@ -396,6 +415,10 @@ void checkDecode(const DecodeCase &c) {
   if (testingOnGpu() && hasMmaSplitKernel(c)) {
     SCOPED_TRACE("strategy mma-sync");
     checkDecodeWith(c, KernelStrategy::TensorCore);
+  }
+  if (testGpuRunsWgmma() && hasWgmmaSplitKernel(c)) {
+    SCOPED_TRACE("strategy wgmma");
+    checkDecodeWith(c, KernelStrategy::Warpgroup);
   }
 }
 
@@ -589,6 +612,44 @@ TEST(DecodeScheduled, MmaBadSplitCountsAreClamped) {
                DecodeSchedule{16, 16, 16, 0, {{0, 0}, {1, 1000}, {2, -3}}, 3}});
 }
 
+// Cases aimed at the wgmma split kernel (64-row tiles, two warpgroups, KV
+// tiles of 64 tokens in two shared-memory stages); elsewhere they are
+// ordinary decode cases.
+
+TEST(DecodeWgmma, HeadCountsQueryLengthsAndTiles) {
+  // 64 heads at Sq 1 are one tile, at Sq 3 three; 96 heads at Sq 1 leave
+  // half a tile of padding rows. Lengths cover an empty request, one
+  // token, one tile exactly, one token past it and many tiles (both
+  // stages in turn, the last tile partial).
+  for (int64_t heads : {64, 96})
+    for (int64_t sq : {1, 3})
+      checkDecode({DType::BF16, DType::BF16, heads, sq, 64, sq > 1,
+                   {0, 1, 64, 65, 1000}});
+}
+
+TEST(DecodeWgmma, F16AndBlockSizes) {
+  // Pages of 16 and 48 tokens: a 64-token tile gathers rows of several.
+  for (int64_t block : {16, 48})
+    checkDecode({DType::F16, DType::F16, 128, 1, block, false,
+                 {static_cast<int32_t>(4 * block + 5), 2, 300}});
+}
+
+TEST(DecodeWgmma, SmallerLatentDims) {
+  // Smaller dims the kernel takes: Lkv 128 (64 O columns a warpgroup) and
+  // 256, rope 64 and 128.
+  checkDecode({DType::BF16, DType::BF16, 64, 2, 16, true, {90, 17}, 128, 64});
+  checkDecode({DType::BF16, DType::BF16, 64, 1, 64, false, {200, 7}, 256, 128});
+}
+
+TEST(DecodeScheduled, WgmmaSplitCounts) {
+  // 128 heads over 16-token pages, the longest request in several splits;
+  // 64 heads at Sq 2 causal over 64-token pages with a spare split.
+  checkDecode({DType::BF16, DType::BF16, 128, 1, 16, false, {1, 1000, 37, 300},
+               512, 64, DecodeSchedule{132, 64, 16, 0, {}, 4}});
+  checkDecode({DType::BF16, DType::BF16, 64, 2, 64, true, {900, 5, 333}, 512,
+               64, DecodeSchedule{132, 64, 64, 1, {}, 8}});
+}
+
 //===----------------------------------------------------------------------===//
 // Decode on device buffers (GPU only): misaligned bases, and timings.
 //===----------------------------------------------------------------------===//
@@ -649,10 +710,11 @@ std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
 
 TEST(DecodeMma, MisalignedQueryAndCache) {
   // Views 2 bytes past aligned allocations: no 16-byte copies are possible,
-  // so the tensor-core kernel copies its tiles element by element.
+  // so the tensor-core kernels copy their tiles element by element. 64
+  // heads, so that the wgmma kernel takes the case too.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
-  const int64_t batch = 2, sq = 2, n = 16, block = 16, latent = 512,
+  const int64_t batch = 2, sq = 2, n = 64, block = 16, latent = 512,
                 rope = 64, entry = latent + rope;
   std::vector<int32_t> lens{100, 7};
   const int64_t maxBlocks = 7, numBlocks = batch * maxBlocks;
@@ -670,8 +732,11 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
   ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, lens,
                        numBlocks, block, maxBlocks, batch, sq, n, latent, rope,
                        scale, true, outRef, lseRef);
-  for (KernelStrategy strategy :
-       {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
+  std::vector<KernelStrategy> strategies{KernelStrategy::Generic,
+                                         KernelStrategy::TensorCore};
+  if (testGpuRunsWgmma())
+    strategies.push_back(KernelStrategy::Warpgroup);
+  for (KernelStrategy strategy : strategies) {
     SCOPED_TRACE("strategy " + name(strategy));
     MlaDims dims;
     dims.numHeads = n;
@@ -793,7 +858,7 @@ double timeCalls(const GpuKernel &kernel, const std::vector<BufferView> &args,
 
 TEST(DecodeTiming, MmaVersusGeneric) {
   // Opt-in (MLA_TEST_TIMING=1 with MLA_TEST_DEVICE=gpu): bf16 decode over
-  // a paged cache of 64-token pages, both strategies, with the default
+  // a paged cache of 64-token pages, every strategy the device runs, with the default
   // schedule and with a split plan sized for the device; prints the time
   // per call, the cache bandwidth and the tensor throughput, and checks
   // that both strategies agree.
@@ -825,9 +890,12 @@ TEST(DecodeTiming, MmaVersusGeneric) {
     double cacheBytes = double(b) * shape.seqLen * entry * 2;
     double flops = 2.0 * b * sq * n * shape.seqLen * (entry + latent);
     std::vector<std::vector<double>> results;
+    std::vector<KernelStrategy> strategies{KernelStrategy::Generic,
+                                           KernelStrategy::TensorCore};
+    if (testGpuRunsWgmma())
+      strategies.push_back(KernelStrategy::Warpgroup);
     for (bool planned : {false, true})
-      for (KernelStrategy strategy :
-           {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
+      for (KernelStrategy strategy : strategies) {
         MlaDims dims;
         dims.numHeads = n;
         dims.kvLoraRank = latent;
@@ -845,19 +913,21 @@ TEST(DecodeTiming, MmaVersusGeneric) {
         std::optional<DeviceTensor> dns, dso, dsl;
         int64_t splits = 0;
         if (planned) {
+          runtime::DecodeKernelShape kernelShape;
+          kernelShape.strategy = strategy;
+          kernelShape.sameTwoByteTypes = true;
+          kernelShape.numHeads = n;
+          kernelShape.kvLoraRank = latent;
+          kernelShape.ropeDim = rope;
+          kernelShape.queryLen = sq;
+          kernelShape.blockSize = block;
+          kernelShape.numSms = device.multiprocessorCount();
+          kernelShape.sharedBytesPerSm = cantFail(device.attribute(
+              cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
+          kernelShape.maxSharedBytesPerBlock =
+              kernel->target().maxSharedBytesPerBlock();
           runtime::DecodeSplitConfig config =
-              strategy == KernelStrategy::Generic
-                  ? runtime::genericDecodeSchedule(
-                        device.multiprocessorCount(), n, sq, block)
-                  : runtime::DecodeSplitConfig{};
-          if (strategy == KernelStrategy::TensorCore) {
-            config.numSms = device.multiprocessorCount();
-            config.ctasPerSm = 2; // 94 KiB of shared memory a block
-            config.numHeads = n;
-            config.queryLen = sq;
-            config.rowsPerCta = 16;
-            config.tokensPerBlock = block;
-          }
+              runtime::decodeScheduleFor(kernelShape);
           auto plan = runtime::planDecodeSplits(lens, config);
           ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
           splits = *std::max_element(plan->numSplits.begin(),

@@ -178,8 +178,28 @@ TEST(GpuTarget, FromAttrErrors) {
                     b.getNamedAttr("strategy", str("generic"))}),
               "unknown chip 'sm_75'");
   expectError(dict({b.getNamedAttr("chip", str("sm_90a")),
-                    b.getNamedAttr("strategy", str("wgmma"))}),
-              "unknown kernel strategy 'wgmma'");
+                    b.getNamedAttr("strategy", str("wmma"))}),
+              "unknown kernel strategy 'wmma' (supported: generic, mma-sync, "
+              "wgmma)");
+  // wgmma exists in sm_90a code only.
+  for (const char *chip : {"sm_80", "sm_89", "sm_90"})
+    expectError(dict({b.getNamedAttr("chip", str(chip)),
+                      b.getNamedAttr("strategy", str("wgmma"))}),
+                std::string("kernel strategy 'wgmma' needs chip sm_90a, not ") +
+                    chip);
+}
+
+TEST(GpuTarget, StrategiesRoundTrip) {
+  mlir::MLIRContext ctx;
+  for (KernelStrategy s : {KernelStrategy::Generic, KernelStrategy::TensorCore,
+                           KernelStrategy::Warpgroup}) {
+    GpuTarget target = cantFail(GpuTarget::parse("sm_90a"));
+    target.strategy = s;
+    auto back = GpuTarget::fromAttr(target.toAttr(&ctx));
+    ASSERT_TRUE(static_cast<bool>(back)) << errorText(back);
+    EXPECT_EQ(back->strategy, s);
+    EXPECT_EQ(back->usesMmaSync(), s != KernelStrategy::Generic);
+  }
 }
 
 // ptx_features is derived from the chip: fromAttr does not need it.

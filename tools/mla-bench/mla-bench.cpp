@@ -40,8 +40,10 @@ static llvm::cl::opt<std::string>
          llvm::cl::init(""));
 static llvm::cl::opt<std::string> strategies(
     "strategy",
-    llvm::cl::desc("decode and prefill kernel strategy: generic, mma-sync or both"),
-    llvm::cl::init("both"));
+    llvm::cl::desc("decode and prefill kernel strategies: a comma-separated "
+                   "list of generic, mma-sync and wgmma, or both (generic "
+                   "and mma-sync), or all (wgmma too on an sm_90 device)"),
+    llvm::cl::init("all"));
 static llvm::cl::opt<bool> graphs(
     "graphs",
     llvm::cl::desc("time each call as a CUDA graph replay (device time); "
@@ -236,14 +238,29 @@ std::vector<int64_t> headCounts() {
   return {16, 128};
 }
 
-/// The strategies --strategy chooses.
-std::vector<KernelStrategy> chosenStrategies() {
+/// The strategies --strategy chooses, or an error naming the bad one.
+llvm::Expected<std::vector<KernelStrategy>> parseStrategies() {
+  std::string list = strategies;
+  if (list == "both")
+    list = "generic,mma-sync";
+  if (list == "all")
+    list = device->capability().major == 9 && device->capability().minor == 0
+               ? "generic,mma-sync,wgmma"
+               : "generic,mma-sync";
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(list).split(names, ',');
   std::vector<KernelStrategy> chosen;
-  if (strategies != "mma-sync")
-    chosen.push_back(KernelStrategy::Generic);
-  if (strategies != "generic")
-    chosen.push_back(KernelStrategy::TensorCore);
+  for (llvm::StringRef n : names) {
+    auto strategy = parseStrategy(n.trim());
+    if (!strategy)
+      return strategy.takeError();
+    chosen.push_back(*strategy);
+  }
   return chosen;
+}
+
+std::vector<KernelStrategy> chosenStrategies() {
+  return check(parseStrategies(), "--strategy");
 }
 
 void benchDecode(mlir::MLIRContext &ctx) {
@@ -290,15 +307,17 @@ void benchDecode(mlir::MLIRContext &ctx) {
         std::iota(table.begin(), table.end(), 0);
         std::shuffle(table.begin(), table.end(), std::mt19937(3));
         std::vector<int32_t> seqLens(batch, int32_t(context));
-        runtime::DecodeSplitConfig schedule =
-            strategy == KernelStrategy::TensorCore
-                ? runtime::mmaDecodeSchedule(
-                      device->multiprocessorCount(),
-                      sharedPerSm / runtime::mmaDecodeSharedBytes(
-                                        dims.kvLoraRank, dims.ropeDim, 2),
-                      heads, 1, page)
-                : runtime::genericDecodeSchedule(device->multiprocessorCount(),
-                                                 heads, 1, page);
+        runtime::DecodeKernelShape shape;
+        shape.strategy = strategy;
+        shape.sameTwoByteTypes = true;
+        shape.numHeads = heads;
+        shape.kvLoraRank = dims.kvLoraRank;
+        shape.ropeDim = dims.ropeDim;
+        shape.blockSize = page;
+        shape.numSms = device->multiprocessorCount();
+        shape.sharedBytesPerSm = sharedPerSm;
+        shape.maxSharedBytesPerBlock = kernel->target().maxSharedBytesPerBlock();
+        runtime::DecodeSplitConfig schedule = runtime::decodeScheduleFor(shape);
         if (minSplitTokens > 0)
           schedule.minTokensPerSplit = minSplitTokens;
         auto plan = check(runtime::planDecodeSplits(seqLens, schedule),
@@ -332,6 +351,9 @@ void benchDecode(mlir::MLIRContext &ctx) {
 void benchPrefill(mlir::MLIRContext &ctx) {
   outs() << "\n== prefill: qk 192 / v 128, bf16, one sequence ==\n";
   for (KernelStrategy strategy : chosenStrategies()) {
+    // The wgmma strategy's prefill is mma-sync's (no wgmma form yet).
+    if (strategy == KernelStrategy::Warpgroup)
+      continue;
     // The generic (CUDA-core) kernel takes seconds at 16k tokens: it gets
     // the short shapes only.
     std::vector<int64_t> lengths =
@@ -424,11 +446,6 @@ void benchGather(mlir::MLIRContext &ctx) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::ParseCommandLineOptions(argc, argv, "benchmark the mla kernels\n");
-  if (strategies != "generic" && strategies != "mma-sync" &&
-      strategies != "both") {
-    llvm::errs() << "mla-bench: --strategy takes generic, mma-sync or both\n";
-    return 2;
-  }
   for (auto [option, value] : {std::pair<const char *, int>{"--heads", onlyHeads},
                                 {"--batch", onlyBatch},
                                 {"--context", onlyContext}})
@@ -457,6 +474,8 @@ int main(int argc, char **argv) {
     fail(opened.takeError(), "mla-bench needs a CUDA device");
   std::unique_ptr<cuda::Device> dev = std::move(*opened);
   device = dev.get();
+  // A bad --strategy fails before any measurement.
+  chosenStrategies();
   cuda::Stream s = check(cuda::Stream::create(), "creating a stream");
   stream = &s;
 

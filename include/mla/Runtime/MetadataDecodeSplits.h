@@ -14,6 +14,8 @@
 #ifndef MLA_RUNTIME_METADATADECODESPLITS_H
 #define MLA_RUNTIME_METADATADECODESPLITS_H
 
+#include "mla/Target/GpuTarget.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -117,6 +119,28 @@ int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
 DecodeSplitConfig mmaDecodeSchedule(int64_t numSms, int64_t ctasPerSm,
                                     int64_t numHeads, int64_t queryLen,
                                     int64_t blockSize);
+
+/// The schedule matched to the wgmma decode kernel (sm_90a): 64 (head,
+/// query) rows per 256-thread CTA, one CTA per SM (it takes most of the
+/// SM's shared memory), splits on cache pages.
+DecodeSplitConfig wgmmaDecodeSchedule(int64_t numSms, int64_t numHeads,
+                                      int64_t queryLen, int64_t blockSize);
+
+/// What a decode's schedule depends on: the kernel strategy it is compiled
+/// with, its shape, and the device.
+struct DecodeKernelShape {
+  KernelStrategy strategy = KernelStrategy::Generic;
+  /// q and the cache both bf16 or both f16.
+  bool sameTwoByteTypes = false;
+  int64_t numHeads = 0, kvLoraRank = 0, ropeDim = 0;
+  int64_t queryLen = 1, blockSize = 0;
+  int64_t numSms = 0, sharedBytesPerSm = 0, maxSharedBytesPerBlock = 0;
+};
+
+/// The schedule of the split kernel the lowering picks for `shape` (the
+/// rules of mla/Target/MmaDecodeShape.h and WgmmaDecodeShape.h): wgmma's,
+/// mma-sync's or the generic one.
+DecodeSplitConfig decodeScheduleFor(const DecodeKernelShape &shape);
 
 /// Plans the splits of a decode batch with sequence lengths `seqLens`.
 /// Errors when a length is negative or a config field is out of range

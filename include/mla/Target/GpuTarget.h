@@ -26,8 +26,10 @@ namespace mla {
 /// (any sm_80+ chip). `TensorCore` ("mma-sync") writes the kernels that
 /// have a tensor-core form with warp-level mma.sync (sm_80+; the bf16/f16
 /// decode split kernel and prefill attention) and the others as `Generic`
-/// does.
-enum class KernelStrategy { Generic, TensorCore };
+/// does. `Warpgroup` ("wgmma", sm_90a only) writes the kernels that have a
+/// Hopper form with warpgroup-level wgmma (the decode split kernel for 64
+/// and more head rows) and the others as `TensorCore` does.
+enum class KernelStrategy { Generic, TensorCore, Warpgroup };
 
 struct GpuTarget {
   int major = 9, minor = 0;
@@ -38,6 +40,11 @@ struct GpuTarget {
 
   /// "sm_90a", "sm_80", ...
   std::string chip() const;
+  /// Whether the strategy writes mma.sync kernels (mma-sync and wgmma).
+  bool usesMmaSync() const { return strategy != KernelStrategy::Generic; }
+  /// Why `strategy` cannot run on this chip (wgmma needs sm_90a), or
+  /// success.
+  llvm::Error checkStrategy() const;
   /// The PTX ISA version the chip needs, as an NVPTX feature ("+ptx80").
   std::string ptxFeature() const;
   int ptxVersion() const;
@@ -60,9 +67,9 @@ struct GpuTarget {
 /// Name of the module attribute recording the target.
 inline constexpr const char *kTargetAttrName = "mla.target";
 
-/// "generic" or "mma-sync".
+/// "generic", "mma-sync" or "wgmma".
 std::string name(KernelStrategy strategy);
-/// The strategy named `name` ("generic" or "mma-sync").
+/// The strategy named `name` ("generic", "mma-sync" or "wgmma").
 llvm::Expected<KernelStrategy> parseStrategy(llvm::StringRef name);
 
 } // namespace mla

@@ -57,9 +57,11 @@ def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
     the attribute. An existing `mla.target` keeps its chip unless `chip` is
     given, and its strategy unless `strategy` is given.
 
-    `strategy` is `generic` (CUDA cores only) or `mma-sync` (tensor cores
+    `strategy` is `generic` (CUDA cores only), `mma-sync` (tensor cores
     through warp-level mma.sync where a kernel has that form: the bf16/f16
-    decode split kernel and prefill attention). Without it, the module's existing
+    decode split kernel and prefill attention) or `wgmma` (sm_90a only:
+    warpgroup-level wgmma where a kernel has that form, the decode split
+    kernel for 64 or more heads, else as mma-sync). Without it, the module's existing
     strategy is kept (also when `chip` replaces the chip), and a new target
     gets `generic`.
   }];
@@ -67,7 +69,7 @@ def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",
            "the chip to generate code for (default: keep the module's)">,
     Option<"strategy", "strategy", "std::string", /*default=*/"\"\"",
-           "generic | mma-sync (default: keep the module's, else generic)">,
+           "generic | mma-sync | wgmma (default: keep the module's, else generic)">,
   ];
 }
 

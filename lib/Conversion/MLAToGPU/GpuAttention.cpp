@@ -317,7 +317,10 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                                op.getSeqLens()};
   llvm::append_range(splitArgs, plan);
   splitArgs.append({partial, partialLse});
-  if (useMmaDecodeSplit(op, kernels.target())) {
+  if (useWgmmaDecodeSplit(op, kernels.target())) {
+    // Hopper: 64 head rows of a request share each KV tile.
+    launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
+  } else if (useMmaDecodeSplit(op, kernels.target())) {
     // Tensor cores: the head rows of a request share each KV tile.
     launchMmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
   } else {

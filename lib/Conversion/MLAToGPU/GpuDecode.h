@@ -4,7 +4,8 @@
 // partial output and its LSE per (request, query, head, split), and a
 // combine kernel merging the splits. The schedule (which tokens split s of
 // request b covers) is shared by every split kernel; the generic one is in
-// GpuAttention.cpp, the tensor-core one (mma.sync) in GpuDecodeMma.cpp.
+// GpuAttention.cpp, the tensor-core ones in GpuDecodeMma.cpp (mma.sync) and
+// GpuDecodeWgmma.cpp (wgmma, sm_90a).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,19 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           const DecodeSchedule &schedule, mlir::OpBuilder &host,
                           mlir::ValueRange splitArgs, mlir::Value splits);
+
+/// Whether the wgmma split kernel (GpuDecodeWgmma.cpp) serves `op` on
+/// `target`: the wgmma strategy, wgmma_decode::runsOn (the MLA layer's
+/// rule too), and q and the cache row-major.
+bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
+
+/// Creates the wgmma split kernel for `op` and launches it from `host` on
+/// grid (B, ceil(Sq * N / 64), splits) with the same operands as
+/// launchMmaDecodeSplit.
+void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
+                            const DecodeSchedule &schedule,
+                            mlir::OpBuilder &host, mlir::ValueRange splitArgs,
+                            mlir::Value splits);
 
 } // namespace mla::gpu
 

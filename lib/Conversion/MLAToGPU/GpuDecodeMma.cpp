@@ -71,7 +71,7 @@ constexpr int64_t kWarpTokens = kTileTokens / kWarps;
 } // namespace
 
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
-  if (target.strategy != KernelStrategy::TensorCore)
+  if (!target.usesMmaSync())
     return false;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   Type cacheElement =

@@ -34,16 +34,17 @@ public:
       : gpuModule(module), gpuTarget(target) {}
 
   /// A kernel named after `base` (made unique) taking `argTypes`, with
-  /// kBlockThreads threads per block. `body` fills it through `e`.
+  /// `blockThreads` threads per block. `body` fills it through `e`.
   mlir::gpu::GPUFuncOp
   create(llvm::StringRef base, mlir::TypeRange argTypes,
          const std::function<void(GpuEmitter &e, mlir::ValueRange args)>
-             &body);
+             &body,
+         int64_t blockThreads = kBlockThreads);
 
   /// Launches `kernel` on `grid` blocks (skipped when any is zero, which
-  /// CUDA rejects) from the host builder's position, with
-  /// `dynamicSharedBytes` of dynamic shared memory (the runtime opts the
-  /// kernel in above 48 KiB).
+  /// CUDA rejects) of the kernel's known block size from the host
+  /// builder's position, with `dynamicSharedBytes` of dynamic shared
+  /// memory (the runtime opts the kernel in above 48 KiB).
   static void launch(mlir::OpBuilder &host, mlir::Location loc,
                      mlir::gpu::GPUFuncOp kernel,
                      std::array<mlir::Value, 3> grid, mlir::ValueRange args,

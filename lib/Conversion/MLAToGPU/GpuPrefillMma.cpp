@@ -115,7 +115,7 @@ selectValues(OpBuilder &b, Location loc, Value cond, TypeRange types,
 } // namespace
 
 bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
-  if (target.strategy != KernelStrategy::TensorCore)
+  if (!target.usesMmaSync())
     return false;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   if (!(element.isBF16() || element.isF16()))

@@ -10,7 +10,8 @@ namespace mla::gpu {
 
 mlir::gpu::GPUFuncOp KernelFactory::create(
     StringRef base, TypeRange argTypes,
-    const std::function<void(GpuEmitter &, ValueRange)> &body) {
+    const std::function<void(GpuEmitter &, ValueRange)> &body,
+    int64_t blockThreads) {
   OpBuilder b(gpuModule.getBodyRegion());
   b.setInsertionPointToEnd(gpuModule.getBody());
   Location loc = gpuModule.getLoc();
@@ -20,7 +21,7 @@ mlir::gpu::GPUFuncOp KernelFactory::create(
   kernel->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
                   b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(kBlockThreads), 1, 1}));
+      b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
   mlir::gpu::ReturnOp::create(b, loc);
@@ -44,7 +45,9 @@ void KernelFactory::launch(OpBuilder &host, Location loc,
     shared = arith::ConstantIntOp::create(host, loc, dynamicSharedBytes, 32);
   mlir::gpu::LaunchFuncOp::create(
       host, loc, kernel, mlir::gpu::KernelDim3{grid[0], grid[1], grid[2]},
-      mlir::gpu::KernelDim3{h.index(kBlockThreads), one, one}, shared, args);
+      mlir::gpu::KernelDim3{h.index((*kernel.getKnownBlockSize())[0]), one,
+                            one},
+      shared, args);
 }
 
 } // namespace mla::gpu

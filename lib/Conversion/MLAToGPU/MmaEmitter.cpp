@@ -76,13 +76,19 @@ Value MmaEmitter::isNegInf(Value x) {
 void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                           int64_t rowCount, int64_t vectors, Value warp,
                           Value lane,
-                          const std::function<SourceRow(Value row)> &source) {
+                          const std::function<SourceRow(Value row)> &source,
+                          int64_t warps, const SharedIndex &at) {
   // Each warp copies rows four at a time (8 lanes a row).
-  if (rowCount % (4 * kBlockWarps))
+  if (rowCount % (4 * warps))
     llvm::report_fatal_error("copyTile: a tile of " + llvm::Twine(rowCount) +
                              " rows does not split into four-row groups of "
                              "each warp");
-  int64_t rowsPerWarp = rowCount / kBlockWarps;
+  int64_t rowsPerWarp = rowCount / warps;
+  auto dstAt = [&](Value row, Value col) -> SmallVector<Value, 2> {
+    if (at)
+      return at(row, col);
+    return {row, col};
+  };
   Value laneGroup = divui(lane, 8), lane8 = remui(lane, 8);
   SmallVector<std::pair<Value, SourceRow>> rows;
   for (int64_t i = 0; i < rowsPerWarp / 4; ++i) {
@@ -90,7 +96,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
         add(mul(warp, index(rowsPerWarp)), add(laneGroup, index(4 * i)));
     rows.push_back({row, source(row)});
   }
-  auto at = [](const SourceRow &r, Value col) {
+  auto srcAt = [](const SourceRow &r, Value col) {
     SmallVector<Value> idx(r.prefix.begin(), r.prefix.end());
     idx.push_back(col);
     return idx;
@@ -107,7 +113,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
             auto copy = [&, row = row, &from = from] {
               nvgpu::DeviceAsyncCopyOp::create(
                   b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-                  dst, ValueRange{row, col}, src, at(from, col),
+                  dst, dstAt(row, col), src, srcAt(from, col),
                   b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
             };
             if (8 * (k + 1) <= vectors)
@@ -125,10 +131,11 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                     Value col = mul(vec, index(kCopyElems));
                     for (int64_t e = 0; e < kCopyElems; ++e) {
                       Value c = add(col, index(e));
-                      Value v = memref::LoadOp::create(b, loc, src, at(from, c));
+                      Value v =
+                          memref::LoadOp::create(b, loc, src, srcAt(from, c));
                       memref::StoreOp::create(b, loc,
                                               select(from.valid, v, zero), dst,
-                                              ValueRange{row, c});
+                                              dstAt(row, c));
                     }
                   });
       });

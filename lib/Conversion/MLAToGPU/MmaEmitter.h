@@ -55,17 +55,23 @@ public:
     llvm::SmallVector<mlir::Value, 3> prefix;
   };
 
+  /// Where element (row, col) of a tile goes in its shared memref.
+  using SharedIndex = std::function<llvm::SmallVector<mlir::Value, 2>(
+      mlir::Value row, mlir::Value col)>;
+
   /// Copies `rowCount` rows of `vectors` 16-byte vectors from `src` into
-  /// the first columns of shared `dst`. Warp w copies rows [w rowCount / 4,
-  /// (w + 1) rowCount / 4), four at a time: lanes 8g .. 8g + 7 take row
-  /// 4i + g and its vectors 8k + lane % 8, so each instruction moves four
-  /// whole 128-byte lines, and a row's source (a page lookup) is computed
-  /// once. With `aligned`, 16-byte cp.async (L2 only) whose source size is
-  /// 0 for invalid rows; otherwise element by element.
+  /// shared `dst`: at [row, col] of a 2-D `dst`, or where `at` says. Of
+  /// `warps` warps, warp w copies rows [w rowCount / warps, (w + 1)
+  /// rowCount / warps), four at a time: lanes 8g .. 8g + 7 take row 4i + g
+  /// and its vectors 8k + lane % 8, so each instruction moves four whole
+  /// 128-byte lines, and a row's source (a page lookup) is computed once.
+  /// With `aligned`, 16-byte cp.async (L2 only) whose source size is 0 for
+  /// invalid rows; otherwise element by element.
   void copyTile(mlir::Value aligned, mlir::Value dst, mlir::Value src,
                 int64_t rowCount, int64_t vectors, mlir::Value warp,
                 mlir::Value lane,
-                const std::function<SourceRow(mlir::Value row)> &source);
+                const std::function<SourceRow(mlir::Value row)> &source,
+                int64_t warps = kBlockWarps, const SharedIndex &at = {});
 
   /// Commits the copies issued so far as a group (possibly empty); returns
   /// its token.

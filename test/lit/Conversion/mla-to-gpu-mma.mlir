@@ -15,13 +15,16 @@
 // changes the chip, and can be set on an existing target.
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --mla-select-gpu-target=chip=sm_90a | FileCheck %s --check-prefix=KEEP
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target=chip=sm_86 --mla-select-gpu-target=strategy=mma-sync | FileCheck %s --check-prefix=SET
-// RUN: not mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=wmma" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90 strategy=wgmma" 2>&1 | FileCheck %s --check-prefix=NOT-90A
+// RUN: not mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --mla-select-gpu-target=chip=sm_89 2>&1 | FileCheck %s --check-prefix=NOT-90A
 
 // GENERIC-NOT: nvvm.mma.sync
 // GENERIC-NOT: _mma_
 // KEEP-COUNT-6: mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "mma-sync"}
 // SET-COUNT-6: mla.target = {chip = "sm_86", ptx_features = "+ptx71", strategy = "mma-sync"}
-// BAD: error: mla-select-gpu-target: unknown kernel strategy 'wgmma' (supported: generic, mma-sync)
+// BAD: error: mla-select-gpu-target: unknown kernel strategy 'wmma' (supported: generic, mma-sync, wgmma)
+// NOT-90A: error: mla-select-gpu-target: kernel strategy 'wgmma' needs chip sm_90a, not sm_{{89|90}}
 
 // 16 heads, bf16, dynamic Sq: the whole kernel.
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_80", ptx_features = "+ptx70", strategy = "mma-sync"}} {

@@ -69,10 +69,10 @@ module attributes {mla.target = {chip = "sm_75", ptx_features = "+ptx70", strate
 // -----
 
 // A preset with a strategy the compiler does not have.
-// NOCHIP: select-gpu-target.mlir:[[@LINE+3]]:1: error: unknown kernel strategy 'wgmma' (or pass chip=sm_XX)
+// NOCHIP: select-gpu-target.mlir:[[@LINE+3]]:1: error: unknown kernel strategy 'wmma' (supported: generic, mma-sync, wgmma) (or pass chip=sm_XX)
 // NOCHIP-NOT: Stack dump
 // UNKNOWN: select-gpu-target.mlir:[[@LINE+1]]:1: error: mla-select-gpu-target: unknown chip 'sm_75'
-module attributes {mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "wgmma"}} {
+module attributes {mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "wmma"}} {
   func.func @other_strategy() {
     return
   }

@@ -1,0 +1,91 @@
+//===- WgmmaDecodeShape.h - The Hopper decode kernel's shape ----*- C++ -*-===//
+//
+// What the wgmma (sm_90a) decode split kernel is made of, for the three
+// parts that depend on it: the kernel (lib/Conversion/MLAToGPU/
+// GpuDecodeWgmma.cpp), the decode schedule (one block an SM) and the MLA
+// layer (which schedule its decode needs). Plain C++, no MLIR.
+//
+// Every operand tile lives in shared memory in wgmma's 128-byte-swizzled
+// layout: a tile of `rows` x (64 c) elements is c column blocks of
+// rows x 64 elements (128-byte rows), each a stack of 8-row, 1024-byte
+// atoms in which row r's 16-byte chunk k sits at chunk k ^ (r % 8).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_WGMMADECODESHAPE_H
+#define MLA_TARGET_WGMMADECODESHAPE_H
+
+#include <cstdint>
+
+namespace mla::wgmma_decode {
+
+/// Query rows (head, token) of one block: one m64 wgmma tile.
+inline constexpr int64_t kTileRows = 64;
+/// KV tokens of one shared-memory tile.
+inline constexpr int64_t kTileTokens = 64;
+/// Warpgroups of a block (256 threads). Each scores half of a KV tile's
+/// tokens and owns half of the output columns.
+inline constexpr int64_t kWarpgroups = 2;
+inline constexpr int64_t kThreads = kWarpgroups * 128;
+/// Elements of a swizzle atom's row (128 bytes of a 2-byte type).
+inline constexpr int64_t kAtomColumns = 64;
+/// Bytes of one column block row and of one 8-row atom.
+inline constexpr int64_t kRowBytes = 128, kAtomBytes = 1024;
+/// Fewest query rows for which the kernel beats the 16-row mma.sync one:
+/// below, most of each 64-row tile would be padding.
+inline constexpr int64_t kMinHeads = 64;
+
+/// Whether the kernel takes these dims: the latent width splits into two
+/// warpgroups' output halves of at most 256 columns (one wgmma N) in whole
+/// column blocks, and the rope part into whole column blocks.
+inline bool takesDims(int64_t kvLoraRank, int64_t ropeDim) {
+  return kvLoraRank > 0 && kvLoraRank % (kWarpgroups * kAtomColumns) == 0 &&
+         kvLoraRank <= kWarpgroups * 256 && ropeDim >= 0 &&
+         ropeDim % kAtomColumns == 0;
+}
+
+/// Where everything lives in a block's dynamic shared memory (bytes from
+/// the first 1024-byte boundary, which the kernel finds at run time; the
+/// allocation has that much slack): the Q tile, `stages` KV tiles, the P
+/// tile, then the warpgroups' row maxima and row sums (f32).
+struct SharedLayout {
+  int64_t stages;
+  int64_t q, kv, kvStage, p, max, sum, bytes;
+
+  SharedLayout(int64_t qkDim, int64_t stageCount) : stages(stageCount) {
+    const int64_t elementBytes = 2;
+    q = 0;
+    kv = q + kTileRows * qkDim * elementBytes;
+    kvStage = kTileTokens * qkDim * elementBytes;
+    p = kv + stages * kvStage;
+    max = p + kTileRows * kTileTokens * elementBytes;
+    sum = max + kWarpgroups * kTileRows * 4;
+    bytes = sum + kWarpgroups * kTileRows * 4 + kAtomBytes;
+  }
+};
+
+/// KV stages that fit `maxSharedBytesPerBlock`: two (copy the next tile
+/// while scoring this one) where they fit, else one, else zero.
+inline int64_t stagesFor(int64_t qkDim, int64_t maxSharedBytesPerBlock) {
+  for (int64_t stages : {2, 1})
+    if (SharedLayout(qkDim, stages).bytes <= maxSharedBytesPerBlock)
+      return stages;
+  return 0;
+}
+
+/// The one rule for "the decode runs the wgmma split kernel", used by the
+/// lowering and the MLA layer's schedule (given the wgmma strategy): q and
+/// the cache both bf16 or both f16, at least kMinHeads heads, dims it
+/// takes, and shared memory for at least one KV stage. (The lowering also
+/// needs row-major operands, which the layer's buffers always are.)
+inline bool runsOn(bool sameTwoByteTypes, int64_t numHeads,
+                   int64_t kvLoraRank, int64_t ropeDim,
+                   int64_t maxSharedBytesPerBlock) {
+  return sameTwoByteTypes && numHeads >= kMinHeads &&
+         takesDims(kvLoraRank, ropeDim) &&
+         stagesFor(kvLoraRank + ropeDim, maxSharedBytesPerBlock) > 0;
+}
+
+} // namespace mla::wgmma_decode
+
+#endif // MLA_TARGET_WGMMADECODESHAPE_H

@@ -1,0 +1,110 @@
+//===- WgmmaEmitter.cpp - Warpgroup tensor-core building blocks (sm_90a) --===//
+
+#include "WgmmaEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+
+namespace mla::gpu {
+
+namespace {
+/// Swizzle-mode field of a descriptor: 128-byte swizzle.
+constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
+/// The address fields hold bytes / 16 in 14 bits.
+constexpr uint64_t kFieldMask = 0x3FFF;
+} // namespace
+
+Value WgmmaEmitter::sharedAddress(Value sharedMemref) {
+  // The pointer of a workgroup memref is a shared-window address.
+  return memref::ExtractAlignedPointerAsIndexOp::create(b, loc, sharedMemref);
+}
+
+Value WgmmaEmitter::swizzled(Value row, Value col, int64_t rows) {
+  // Column block col / 64, row `row` of it (64 elements), 16-byte chunk
+  // (col % 64) / 8 XOR row % 8, element col % 8.
+  Value block = divui(col, 64), inBlock = remui(col, 64);
+  Value chunk = arith::XOrIOp::create(b, loc, divui(inBlock, 8), remui(row, 8));
+  return add(add(mul(block, index(rows * 64)), mul(row, index(64))),
+             add(mul(chunk, index(8)), remui(inBlock, 8)));
+}
+
+Value WgmmaEmitter::descriptor(Value address, int64_t leadingBytes,
+                               int64_t strideBytes) {
+  Type i64 = b.getI64Type();
+  uint64_t fixed = kSwizzle128 |
+                   ((uint64_t(leadingBytes) >> 4) & kFieldMask) << 16 |
+                   ((uint64_t(strideBytes) >> 4) & kFieldMask) << 32;
+  Value start = arith::IndexCastUIOp::create(b, loc, i64, address);
+  start = arith::ShRUIOp::create(
+      b, loc, start, arith::ConstantIntOp::create(b, loc, i64, 4));
+  start = arith::AndIOp::create(
+      b, loc, start, arith::ConstantIntOp::create(b, loc, i64, kFieldMask));
+  return arith::OrIOp::create(
+      b, loc, start, arith::ConstantIntOp::create(b, loc, i64, fixed));
+}
+
+Value WgmmaEmitter::advance(Value descriptor, int64_t bytes) {
+  if (bytes == 0)
+    return descriptor;
+  return arith::AddIOp::create(
+      b, loc, descriptor,
+      arith::ConstantIntOp::create(b, loc, b.getI64Type(), bytes >> 4));
+}
+
+static Type accumulatorType(MLIRContext *ctx, int64_t n) {
+  return LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n, Float32Type::get(ctx)));
+}
+
+Value WgmmaEmitter::toAccumulator(ArrayRef<Value> values) {
+  Value acc = LLVM::PoisonOp::create(
+      b, loc, accumulatorType(b.getContext(), values.size()));
+  for (auto [i, v] : llvm::enumerate(values))
+    acc = LLVM::InsertValueOp::create(b, loc, acc, v, i);
+  return acc;
+}
+
+SmallVector<Value> WgmmaEmitter::fromAccumulator(Value acc, int64_t n) {
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+  return values;
+}
+
+Value WgmmaEmitter::mma(Value acc, Value descA, Value descB, int64_t n,
+                        bool accumulate, bool transposeB) {
+  MLIRContext *ctx = b.getContext();
+  auto type = NVVM::WGMMATypesAttr::get(
+      ctx, element.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16);
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  // MMALayout row for A and col for B are K-major; B row is N-major.
+  return NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, acc.getType(), acc, descA, descB,
+      NVVM::MMAShapeAttr::get(ctx, 64, n, 16), type, type,
+      NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+      NVVM::WGMMAScaleOutAttr::get(ctx, accumulate ? NVVM::WGMMAScaleOut::one
+                                                   : NVVM::WGMMAScaleOut::zero),
+      one, one, NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+      NVVM::MMALayoutAttr::get(ctx, transposeB ? NVVM::MMALayout::row
+                                               : NVVM::MMALayout::col),
+      NVVM::MMAIntOverflowAttr());
+}
+
+void WgmmaEmitter::fence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }
+
+void WgmmaEmitter::commitAndWait(int64_t pending) {
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
+}
+
+void WgmmaEmitter::sharedProxyFence() {
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
+
+} // namespace mla::gpu

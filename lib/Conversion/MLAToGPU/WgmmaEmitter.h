@@ -1,0 +1,74 @@
+//===- WgmmaEmitter.h - Warpgroup tensor-core building blocks (sm_90a) ----===//
+//
+// What the `wgmma` strategy's kernels are made of, on top of MmaEmitter's
+// copies, exponentials and quad reductions: the 128-byte-swizzled shared
+// layout wgmma reads (see mla/Target/WgmmaDecodeShape.h), the 64-bit matrix
+// descriptors naming an operand tile in it, and wgmma.mma_async with its
+// fences, commit and wait.
+//
+// Descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 the start
+// address / 16, 16-29 the leading byte offset / 16, 32-45 the stride byte
+// offset / 16, 62-63 the swizzle mode (1: 128 bytes). For a K-major operand
+// in 128-byte swizzle (A, or B stored N x K) the stride offset is the
+// distance between 8-row atoms (1024 bytes) and the leading offset is
+// unused; for an MN-major B (stored K x N) the leading offset is the
+// distance between 64-column blocks along N and the stride offset the
+// distance between 8-row atoms along K. A k16 step advances the start
+// address by 32 bytes inside a K-major atom, by two atoms (2048 bytes)
+// along an MN-major one.
+//
+// Accumulator layout of m64nNk16 (f32): thread t of the warpgroup (warp
+// w = t / 32, lane = 4 g + q) holds d[4 j + 2 i + c] at row 16 w + g + 8 i,
+// column 8 j + 2 q + c: the m16n8 mma.sync fragment, per warp and n8 tile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOGPU_WGMMAEMITTER_H
+#define MLA_LIB_CONVERSION_MLATOGPU_WGMMAEMITTER_H
+
+#include "MmaEmitter.h"
+
+namespace mla::gpu {
+
+class WgmmaEmitter : public MmaEmitter {
+public:
+  using MmaEmitter::MmaEmitter;
+
+  /// The shared-window address of a shared memref's first byte (index).
+  mlir::Value sharedAddress(mlir::Value sharedMemref);
+
+  /// Element offset of (row, col) in a swizzled tile of `rows` rows.
+  mlir::Value swizzled(mlir::Value row, mlir::Value col, int64_t rows);
+
+  /// The descriptor (i64) of an operand starting at shared byte address
+  /// `address` (1024-byte aligned atoms; see the file comment).
+  mlir::Value descriptor(mlir::Value address, int64_t leadingBytes,
+                         int64_t strideBytes);
+  /// `descriptor` moved by `bytes` (a multiple of 16; no carry out of the
+  /// address field, shared memory being below 256 KiB).
+  mlir::Value advance(mlir::Value descriptor, int64_t bytes);
+
+  /// `n` f32 accumulators as the wgmma's register struct, and back.
+  mlir::Value toAccumulator(llvm::ArrayRef<mlir::Value> values);
+  llvm::SmallVector<mlir::Value> fromAccumulator(mlir::Value acc, int64_t n);
+
+  /// D (64 x n, f32) = A (64 x 16) B (16 x n) + (accumulate ? D : 0), A
+  /// K-major, B K-major or (`transposeB`) N-major, both through
+  /// descriptors. Returns the new accumulator struct.
+  mlir::Value mma(mlir::Value acc, mlir::Value descA, mlir::Value descB,
+                  int64_t n, bool accumulate, bool transposeB);
+
+  /// wgmma.fence: orders earlier register and shared-memory accesses
+  /// before the wgmma that follow.
+  void fence();
+  /// Commits the wgmma issued so far as a group and waits until at most
+  /// `pending` groups are in flight.
+  void commitAndWait(int64_t pending);
+  /// fence.proxy.async on shared memory: makes the generic proxy's writes
+  /// (stores, cp.async) visible to wgmma's reads.
+  void sharedProxyFence();
+};
+
+} // namespace mla::gpu
+
+#endif // MLA_LIB_CONVERSION_MLATOGPU_WGMMAEMITTER_H
