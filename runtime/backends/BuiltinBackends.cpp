@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Runtime/BackendRegistry.h"
+#include "mla/Target/WgmmaDecodeShape.h"
 
 namespace mla {
 
@@ -71,26 +72,29 @@ Backend tcSm80() {
   return b;
 }
 
-/// Planned: wgmma/TMA kernels for Hopper, FlashMLA-like: tiles sized for
-/// DeepSeek's dims, 64-token blocks and heads in groups of 16.
+/// wgmma on sm_90a: the decode's split kernel takes 64-row tiles of a
+/// request's head rows with two warpgroups sharing each 64-token KV tile
+/// (wgmma from 128-byte-swizzled shared memory); prefill attention and the
+/// other phases are TC_SM80's. Declared for what that decode kernel is
+/// written for: 64 or more heads over DeepSeek's 512 + 64 latent cache
+/// (the lowering would otherwise fall back to the mma.sync kernel, which
+/// TC_SM80 already offers).
 Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;
-  b.description = "wgmma and TMA on sm_90a (planned)";
-  b.available = false;
-  b.unavailableReason = "not implemented yet";
+  b.description = "wgmma tensor-core decode (64+ heads) on sm_90a, mma.sync "
+                  "prefill; other phases on CUDA cores";
   b.device = DeviceKind::CUDA;
+  b.kernelStrategy = "wgmma";
   // wgmma exists only on sm_90a: code for it does not run on later chips.
   b.minCapability = {9, 0};
   b.maxCapability = DeviceCapability{9, 0};
-  b.dtypes = {DType::BF16};
-  b.kvCacheDTypes = {DType::BF16};
-  b.blockSizes = {BlockSizeRule::exactly(64)};
-  b.minHeads = 16;
+  b.dtypes = {DType::BF16, DType::F16};
+  b.kvCacheDTypes = {DType::BF16, DType::F16};
+  b.minHeads = static_cast<int>(wgmma_decode::kMinHeads);
   b.maxHeads = 128;
-  b.headsMultipleOf = 16;
-  b.dims = {/*kvLoraRank=*/512, /*ropeDim=*/64, /*qkNopeHeadDim=*/128,
-            /*vHeadDim=*/128, /*multipleOf=*/1};
+  b.dims = {/*kvLoraRank=*/512, /*ropeDim=*/64, /*qkNopeHeadDim=*/0,
+            /*vHeadDim=*/0, /*multipleOf=*/16};
   b.cudaGraphs = CudaGraphSupport::UNIFORM_BATCH;
   return b;
 }

@@ -190,38 +190,35 @@ TEST(BackendValidate, TcSm80Reasons) {
 
 TEST(BackendValidate, TcSm90aReasons) {
   const Backend &b = builtinBackend(kTcSm90aBackend);
-  EXPECT_FALSE(b.available);
+  EXPECT_TRUE(b.available);
+  EXPECT_EQ(b.kernelStrategy, "wgmma");
   AttentionConfig c = AttentionConfig::cuda(9, 0);
-  EXPECT_EQ(b.validate(c), Reasons{"not implemented yet"});
+  EXPECT_TRUE(b.validate(c).empty());
+  // 64 heads in f16 over 16-token pages take the wgmma decode too.
+  c.numHeads = 64;
+  c.dtype = c.kvCacheDType = DType::F16;
+  c.blockSize = 16;
+  EXPECT_TRUE(b.validate(c).empty());
 
   c.capability = {8, 0};
-  c.dtype = DType::F16;
-  c.kvCacheDType = DType::F16;
-  c.blockSize = 16;
-  c.numHeads = 8;
+  c.dtype = DType::F32;
+  c.kvCacheDType = DType::F32;
+  c.numHeads = 16;
   c.kvLoraRank = 256;
   c.ropeDim = 32;
-  c.qkNopeHeadDim = 64;
-  c.vHeadDim = 64;
+  c.qkNopeHeadDim = 100;
   EXPECT_EQ(b.validate(c),
-            (Reasons{"not implemented yet",
-                     "compute capability 8.0 below minimum 9.0",
-                     "activation dtype f16 not supported (supports bf16)",
-                     "kv-cache dtype f16 not supported (supports bf16)",
-                     "block size 16 not supported (requires 64)",
-                     "num heads 8 not supported (supports multiples of 16 in "
-                     "16..128)",
+            (Reasons{"compute capability 8.0 below minimum 9.0",
+                     "activation dtype f32 not supported (supports bf16, f16)",
+                     "kv-cache dtype f32 not supported (supports bf16, f16)",
+                     "num heads 16 not supported (supports 64..128)",
                      "kv_lora_rank 256 not supported (requires 512)",
                      "rope dim 32 not supported (requires 64)",
-                     "qk_nope_head_dim 64 not supported (requires 128)",
-                     "v_head_dim 64 not supported (requires 128)"}));
+                     "qk_nope_head_dim 100 not supported (requires a multiple "
+                     "of 16)"}));
   c = AttentionConfig::cuda(10, 0);
-  c.numHeads = 40;
   EXPECT_EQ(b.validate(c),
-            (Reasons{"not implemented yet",
-                     "compute capability 10.0 above maximum 9.0",
-                     "num heads 40 not supported (supports multiples of 16 "
-                     "in 16..128)"}));
+            Reasons{"compute capability 10.0 above maximum 9.0"});
 }
 
 /// The rules no built-in backend trips today: a declaration that trips them.
@@ -288,15 +285,25 @@ TEST(BackendPriorities, EveryListedNameExists) {
       EXPECT_NE(BackendRegistry::builtin().find(name), nullptr) << name;
 }
 
-TEST_F(BackendSelection, Sm90PicksTcSm80AndSaysWhy) {
+TEST_F(BackendSelection, Sm90PicksTcSm90aOrSaysWhyNot) {
+  // DeepSeek's 128 heads: the Hopper backend.
   auto s = BackendRegistry::builtin().select(AttentionConfig::cuda(9, 0));
   ASSERT_TRUE(static_cast<bool>(s)) << errorText(s);
-  EXPECT_EQ(s->backend->name, "TC_SM80");
+  EXPECT_EQ(s->backend->name, "TC_SM90A");
   EXPECT_EQ(s->source, ChoiceSource::Priority);
-  ASSERT_EQ(s->skipped.size(), 1u);
-  EXPECT_EQ(s->skipped[0].backend->name, "TC_SM90A");
-  EXPECT_EQ(s->skipped[0].reasons, Reasons{"not implemented yet"});
-  EXPECT_EQ(s->str(), "TC_SM80 (skipped TC_SM90A: [not implemented yet])");
+  EXPECT_TRUE(s->skipped.empty());
+  EXPECT_EQ(s->str(), "TC_SM90A");
+
+  // 16 heads (a tensor-parallel shard): the 16-row mma.sync decode.
+  AttentionConfig shard = AttentionConfig::cuda(9, 0);
+  shard.numHeads = 16;
+  auto sm80 = BackendRegistry::builtin().select(shard);
+  ASSERT_TRUE(static_cast<bool>(sm80)) << errorText(sm80);
+  EXPECT_EQ(sm80->backend->name, "TC_SM80");
+  ASSERT_EQ(sm80->skipped.size(), 1u);
+  EXPECT_EQ(sm80->skipped[0].backend->name, "TC_SM90A");
+  EXPECT_EQ(sm80->str(), "TC_SM80 (skipped TC_SM90A: [num heads 16 not "
+                         "supported (supports 64..128)])");
 
   // f32 activations: the tensor cores are skipped too, with their reasons.
   AttentionConfig f32 = AttentionConfig::cuda(9, 0);
@@ -349,14 +356,14 @@ TEST_F(BackendSelection, ApiChoiceHonoured) {
 
 TEST_F(BackendSelection, ApiChoiceRefusedWithReasons) {
   AttentionConfig c = AttentionConfig::cuda(9, 0);
-  c.blockSize = 16;
+  c.numHeads = 16;
   auto s = BackendRegistry::builtin().select(c, "TC_SM90A");
   std::string text = errorText(s);
   EXPECT_TRUE(contains(text, "attention backend TC_SM90A (requested) cannot "
                              "run {device=CUDA 9.0,"))
       << text;
-  EXPECT_TRUE(contains(text, "[not implemented yet, block size 16 not "
-                             "supported (requires 64)]"))
+  EXPECT_TRUE(contains(text, "[num heads 16 not supported (supports "
+                             "64..128)]"))
       << text;
 
   // A backend outside the device's priority list is validated the same way.
@@ -380,12 +387,16 @@ TEST_F(BackendSelection, EnvironmentChoice) {
   }
   {
     ScopedEnv env("TC_SM90A");
-    auto s = BackendRegistry::builtin().select(c);
+    AttentionConfig shard = c;
+    shard.numHeads = 16;
+    auto s = BackendRegistry::builtin().select(shard);
     std::string text = errorText(s);
     EXPECT_TRUE(contains(text, "attention backend TC_SM90A (named by "
                                "MLA_ATTENTION_BACKEND) cannot run"))
         << text;
-    EXPECT_TRUE(contains(text, "[not implemented yet]")) << text;
+    EXPECT_TRUE(contains(text, "[num heads 16 not supported (supports "
+                               "64..128)]"))
+        << text;
 
     // The API's choice wins over the environment's.
     auto api = BackendRegistry::builtin().select(c, "GENERIC_GPU");
@@ -398,7 +409,7 @@ TEST_F(BackendSelection, EnvironmentChoice) {
     auto s = BackendRegistry::builtin().select(c);
     ASSERT_TRUE(static_cast<bool>(s)) << errorText(s);
     EXPECT_EQ(s->source, ChoiceSource::Priority);
-    EXPECT_EQ(s->skipped.size(), 1u);
+    EXPECT_EQ(s->backend->name, "TC_SM90A");
   }
   // Unset again: back to priority order, although a selection for the same
   // config was cached while the variable was set.
@@ -427,8 +438,8 @@ TEST_F(BackendSelection, NothingFitsListsEveryBackend) {
   auto s = BackendRegistry::builtin().select(c);
   EXPECT_EQ(errorText(s),
             "no attention backend fits " + c.str() +
-                "; reasons: TC_SM90A: [not implemented yet, num heads 256 not "
-                "supported (supports multiples of 16 in 16..128)]; "
+                "; reasons: TC_SM90A: [num heads 256 not supported "
+                "(supports 64..128)]; "
                 "TC_SM80: [num heads 256 not supported (supports 1..128)]; "
                 "GENERIC_GPU: [num heads 256 not supported (supports "
                 "1..128)]");
@@ -493,8 +504,7 @@ TEST_F(BackendSelection, ConcurrentSelectsAgree) {
   EXPECT_EQ(registry.cacheSize(), configs.size());
   for (size_t t = 0; t < results.size(); ++t)
     EXPECT_EQ(results[t], results[t % configs.size()]);
-  EXPECT_EQ(results[0],
-            "TC_SM80 (skipped TC_SM90A: [not implemented yet])");
+  EXPECT_EQ(results[0], "TC_SM90A");
   EXPECT_EQ(results[2], "CPU_JIT");
 }
 

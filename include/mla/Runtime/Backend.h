@@ -154,8 +154,8 @@ struct Backend {
 
   DeviceKind device = DeviceKind::CUDA;
   /// The GPU kernel strategy the backend's kernels are compiled with (a
-  /// name GpuTarget's parseStrategy accepts: "generic", "mma-sync"); empty
-  /// for CPU backends.
+  /// name GpuTarget's parseStrategy accepts: "generic", "mma-sync",
+  /// "wgmma"); empty for CPU backends.
   std::string kernelStrategy;
   /// Inclusive range, CUDA backends only; no maximum = any newer chip.
   DeviceCapability minCapability;
