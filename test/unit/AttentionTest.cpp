@@ -634,11 +634,13 @@ TEST(DecodeWgmma, F16AndBlockSizes) {
                  {static_cast<int32_t>(4 * block + 5), 2, 300}});
 }
 
-TEST(DecodeWgmma, SmallerLatentDims) {
+TEST(DecodeWgmma, LatentDims) {
   // Smaller dims the kernel takes: Lkv 128 (64 O columns a warpgroup) and
-  // 256, rope 64 and 128.
+  // 256, rope 64 and 128; and Lkv 512 with rope 128, where only one KV
+  // stage fits in shared memory.
   checkDecode({DType::BF16, DType::BF16, 64, 2, 16, true, {90, 17}, 128, 64});
   checkDecode({DType::BF16, DType::BF16, 64, 1, 64, false, {200, 7}, 256, 128});
+  checkDecode({DType::BF16, DType::BF16, 64, 2, 64, true, {300, 9}, 512, 128});
 }
 
 TEST(DecodeScheduled, WgmmaSplitCounts) {

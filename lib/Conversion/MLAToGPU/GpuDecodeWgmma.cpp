@@ -23,8 +23,14 @@
 // (mla/Target/WgmmaDecodeShape.h): Q 64 x (Lkv + R), two KV stages of
 // 64 x (Lkv + R) (one where they do not fit), P 64 x 64, row maxima and
 // sums. KV tiles come in with 16-byte cp.async (page lookups per row, as
-// in the mma.sync kernel), the next tile's copy in flight while this one
-// is computed; fence.proxy.async makes the copies and P visible to wgmma.
+// in the mma.sync kernel); fence.proxy.async makes the copies and P
+// visible to wgmma. Three block barriers a tile: (A) the tile has landed
+// and every thread is past the previous tile, whose stage then takes the
+// next tile's copy, in flight while this one is computed; (B) the row
+// maxima are exchanged; (C) P is written. Each wgmma group is waited for
+// before the next phase: keeping PV in flight across the loop's back edge
+// makes ptxas serialize every wgmma (C7514), which the ptxas lit test
+// refuses.
 // out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
 // go to the split partials of the real rows, as every split kernel writes
 // them.
@@ -207,17 +213,21 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
               zero, numTiles, e.index(1), init,
               [&](Value t, ValueRange it) -> SmallVector<Value> {
                 Value tile = e.add(first, e.mul(t, e.index(kTileTokens)));
-                // 1. This tile in shared memory, the next one on its way.
+                // 1. This tile in shared memory (one stage: copied now).
+                // Past the barrier every thread is done with the previous
+                // tile, so its stage takes the next one while this one is
+                // computed.
+                if (layout.stages == 1) {
+                  e.barrier();
+                  copyKv(t);
+                }
+                e.waitAllCopies();
+                e.sharedProxyFence();
+                e.barrier();
                 if (layout.stages == 2) {
                   Value next = e.add(t, e.index(1));
                   e.ifThen(e.lessThan(next, numTiles), [&] { copyKv(next); });
-                  e.waitCopies(e.commitCopies(), 1);
-                } else {
-                  copyKv(t);
-                  e.waitAllCopies();
                 }
-                e.sharedProxyFence();
-                e.barrier();
                 Value kvAddress =
                     e.add(base, e.add(e.index(layout.kv),
                                       e.mul(stageOf(t),
@@ -237,7 +247,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                               e.advance(descK, offset), kHalfTokens, k > 0,
                               false);
                 }
-                e.commitAndWait(0);
+                e.commit();
+                e.wait(0);
                 SmallVector<Value> s = e.fromAccumulator(acc, sRegs);
 
                 // Scaled, masked scores: s[4 j + 2 i + c] is row i of the
@@ -329,11 +340,10 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                   o = e.mma(o, e.advance(descP, 32 * k),
                             e.advance(descV, 2 * kAtomBytes * k), halfColumns,
                             true, true);
-                e.commitAndWait(0);
+                e.commit();
+                e.wait(0);
                 SmallVector<Value> out = e.fromAccumulator(o, oRegs);
                 std::copy(out.begin(), out.end(), next.begin() + 4);
-                // The next tile overwrites P, the maxima and this stage.
-                e.barrier();
                 return next;
               });
           // Copies still in flight when no tile ran (the Q tile).

@@ -96,8 +96,9 @@ Value WgmmaEmitter::mma(Value acc, Value descA, Value descB, int64_t n,
 
 void WgmmaEmitter::fence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }
 
-void WgmmaEmitter::commitAndWait(int64_t pending) {
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+void WgmmaEmitter::commit() { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); }
+
+void WgmmaEmitter::wait(int64_t pending) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
 }
 

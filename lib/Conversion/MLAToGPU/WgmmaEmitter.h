@@ -61,9 +61,10 @@ public:
   /// wgmma.fence: orders earlier register and shared-memory accesses
   /// before the wgmma that follow.
   void fence();
-  /// Commits the wgmma issued so far as a group and waits until at most
-  /// `pending` groups are in flight.
-  void commitAndWait(int64_t pending);
+  /// Commits the wgmma issued so far as a group.
+  void commit();
+  /// Waits until at most `pending` committed groups are in flight.
+  void wait(int64_t pending);
   /// fence.proxy.async on shared memory: makes the generic proxy's writes
   /// (stores, cp.async) visible to wgmma's reads.
   void sharedProxyFence();

@@ -40,6 +40,14 @@
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=mma-sync" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.mma.sm_90a.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefixes=MMA,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.mma.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.mma.sm_90a.ptx -o %t.mma.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
+//
+// The wgmma strategy (sm_90a): the 128-head bf16 decode gets the wgmma
+// split kernel, everything else is as with mma-sync. ptxas must accept it
+// with no stack frame, no spills and no "Potential Performance Loss"
+// (wgmma serialized because other instructions touch its accumulators).
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.wgmma.ptx -o /dev/null
+// RUN: FileCheck %s --check-prefix=WGMMA --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.wgmma.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.wgmma.ptx -o %t.wgmma.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error --implicit-check-not="Performance Loss"
 
 // The only libdevice function is fmaf, declared extern and called.
 
@@ -121,6 +129,42 @@
 // MMA: {{^}}.visible .entry kv_up_proj_21(
 // MMA: {{^}}.visible .entry prefill_attention_22(
 // MMA: {{^}}.visible .entry merge_attn_states_23(
+
+// With wgmma, the 128-head decode's split kernel: two warpgroups, scores
+// by m64n32k16 and PV by m64n256k16 (B N-major) wgmma from shared memory,
+// made visible to them by fence.proxy.async.
+// WGMMA: {{^}}.visible .entry prefill_attention_mma_0(
+// WGMMA: {{^}}.visible .entry prefill_attention_mma_1(
+// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_2(
+// WGMMA: {{^}}.maxntid 256, 1, 1
+// WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
+// WGMMA-DAG: fence.proxy.async.shared::cta;
+// WGMMA-DAG: wgmma.fence.sync.aligned;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
+// WGMMA-DAG: wgmma.commit_group.sync.aligned;
+// WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
+// WGMMA: {{^}}.visible .entry decode_attention_combine_3(
+// WGMMA: {{^}}.visible .entry decode_attention_split_4(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_5(
+// WGMMA: {{^}}.visible .entry decode_attention_split_mma_6(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_7(
+// WGMMA: {{^}}.visible .entry decode_attention_split_8(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_9(
+// WGMMA: {{^}}.visible .entry merge_attn_states_10(
+// WGMMA: {{^}}.visible .entry merge_attn_states_11(
+// WGMMA: {{^}}.visible .entry gather_cache_12(
+// WGMMA: {{^}}.visible .entry concat_and_cache_13(
+// WGMMA: {{^}}.visible .entry kv_up_proj_14(
+// WGMMA: {{^}}.visible .entry q_absorb_15(
+// WGMMA: {{^}}.visible .entry v_up_proj_16(
+// WGMMA: {{^}}.visible .entry q_absorb_17(
+// WGMMA: {{^}}.visible .entry kv_up_proj_18(
+// WGMMA: {{^}}.visible .entry prefill_attention_mma_19(
+// WGMMA: {{^}}.visible .entry gather_cache_20(
+// WGMMA: {{^}}.visible .entry kv_up_proj_21(
+// WGMMA: {{^}}.visible .entry prefill_attention_22(
+// WGMMA: {{^}}.visible .entry merge_attn_states_23(
 
 // RESOURCES-COUNT-24: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 

@@ -1,0 +1,102 @@
+// convert-mla-to-gpu with strategy wgmma (sm_90a): a bf16/f16
+// mla.decode_attention with 64 or more heads gets the wgmma split kernel:
+// 64-row tiles of a request's (query, head) rows, two warpgroups (256
+// threads) sharing each 64-token KV tile in 128-byte-swizzled dynamic
+// shared memory; 36 wgmma m64n32k16 score a warpgroup's 32 tokens (the
+// first with the accumulator zeroed), 4 wgmma m64n256k16 add P V into its
+// 256 output columns, V read N-major (B layout row). Launched on grid (B,
+// ceil(Sq * N / 64), S) with 231424 bytes: Q, two KV stages (3 x 73728),
+// P 8192, row maxima and sums 1024, 1024 of alignment slack. Fewer heads
+// keep the mma-sync kernel, other dtypes the generic one.
+//
+// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_90a", ptx_features = "+ptx80", strategy = "wgmma"}} {
+// CHECK-LABEL: func.func @decode_128_heads(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x?x128x576xbf16>
+// CHECK: %[[SMEM:.+]] = arith.constant 231424 : i32
+// Default schedule: 2048 tokens a split at 128 heads, partials allocated.
+// CHECK: %[[S:.+]] = arith.ceildivsi %{{.+}}, %c2048 : index
+// CHECK: gpu.alloc (%{{.+}}, %{{.+}}, %[[S]]) : memref<?x?x128x?x512xf32>
+// CHECK: gpu.alloc
+// CHECK: %[[B:.+]] = memref.dim %[[Q]], %c0
+// CHECK: %[[SQ:.+]] = memref.dim %[[Q]], %c1
+// CHECK: %[[ROWS:.+]] = arith.muli %[[SQ]], %c128
+// CHECK: %[[TILES:.+]] = arith.ceildivsi %[[ROWS]], %c64
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_0 blocks in (%[[B]], %[[TILES]], %[[S]]) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1
+// CHECK: gpu.func @decode_attention_split_wgmma_0(
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-35: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: gpu.func @decode_attention_combine_1(
+func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
+                            %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                            %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x128x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x128x512xbf16>, memref<?x128x?xf32>)
+      {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// -----
+
+// 64 f16 heads: the wgmma kernel with f16 operands.
+// CHECK-LABEL: func.func @decode_64_heads_f16(
+// CHECK: gpu.func @decode_attention_split_wgmma_0(
+// CHECK: nvvm.wgmma.mma_async {{.+}} A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+func.func @decode_64_heads_f16(%q: memref<?x?x64x576xf16>, %cache: memref<?x16x576xf16>,
+                               %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                               %o: memref<?x?x64x512xf16>, %lse: memref<?x64x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x64x576xf16>, memref<?x16x576xf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x64x512xf16>, memref<?x64x?xf32>)
+      {num_heads = 64 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
+       cache_dtype = f16, softmax_scale = 0.0722 : f32}
+  return
+}
+
+// -----
+
+// 16 heads: mostly padding in a 64-row tile, so the 16-row mma.sync kernel.
+// CHECK-LABEL: func.func @decode_16_heads(
+// CHECK-NOT: nvvm.wgmma
+// CHECK: gpu.func @decode_attention_split_mma_0(
+// CHECK-NOT: nvvm.wgmma
+func.func @decode_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
+                           %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                           %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32}
+  return
+}
+
+// -----
+
+// f32 activations: the generic split kernel.
+// CHECK-LABEL: func.func @decode_f32(
+// CHECK: gpu.func @decode_attention_split_0(
+// CHECK-NOT: nvvm.wgmma
+// CHECK-NOT: nvvm.mma.sync
+func.func @decode_f32(%q: memref<?x?x128x576xf32>, %cache: memref<?x64x576xf32>,
+                      %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                      %o: memref<?x?x128x512xf32>, %lse: memref<?x128x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x128x576xf32>, memref<?x64x576xf32>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x128x512xf32>, memref<?x128x?xf32>)
+      {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = f32, softmax_scale = 0.0722 : f32}
+  return
+}
