@@ -710,14 +710,15 @@ std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
   return std::move(*kernel);
 }
 
-TEST(DecodeMma, MisalignedQueryAndCache) {
-  // Views 2 bytes past aligned allocations: no 16-byte copies are possible,
-  // so the tensor-core kernels copy their tiles element by element. 64
-  // heads, so that the wgmma kernel takes the case too.
-  if (!testingOnGpu() || !testGpu())
-    GTEST_SKIP() << "device buffers: GPU only";
+/// Decode on device buffers `inputOffset` bytes past aligned allocations
+/// (q and the cache) with every strategy the device runs; with a
+/// `workspaceOffset`, under a plan of 3 and 1 splits whose workspaces start
+/// that many bytes past theirs.
+void checkDecodeOnDeviceBuffers(size_t inputOffset,
+                                std::optional<size_t> workspaceOffset) {
+  // 64 heads, so that the wgmma kernel takes the case too.
   const int64_t batch = 2, sq = 2, n = 64, block = 16, latent = 512,
-                rope = 64, entry = latent + rope;
+                rope = 64, entry = latent + rope, splits = 3;
   std::vector<int32_t> lens{100, 7};
   const int64_t maxBlocks = 7, numBlocks = batch * maxBlocks;
   float scale = 1.0f / std::sqrt(192.0f);
@@ -730,6 +731,7 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
   cache.fillRandom(rng());
   HostTensor table = HostTensor::i32({batch, maxBlocks}, blockTable);
   HostTensor lensT = HostTensor::i32({batch}, lens);
+  HostTensor numSplits = HostTensor::i32({batch}, {splits, 1});
   std::vector<double> outRef(batch * sq * n * latent), lseRef(batch * n * sq);
   ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, lens,
                        numBlocks, block, maxBlocks, batch, sq, n, latent, rope,
@@ -744,26 +746,55 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
     dims.numHeads = n;
     dims.kvLoraRank = latent;
     dims.ropeDim = rope;
-    auto kernel = compileOnGpu(
-        buildDecodeAttention(testContext(), {dims, DType::BF16, DType::BF16,
-                                             block, true, scale}),
-        strategy);
+    DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, block, true,
+                             scale};
+    spec.withSplitPlan = workspaceOffset.has_value();
+    auto kernel =
+        compileOnGpu(buildDecodeAttention(testContext(), spec), strategy);
     ASSERT_TRUE(kernel);
     HostTensor out(DType::BF16, {batch, sq, n, latent}),
         lse(DType::F32, {batch, n, sq});
-    out.poison();
-    lse.poison();
-    DeviceTensor dq = DeviceTensor::of(q, 2), dc = DeviceTensor::of(cache, 2),
+    HostTensor splitOut(DType::F32, {batch, sq, n, splits, latent}),
+        splitLse(DType::F32, {batch, sq, n, splits});
+    for (HostTensor *t : {&out, &lse, &splitOut, &splitLse})
+      t->poison();
+    DeviceTensor dq = DeviceTensor::of(q, inputOffset),
+                 dc = DeviceTensor::of(cache, inputOffset),
                  dt = DeviceTensor::of(table), dl = DeviceTensor::of(lensT),
                  dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
-    llvm::Error error = kernel->run(
-        {dq.view, dc.view, dt.view, dl.view, dout.view, dlse.view});
+    std::vector<BufferView> args{dq.view, dc.view, dt.view, dl.view};
+    std::optional<DeviceTensor> dns, dso, dsl;
+    if (workspaceOffset) {
+      dns = DeviceTensor::of(numSplits);
+      dso = DeviceTensor::of(splitOut, *workspaceOffset);
+      dsl = DeviceTensor::of(splitLse, *workspaceOffset);
+      args.insert(args.end(), {dns->view, dso->view, dsl->view});
+    }
+    args.insert(args.end(), {dout.view, dlse.view});
+    llvm::Error error = kernel->run(args);
     ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
     dout.copyTo(out);
     dlse.copyTo(lse);
     expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "decode out");
     expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
   }
+}
+
+TEST(DecodeMma, MisalignedQueryAndCache) {
+  // 2 bytes off: no 16-byte copies are possible, so the tensor-core
+  // kernels copy their tiles element by element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  checkDecodeOnDeviceBuffers(2, std::nullopt);
+}
+
+TEST(DecodeWgmma, MisalignedSplitWorkspaces) {
+  // Workspaces 4 bytes off (f32-aligned, not 16-byte aligned): the wgmma
+  // kernel cannot bulk-copy its partial rows and writes them element by
+  // element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  checkDecodeOnDeviceBuffers(0, 4);
 }
 
 /// Runs a bf16 causal prefill compiled for the test GPU by `strategy` (for

@@ -33,7 +33,9 @@
 // refuses.
 // out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
 // go to the split partials of the real rows, as every split kernel writes
-// them.
+// them: out staged as f32 rows in shared memory and written by one bulk
+// copy (cp.async.bulk) a row, or element by element where the partials are
+// not 16-byte aligned.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,6 +95,13 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
   const int64_t sRegs = kTileRows * kHalfTokens / 128;
   const int64_t oRegs = kTileRows * halfColumns / 128;
   const int64_t kSteps = qkDim / 16;
+  // f32 row stride of the output staging: 16 bytes of padding keep the
+  // eight rows of a store in different banks (and rows 16-byte aligned).
+  const int64_t kStagingStride = latent + 4;
+  static_assert(kTileRows <= kThreads, "one thread copies each row");
+  // The staging reuses the tiles: Q and one KV stage alone are larger.
+  if (kTileRows * kStagingStride * 4 > layout.max)
+    llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
 
   auto kernel = kernels.create(
       "decode_attention_split_wgmma", splitArgs.getTypes(),
@@ -364,6 +373,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           e.barrier();
           Value writesLse = e.andi(leader, e.eqIndex(group, 0));
           Value groupCol0 = e.mul(group, e.index(halfColumns));
+          // out = O / l per lane row: (scale, O column of accumulator
+          // 4 j + 2 i + c).
+          SmallVector<Value, 2> inverses;
           for (int64_t i = 0; i < 2; ++i) {
             Value sum = fzero;
             for (int64_t g = 0; g < kWarpgroups; ++g)
@@ -372,27 +384,84 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                     ValueRange{e.add(e.index(g * kTileRows),
                                                      laneRows[i].local)}));
             const LaneRow &row = laneRows[i];
-            e.ifThen(row.real, [&] {
-              Value hasKeys = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OGT, sum, fzero);
-              Value inverse = e.select(
-                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
-              for (int64_t j = 0; j < halfColumns / 8; ++j)
-                for (int64_t c = 0; c < 2; ++c) {
-                  Value col = e.add(groupCol0, e.add(e.index(8 * j + c),
-                                                     e.mul(quad, e.index(2))));
-                  e.storeF32(e.mulf(state[4 + 4 * j + 2 * i + c], inverse),
-                             part, {req, row.query, row.head, split, col});
-                }
-              e.ifThen(writesLse, [&] {
-                Value lse = e.select(hasKeys,
-                                     e.addf(e.mulf(state[i], e.f32(M_LN2)),
-                                            math::LogOp::create(b, l, sum)),
-                                     negInf);
-                e.storeF32(lse, partLse, {req, row.query, row.head, split});
-              });
+            Value hasKeys = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OGT, sum, fzero);
+            inverses.push_back(e.select(
+                hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero));
+            e.ifThen(e.andi(row.real, writesLse), [&] {
+              Value lse = e.select(hasKeys,
+                                   e.addf(e.mulf(state[i], e.f32(M_LN2)),
+                                          math::LogOp::create(b, l, sum)),
+                                   negInf);
+              e.storeF32(lse, partLse, {req, row.query, row.head, split});
             });
           }
+          auto column = [&](int64_t j, int64_t c) {
+            return e.add(groupCol0,
+                         e.add(e.index(8 * j + c), e.mul(quad, e.index(2))));
+          };
+          // Element by element into the partials.
+          auto storeDirect = [&] {
+            for (int64_t i = 0; i < 2; ++i)
+              e.ifThen(laneRows[i].real, [&] {
+                for (int64_t j = 0; j < halfColumns / 8; ++j)
+                  for (int64_t c = 0; c < 2; ++c)
+                    e.storeF32(
+                        e.mulf(state[4 + 4 * j + 2 * i + c], inverses[i]),
+                        part,
+                        {req, laneRows[i].query, laneRows[i].head, split,
+                         column(j, c)});
+              });
+          };
+          // Staged as f32 rows in shared memory (the tiles are dead: every
+          // thread is past the row-sum barrier), then one bulk copy a row
+          // (cp.async.bulk, 16-byte multiples from 16-byte aligned
+          // addresses: a partial row is Lkv f32 of a row-major buffer).
+          auto storeBulk = [&] {
+            Value staging = e.sharedView(raw, pad, {kTileRows, kStagingStride},
+                                         b.getF32Type());
+            for (int64_t i = 0; i < 2; ++i)
+              for (int64_t j = 0; j < halfColumns / 8; ++j) {
+                auto pair = VectorType::get({2}, b.getF32Type());
+                Value v = vector::FromElementsOp::create(
+                    b, l, pair,
+                    ValueRange{
+                        e.mulf(state[4 + 4 * j + 2 * i], inverses[i]),
+                        e.mulf(state[4 + 4 * j + 2 * i + 1], inverses[i])});
+                vector::StoreOp::create(
+                    b, l, v, staging,
+                    ValueRange{laneRows[i].local, column(j, 0)},
+                    /*nontemporal=*/false, llvm::MaybeAlign(8));
+              }
+            e.sharedProxyFence();
+            e.barrier();
+            Value r = e.add(tileRow0, tid);
+            e.ifThen(e.andi(e.lessThan(tid, e.index(kTileRows)),
+                            e.lessThan(r, rows)),
+                     [&] {
+                       Value query = e.divui(r, heads),
+                             head = e.remui(r, heads);
+                       Value rowIndex = e.add(
+                           e.mul(e.add(e.mul(e.add(e.mul(req, sq), query),
+                                             e.index(heads)),
+                                       head),
+                                 e.dim(part, 3)),
+                           split);
+                       e.bulkCopyToGlobal(
+                           e.add(e.sharedAddress(raw),
+                                 e.add(pad, e.mul(tid, e.index(
+                                                           kStagingStride * 4)))),
+                           e.add(memref::ExtractAlignedPointerAsIndexOp::create(
+                                     b, l, part),
+                                 e.mul(rowIndex, e.index(latent * 4))),
+                           latent * 4);
+                     });
+            e.waitBulkReads();
+          };
+          if (GpuEmitter::hasVectorRows(part))
+            e.ifThenElse(e.vectorAligned({part}), storeBulk, storeDirect);
+          else
+            storeDirect();
         };
         if (schedule.planned) {
           // A split past the request's count writes nothing: the combine

@@ -108,4 +108,24 @@ void WgmmaEmitter::sharedProxyFence() {
       NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
 }
 
+void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
+                                    Value globalDestination, int64_t bytes) {
+  MLIRContext *ctx = b.getContext();
+  auto pointer = [&](Value address, unsigned space) {
+    Value i64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, space), i64);
+  };
+  // Address spaces 1 (global) and 3 (shared) of NVPTX.
+  NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
+      b, loc, pointer(globalDestination, 1), pointer(sharedSource, 3),
+      arith::ConstantIntOp::create(b, loc, bytes, 32), Value(), Value());
+  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+}
+
+void WgmmaEmitter::waitBulkReads() {
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
+                                       b.getUnitAttr());
+}
+
 } // namespace mla::gpu

@@ -66,8 +66,17 @@ public:
   /// Waits until at most `pending` committed groups are in flight.
   void wait(int64_t pending);
   /// fence.proxy.async on shared memory: makes the generic proxy's writes
-  /// (stores, cp.async) visible to wgmma's reads.
+  /// (stores, cp.async) visible to wgmma's and bulk copies' reads.
   void sharedProxyFence();
+
+  /// cp.async.bulk of `bytes` (a multiple of 16) from shared address
+  /// `sharedSource` to global address `globalDestination` (both index,
+  /// 16-byte aligned), committed as a bulk group.
+  void bulkCopyToGlobal(mlir::Value sharedSource,
+                        mlir::Value globalDestination, int64_t bytes);
+  /// Waits until the thread's bulk copies have read their shared sources
+  /// (before the block's shared memory goes away).
+  void waitBulkReads();
 };
 
 } // namespace mla::gpu

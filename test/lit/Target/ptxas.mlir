@@ -132,7 +132,8 @@
 
 // With wgmma, the 128-head decode's split kernel: two warpgroups, scores
 // by m64n32k16 and PV by m64n256k16 (B N-major) wgmma from shared memory,
-// made visible to them by fence.proxy.async.
+// made visible to them by fence.proxy.async; partial rows written by bulk
+// copies.
 // WGMMA: {{^}}.visible .entry prefill_attention_mma_0(
 // WGMMA: {{^}}.visible .entry prefill_attention_mma_1(
 // WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_2(
@@ -144,6 +145,8 @@
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
 // WGMMA-DAG: wgmma.commit_group.sync.aligned;
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
+// WGMMA-DAG: cp.async.bulk.global.shared::cta.bulk_group [{{.+}}], [{{.+}}], {{.+}};
+// WGMMA-DAG: cp.async.bulk.wait_group.read 0;
 // WGMMA: {{^}}.visible .entry decode_attention_combine_3(
 // WGMMA: {{^}}.visible .entry decode_attention_split_4(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_5(
