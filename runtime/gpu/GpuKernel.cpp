@@ -68,6 +68,7 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     return compiled.takeError();
 
   std::unique_ptr<GpuKernel> kernel(new GpuKernel());
+  kernel->optIns = std::make_unique<gpu::SharedMemoryOptIns>();
   kernel->gpuTarget = *target;
   kernel->compiled = std::move(*compiled);
 
@@ -89,6 +90,7 @@ llvm::Error GpuKernel::run(const std::vector<BufferView> &args,
   if (llvm::Error error = device->makeCurrent())
     return error;
   gpu::GpuCall call(device->driver(), stream);
+  call.optIns = optIns.get();
   if (llvm::Error error = compiled.entry.invoke(compiled.packed, args))
     return error;
   return call.takeError();

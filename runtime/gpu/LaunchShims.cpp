@@ -5,12 +5,31 @@
 #include "llvm/ExecutionEngine/Orc/Shared/ExecutorAddress.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
 using namespace mla::cuda;
 
 namespace mla::gpu {
+
+bool SharedMemoryOptIns::covers(CUfunction function, int bytes) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto &[f, limit] : known)
+    if (f == function)
+      return bytes <= limit;
+  return false;
+}
+
+void SharedMemoryOptIns::record(CUfunction function, int bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto &[f, limit] : known)
+    if (f == function) {
+      limit = std::max(limit, bytes);
+      return;
+    }
+  known.emplace_back(function, bytes);
+}
 
 namespace {
 thread_local GpuCall *activeCall = nullptr;
@@ -115,7 +134,9 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   // 1-byte static symbol for it, so exactly 48 KiB of dynamic memory
   // already needs the opt-in. (The static size is only asked for near the
   // limit, to keep the common launch to one driver call.)
-  if (sharedBytes > kDefaultSharedLimit - kStaticSharedQueryMargin) {
+  SharedMemoryOptIns *optIns = activeCall->optIns;
+  if (sharedBytes > kDefaultSharedLimit - kStaticSharedQueryMargin &&
+      !(optIns && optIns->covers(f, sharedBytes))) {
     int staticBytes = 0;
     if (failed(fn().cuFuncGetAttribute(&staticBytes,
                                        CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
@@ -127,6 +148,8 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                    sharedBytes),
                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
       return;
+    if (optIns)
+      optIns->record(f, sharedBytes);
   }
   if (failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY,
                                  blockZ, sharedBytes,

@@ -21,7 +21,28 @@
 
 #include <string>
 
+#include <mutex>
+#include <utility>
+#include <vector>
+
 namespace mla::gpu {
+
+/// The dynamic shared memory each kernel function of one loaded module may
+/// launch with without asking the driver again: what it was opted in to
+/// (or found to need no opt-in for). One per GpuKernel, which outlives its
+/// module's function handles, so a handle is never reused within one.
+/// Thread-safe: a kernel may run on several threads.
+class SharedMemoryOptIns {
+public:
+  /// Whether `function` is known to launch with `bytes`.
+  bool covers(cuda::CUfunction function, int bytes) const;
+  /// `function` launches with up to `bytes` from now on.
+  void record(cuda::CUfunction function, int bytes);
+
+private:
+  mutable std::mutex mutex;
+  std::vector<std::pair<cuda::CUfunction, int>> known;
+};
 
 /// The driver and stream the shims use on this thread while alive.
 class GpuCall {
@@ -38,6 +59,8 @@ public:
   /// The kernel the launch code looked up last (the one it launches next),
   /// named in launch errors.
   const char *kernel = nullptr;
+  /// The calling kernel's opt-ins (none: ask the driver every launch).
+  SharedMemoryOptIns *optIns = nullptr;
 
 private:
   GpuCall *previous;

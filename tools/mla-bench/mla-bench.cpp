@@ -12,6 +12,7 @@
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Support/Float16.h"
+#include "mla/Target/WgmmaDecodeShape.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -289,6 +290,13 @@ void benchDecode(mlir::MLIRContext &ctx) {
       "shared memory per SM");
   for (KernelStrategy strategy : chosenStrategies())
   for (int64_t heads : headCounts()) {
+    if (strategy == KernelStrategy::Warpgroup &&
+        heads < wgmma_decode::kMinHeads) {
+      outs() << "  decode (" << heads << " heads, wgmma): the mma-sync "
+             << "kernel (the wgmma one takes " << wgmma_decode::kMinHeads
+             << " heads or more)\n";
+      continue;
+    }
     MlaDims dims;
     dims.numHeads = heads;
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,

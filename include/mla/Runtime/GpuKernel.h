@@ -27,6 +27,10 @@
 
 namespace mla {
 
+namespace gpu {
+class SharedMemoryOptIns;
+} // namespace gpu
+
 class GpuKernel {
 public:
   ~GpuKernel();
@@ -64,6 +68,9 @@ private:
   const cuda::Device *device = nullptr;
   GpuTarget gpuTarget;
   CompiledModule compiled;
+  /// Shared-memory opt-ins of the module's kernels, so that a launch above
+  /// 48 KiB asks the driver only the first time.
+  std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
 };
 
 /// The recipe of the GPU pipeline for `target` (kernels) and this host
