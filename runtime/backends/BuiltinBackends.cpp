@@ -20,7 +20,7 @@ Backend genericGpu() {
   b.name = kGenericGpuBackend;
   b.description = "CUDA cores, one warp per attention row (any sm_80+ chip)";
   b.device = DeviceKind::CUDA;
-  b.kernelStrategy = "generic";
+  b.kernelStrategy = KernelStrategy::Generic;
   b.minCapability = {8, 0};
   b.dtypes = kAllFloats;
   b.kvCacheDTypes = kAllFloats;
@@ -60,7 +60,7 @@ Backend tcSm80() {
   b.description = "mma.sync tensor-core decode and prefill attention "
                   "(bf16/f16, sm_80+); other phases on CUDA cores";
   b.device = DeviceKind::CUDA;
-  b.kernelStrategy = "mma-sync";
+  b.kernelStrategy = KernelStrategy::TensorCore;
   b.minCapability = {8, 0};
   b.dtypes = {DType::BF16, DType::F16};
   b.kvCacheDTypes = {DType::BF16, DType::F16};
@@ -85,7 +85,7 @@ Backend tcSm90a() {
   b.description = "wgmma tensor-core decode (64+ heads) on sm_90a, mma.sync "
                   "prefill; other phases on CUDA cores";
   b.device = DeviceKind::CUDA;
-  b.kernelStrategy = "wgmma";
+  b.kernelStrategy = KernelStrategy::Warpgroup;
   // wgmma exists only on sm_90a: code for it does not run on later chips.
   b.minCapability = {9, 0};
   b.maxCapability = DeviceCapability{9, 0};

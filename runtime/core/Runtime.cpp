@@ -85,16 +85,15 @@ struct Runtime::State {
 
   /// The GPU target with `strategy`, or the CPU (nullopt).
   llvm::Expected<std::optional<GpuTarget>>
-  targetFor(llvm::StringRef strategy) const {
+  targetFor(std::optional<KernelStrategy> strategy) const {
     if (!device)
       return std::optional<GpuTarget>();
     GpuTarget chosen = *target;
-    if (!strategy.empty()) {
-      auto parsed = parseStrategy(strategy);
-      if (!parsed)
-        return parsed.takeError();
-      chosen.strategy = *parsed;
-    }
+    if (strategy)
+      chosen.strategy = *strategy;
+    // A strategy the device's chip cannot run (wgmma off sm_90a).
+    if (llvm::Error error = chosen.checkStrategy())
+      return std::move(error);
     return std::optional<GpuTarget>(chosen);
   }
 };
@@ -217,7 +216,7 @@ llvm::Expected<Selection> Runtime::selectBackend(const AttentionConfig &config,
 
 llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compile(ModuleBuilder build, llvm::StringRef entry,
-                 llvm::StringRef strategy) {
+                 std::optional<KernelStrategy> strategy) {
   std::lock_guard<std::mutex> lock(state->compileMutex);
   auto gpuTarget = state->targetFor(strategy);
   if (!gpuTarget)

@@ -165,12 +165,9 @@ llvm::Error MlaLayer::compileKernels() {
 DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
   const MlaLayerConfig &c = layerConfig;
   DecodeKernelShape shape;
-  // The chosen backend's strategy ("" on the CPU, which ignores it).
-  auto strategy = parseStrategy(chosen.backend->kernelStrategy);
-  if (strategy)
-    shape.strategy = *strategy;
-  else
-    llvm::consumeError(strategy.takeError());
+  // The chosen backend's strategy (none on the CPU, which ignores it).
+  shape.strategy =
+      chosen.backend->kernelStrategy.value_or(KernelStrategy::Generic);
   shape.sameTwoByteTypes =
       c.activation == c.cacheDType &&
       (c.activation == DType::BF16 || c.activation == DType::F16);

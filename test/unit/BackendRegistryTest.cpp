@@ -163,7 +163,7 @@ TEST(BackendValidate, CpuJitReasons) {
 TEST(BackendValidate, TcSm80Reasons) {
   const Backend &b = builtinBackend(kTcSm80Backend);
   EXPECT_TRUE(b.available);
-  EXPECT_EQ(b.kernelStrategy, "mma-sync");
+  EXPECT_EQ(b.kernelStrategy, KernelStrategy::TensorCore);
   for (auto [major, minor] : {std::pair{8, 0}, {8, 6}, {9, 0}, {10, 0}}) {
     AttentionConfig c = AttentionConfig::cuda(major, minor);
     EXPECT_EQ(b.validate(c), Reasons{}) << c.str();
@@ -191,7 +191,7 @@ TEST(BackendValidate, TcSm80Reasons) {
 TEST(BackendValidate, TcSm90aReasons) {
   const Backend &b = builtinBackend(kTcSm90aBackend);
   EXPECT_TRUE(b.available);
-  EXPECT_EQ(b.kernelStrategy, "wgmma");
+  EXPECT_EQ(b.kernelStrategy, KernelStrategy::Warpgroup);
   AttentionConfig c = AttentionConfig::cuda(9, 0);
   EXPECT_TRUE(b.validate(c).empty());
   // 64 heads in f16 over 16-token pages take the wgmma decode too.

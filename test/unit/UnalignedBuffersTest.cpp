@@ -144,7 +144,7 @@ TEST(DecodeGridLimit, SplitCapacityBeyondCudaLimitIsAClearError) {
   spec.withSplitPlan = true;
   auto kernel = rt->compile(
       [&](mlir::MLIRContext &ctx) { return buildDecodeAttention(ctx, spec); },
-      kKernelEntry, "generic");
+      kKernelEntry, KernelStrategy::Generic);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
   HostTensor q(DType::BF16, {1, 1, 1, d.cacheEntry()});
   HostTensor cache(DType::BF16, {1, page, d.cacheEntry()});

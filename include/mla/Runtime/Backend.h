@@ -16,6 +16,7 @@
 #define MLA_RUNTIME_BACKEND_H
 
 #include "mla/Support/DType.h"
+#include "mla/Target/KernelStrategy.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -153,10 +154,9 @@ struct Backend {
   std::string unavailableReason;
 
   DeviceKind device = DeviceKind::CUDA;
-  /// The GPU kernel strategy the backend's kernels are compiled with (a
-  /// name GpuTarget's parseStrategy accepts: "generic", "mma-sync",
-  /// "wgmma"); empty for CPU backends.
-  std::string kernelStrategy;
+  /// The GPU kernel strategy the backend's kernels are compiled with; none
+  /// for CPU backends.
+  std::optional<KernelStrategy> kernelStrategy;
   /// Inclusive range, CUDA backends only; no maximum = any newer chip.
   DeviceCapability minCapability;
   std::optional<DeviceCapability> maxCapability;

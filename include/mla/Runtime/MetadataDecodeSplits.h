@@ -14,7 +14,7 @@
 #ifndef MLA_RUNTIME_METADATADECODESPLITS_H
 #define MLA_RUNTIME_METADATADECODESPLITS_H
 
-#include "mla/Target/GpuTarget.h"
+#include "mla/Target/KernelStrategy.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"

@@ -146,13 +146,13 @@ public:
   /// A kernel for the module `build` creates (in the runtime's context),
   /// entry `entry`: the one this process already compiled for the same
   /// module, else from the kernel cache, else compiled. On a GPU,
-  /// `strategy` names the kernel strategy (a backend's kernelStrategy;
-  /// empty: generic); the CPU ignores it.
+  /// `strategy` is the kernel strategy (a backend's kernelStrategy; none:
+  /// generic); the CPU ignores it.
   using ModuleBuilder =
       llvm::function_ref<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)>;
   llvm::Expected<std::shared_ptr<Kernel>>
   compile(ModuleBuilder build, llvm::StringRef entry,
-          llvm::StringRef strategy = {});
+          std::optional<KernelStrategy> strategy = std::nullopt);
   /// A kernel for a module written in MLIR's textual form.
   llvm::Expected<std::shared_ptr<Kernel>> compileSource(llvm::StringRef source,
                                                         llvm::StringRef entry);

@@ -11,6 +11,8 @@
 #ifndef MLA_TARGET_GPUTARGET_H
 #define MLA_TARGET_GPUTARGET_H
 
+#include "mla/Target/KernelStrategy.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/Error.h"
 
@@ -21,15 +23,6 @@ class ModuleOp;
 } // namespace mlir
 
 namespace mla {
-
-/// How kernels are written for a target. `Generic` uses CUDA cores only
-/// (any sm_80+ chip). `TensorCore` ("mma-sync") writes the kernels that
-/// have a tensor-core form with warp-level mma.sync (sm_80+; the bf16/f16
-/// decode split kernel and prefill attention) and the others as `Generic`
-/// does. `Warpgroup` ("wgmma", sm_90a only) writes the kernels that have a
-/// Hopper form with warpgroup-level wgmma (the decode split kernel for 64
-/// and more head rows) and the others as `TensorCore` does.
-enum class KernelStrategy { Generic, TensorCore, Warpgroup };
 
 struct GpuTarget {
   int major = 9, minor = 0;
@@ -66,11 +59,6 @@ struct GpuTarget {
 
 /// Name of the module attribute recording the target.
 inline constexpr const char *kTargetAttrName = "mla.target";
-
-/// "generic", "mma-sync" or "wgmma".
-std::string name(KernelStrategy strategy);
-/// The strategy named `name` ("generic", "mma-sync" or "wgmma").
-llvm::Expected<KernelStrategy> parseStrategy(llvm::StringRef name);
 
 } // namespace mla
 
