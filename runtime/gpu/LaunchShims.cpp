@@ -13,22 +13,21 @@ using namespace mla::cuda;
 
 namespace mla::gpu {
 
-bool SharedMemoryOptIns::covers(CUfunction function, int bytes) const {
+bool SharedMemoryOptIns::ensure(CUfunction function, int bytes,
+                                const std::function<bool(int)> &optIn) {
   std::lock_guard<std::mutex> lock(mutex);
-  for (const auto &[f, limit] : known)
-    if (f == function)
-      return bytes <= limit;
-  return false;
-}
-
-void SharedMemoryOptIns::record(CUfunction function, int bytes) {
-  std::lock_guard<std::mutex> lock(mutex);
-  for (auto &[f, limit] : known)
-    if (f == function) {
-      limit = std::max(limit, bytes);
-      return;
-    }
-  known.emplace_back(function, bytes);
+  auto entry = std::find_if(known.begin(), known.end(),
+                            [&](const auto &k) { return k.first == function; });
+  if (entry != known.end() && bytes <= entry->second)
+    return true;
+  int limit = entry == known.end() ? bytes : std::max(entry->second, bytes);
+  if (!optIn(limit))
+    return false;
+  if (entry == known.end())
+    known.emplace_back(function, limit);
+  else
+    entry->second = limit;
+  return true;
 }
 
 namespace {
@@ -134,22 +133,24 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   // 1-byte static symbol for it, so exactly 48 KiB of dynamic memory
   // already needs the opt-in. (The static size is only asked for near the
   // limit, to keep the common launch to one driver call.)
-  SharedMemoryOptIns *optIns = activeCall->optIns;
-  if (sharedBytes > kDefaultSharedLimit - kStaticSharedQueryMargin &&
-      !(optIns && optIns->covers(f, sharedBytes))) {
-    int staticBytes = 0;
-    if (failed(fn().cuFuncGetAttribute(&staticBytes,
-                                       CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
-               "cuFuncGetAttribute(SHARED_SIZE_BYTES)"))
+  if (sharedBytes > kDefaultSharedLimit - kStaticSharedQueryMargin) {
+    auto optIn = [&](int limit) {
+      int staticBytes = 0;
+      if (failed(fn().cuFuncGetAttribute(&staticBytes,
+                                         CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                         f),
+                 "cuFuncGetAttribute(SHARED_SIZE_BYTES)"))
+        return false;
+      return !(limit + staticBytes > kDefaultSharedLimit &&
+               failed(fn().cuFuncSetAttribute(
+                          f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                          limit),
+                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
+    };
+    // With the kernel's record, the driver is asked once per function.
+    SharedMemoryOptIns *optIns = activeCall->optIns;
+    if (!(optIns ? optIns->ensure(f, sharedBytes, optIn) : optIn(sharedBytes)))
       return;
-    if (sharedBytes + staticBytes > kDefaultSharedLimit &&
-        failed(fn().cuFuncSetAttribute(
-                   f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                   sharedBytes),
-               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
-      return;
-    if (optIns)
-      optIns->record(f, sharedBytes);
   }
   if (failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY,
                                  blockZ, sharedBytes,

@@ -21,6 +21,7 @@
 
 #include <string>
 
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -34,10 +35,13 @@ namespace mla::gpu {
 /// Thread-safe: a kernel may run on several threads.
 class SharedMemoryOptIns {
 public:
-  /// Whether `function` is known to launch with `bytes`.
-  bool covers(cuda::CUfunction function, int bytes) const;
-  /// `function` launches with up to `bytes` from now on.
-  void record(cuda::CUfunction function, int bytes);
+  /// Makes sure `function` may launch with `bytes`: nothing to do when it
+  /// already may; else `optIn(limit)` asks the driver for the largest size
+  /// it is known to launch with (so that a smaller request on another
+  /// thread never lowers the limit), and success is remembered. One
+  /// thread at a time. False when `optIn` fails.
+  bool ensure(cuda::CUfunction function, int bytes,
+              const std::function<bool(int limit)> &optIn);
 
 private:
   mutable std::mutex mutex;

@@ -183,6 +183,9 @@ DecodeSplitConfig wgmmaDecodeSchedule(int64_t numSms, int64_t numHeads,
                                       int64_t queryLen, int64_t blockSize) {
   DecodeSplitConfig config = genericDecodeSchedule(numSms, numHeads, queryLen,
                                                    blockSize);
+  // One block an SM at any dims: its 256 threads use about 244 registers
+  // each (the 64 x 512 output accumulators alone take 128), most of an
+  // SM's 64K.
   config.ctasPerSm = 1;
   config.rowsPerCta = wgmma_decode::kTileRows;
   return config;

@@ -31,8 +31,10 @@ inline constexpr int64_t kThreads = kWarpgroups * 128;
 inline constexpr int64_t kAtomColumns = 64;
 /// Bytes of one column block row and of one 8-row atom.
 inline constexpr int64_t kRowBytes = 128, kAtomBytes = 1024;
-/// Fewest query rows for which the kernel beats the 16-row mma.sync one:
-/// below, most of each 64-row tile would be padding.
+/// Fewest heads for which the kernel is used instead of the 16-row
+/// mma.sync one: with fewer, most of a single-query request's 64-row tile
+/// would be padding. (The rule is on heads, which the op fixes, not on
+/// Sq * N, which is known only at run time.)
 inline constexpr int64_t kMinHeads = 64;
 
 /// Whether the kernel takes these dims: the latent width splits into two

@@ -37,15 +37,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuDecode.h"
-#include "MmaEmitter.h"
+#include "DecodeSplitBlock.h"
 #include "mla/Target/MmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -54,7 +51,6 @@
 #include <cmath>
 
 using namespace mlir;
-using mlir::gpu::Dimension;
 
 namespace mla::gpu {
 
@@ -73,13 +69,8 @@ constexpr int64_t kWarpTokens = kTileTokens / kWarps;
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
   if (!target.usesMmaSync())
     return false;
-  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  Type cacheElement =
-      cast<MemRefType>(op.getKvCache().getType()).getElementType();
-  bool sameTwoByteTypes =
-      (element.isBF16() || element.isF16()) && cacheElement == element;
   // 16-byte copies need row-major rows of whole vectors.
-  return mma_decode::runsOn(sameTwoByteTypes, op.getKvLoraRank(),
+  return mma_decode::runsOn(hasSameTwoByteTypes(op), op.getKvLoraRank(),
                             op.getRopeDim(), target.maxSharedBytesPerBlock()) &&
          GpuEmitter::hasVectorRows(op.getQ()) &&
          GpuEmitter::hasVectorRows(op.getKvCache());
@@ -88,10 +79,8 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           const DecodeSchedule &schedule, OpBuilder &host,
                           ValueRange splitArgs, Value splits) {
-  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
-          page = op.getBlockSize();
+  int64_t latent = op.getKvLoraRank();
   int64_t qkDim = latent + op.getRopeDim();
-  bool causal = op.getCausal();
   // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
   double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
@@ -106,24 +95,13 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         MmaEmitter e(base.builder(), base.location(), element);
         OpBuilder &b = e.builder();
         Location l = e.location();
-        Value q = a[0], cache = a[1], table = a[2], lens = a[3];
-        Value numSplits = schedule.planned ? a[4] : Value();
-        Value part = a[a.size() - 2], partLse = a[a.size() - 1];
-        Value zero = e.index(0);
+        DecodeSplitBlock block(e, op, schedule, a, kTileRows);
 
         Value tid = e.threadId();
         Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
         Value group = e.divui(lane, 4), quad = e.remui(lane, 4);
-        Value req = e.blockId(Dimension::x);
-        Value tileRow0 = e.mul(e.blockId(Dimension::y), e.index(kTileRows));
-        Value split = e.blockId(Dimension::z);
-        Value sq = e.dim(q, 1);
-        Value rows = e.mul(sq, e.index(heads));
-        Value capacity = e.pagedCapacity(table, cache, e.index(page));
-        Value lastBlock = e.sub(e.dim(cache, 0), e.index(1));
 
-        Value n;
-        auto body = [&] {
+        block.run([&] {
           // Shared memory.
           Value raw = e.dynamicShared();
           Value qS = e.sharedView(raw, layout.q, {kTileRows, layout.rowStride},
@@ -137,34 +115,14 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           Value sumS = e.sharedView(raw, layout.sum, {kWarps * kTileRows},
                                     b.getF32Type());
 
-          Value seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
-          auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
-          // Tokens the block copies: the split's, within the sequence.
-          Value kvEnd = e.clampIndex(last, zero, seqLen);
-          Value aligned = e.vectorAligned({q, cache});
-
           // The lane's two rows: group and group + 8 of the tile.
-          struct LaneRow {
-            Value real, query, head, end;
-          };
-          SmallVector<LaneRow, 2> laneRows;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value r = e.add(tileRow0, e.add(group, e.index(8 * i)));
-            Value query = e.divui(r, heads), head = e.remui(r, heads);
-            Value visible = e.visibleKeys(causal, query, sq, seqLen);
-            laneRows.push_back({e.lessThan(r, rows), query, head,
-                                e.clampIndex(last, zero, visible)});
-          }
+          SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
+          for (int64_t i = 0; i < 2; ++i)
+            laneRows.push_back(block.laneRow(e.add(group, e.index(8 * i))));
 
           // The Q tile (padding rows zero).
-          e.copyTile(aligned, qS, q, kTileRows, vectorsPerRow, warp, lane,
-                     [&](Value row) {
-                       Value r = e.add(tileRow0, row);
-                       Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
-                       return MmaEmitter::SourceRow{
-                           e.lessThan(r, rows),
-                           {req, e.divui(rc, heads), e.remui(rc, heads)}};
-                     });
+          e.copyTile(block.aligned, qS, block.q, kTileRows, vectorsPerRow,
+                     warp, lane, [&](Value row) { return block.queryRow(row); });
 
           // Lane addresses of the ldmatrix operands.
           Value lane16 = e.remui(lane, 16), lane8 = e.remui(lane, 8);
@@ -184,19 +142,12 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           SmallVector<Value> init{negInf, negInf, fzero, fzero};
           init.append(warpNTiles * 4, fzero);
           SmallVector<Value> state = e.forLoop(
-              first, kvEnd, e.index(kTileTokens), init,
+              block.first, block.kvEnd, e.index(kTileTokens), init,
               [&](Value tile, ValueRange it) -> SmallVector<Value> {
-                // 1. The KV tile: token tile + row is row j % page of
-                // page block_table[req, j / page].
-                e.copyTile(aligned, kvS, cache, kTileTokens, vectorsPerRow,
-                           warp, lane, [&](Value row) {
-                             Value j = e.add(tile, row);
-                             Value jc = e.minIndex(j, e.sub(kvEnd, e.index(1)));
-                             Value block = e.clampIndex(
-                                 e.loadIndex(table, {req, e.divui(jc, page)}),
-                                 zero, lastBlock);
-                             return MmaEmitter::SourceRow{
-                                 e.lessThan(j, kvEnd), {block, e.remui(jc, page)}};
+                // 1. The KV tile.
+                e.copyTile(block.aligned, kvS, block.cache, kTileTokens,
+                           vectorsPerRow, warp, lane, [&](Value row) {
+                             return block.cacheRow(tile, row);
                            });
                 e.waitAllCopies();
                 e.barrier();
@@ -214,7 +165,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 };
                 const int64_t steps = qkDim / 16;
                 SmallVector<Value> sets = e.forLoop(
-                    zero, e.index(steps / 2 * 32), 32,
+                    e.index(0), e.index(steps / 2 * 32), 32,
                     SmallVector<Value>(16, fzero),
                     [&](Value k, ValueRange c) -> SmallVector<Value> {
                       SmallVector<Value> next(c.begin(), c.end());
@@ -264,19 +215,18 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 SmallVector<Value> next(it.begin(), it.end());
                 SmallVector<Value> alpha, rowMax;
                 for (int64_t i = 0; i < 2; ++i) {
-                  Value m = it[i];
+                  Value tileMax = negInf;
                   for (int64_t w = 0; w < kWarps; ++w)
-                    m = e.maxf(
-                        m, memref::LoadOp::create(
-                               b, l, maxS,
-                               ValueRange{e.add(
-                                   group, e.index(w * kTileRows + 8 * i))}));
-                  // A row that has seen nothing yet keeps -inf; use 0 so
-                  // that exp2(-inf - m) is 0, never NaN.
-                  Value safe = e.select(e.isNegInf(m), fzero, m);
-                  next[i] = m;
-                  rowMax.push_back(safe);
-                  alpha.push_back(e.exp2(e.subf(it[i], safe)));
+                    tileMax = e.maxf(
+                        tileMax, memref::LoadOp::create(
+                                     b, l, maxS,
+                                     ValueRange{e.add(
+                                         group,
+                                         e.index(w * kTileRows + 8 * i))}));
+                  OnlineMax step = onlineMax(e, it[i], tileMax);
+                  next[i] = step.max;
+                  rowMax.push_back(step.safe);
+                  alpha.push_back(step.alpha);
                 }
                 // 4. P = exp2(S - m), the lane's partial sums, O rescaled.
                 SmallVector<Value> p(8);
@@ -351,46 +301,27 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                   b, l, sumS,
                                   ValueRange{e.add(
                                       group, e.index(w * kTileRows + 8 * i))}));
-            const LaneRow &row = laneRows[i];
+            const DecodeSplitBlock::LaneRow &row = laneRows[i];
             e.ifThen(row.real, [&] {
-              Value hasKeys = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OGT, sum, fzero);
-              Value inverse = e.select(
-                  hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+              RowEnd end = finishRow(e, state[i], sum);
               for (int64_t t = 0; t < warpNTiles; ++t)
                 for (int64_t c = 0; c < 2; ++c) {
                   Value col = e.add(warpCol0, e.add(e.index(8 * t + c),
                                                     e.mul(quad, e.index(2))));
-                  e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], inverse),
-                             part, {req, row.query, row.head, split, col});
+                  e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], end.inverse),
+                             block.part,
+                             {block.req, row.query, row.head, block.split, col});
                 }
               e.ifThen(writesLse, [&] {
-                Value lse = e.select(hasKeys,
-                                     e.addf(e.mulf(state[i], e.f32(M_LN2)),
-                                            math::LogOp::create(b, l, sum)),
-                                     negInf);
-                e.storeF32(lse, partLse, {req, row.query, row.head, split});
+                e.storeF32(end.lse, block.partLse,
+                           {block.req, row.query, row.head, block.split});
               });
             });
           }
-        };
-        if (schedule.planned) {
-          // A split past the request's count writes nothing: the combine
-          // reads only the first n partials.
-          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-          e.ifThen(e.lessThan(split, n), body);
-        } else {
-          body();
-        }
+        });
       });
-
-  Location loc = op.getLoc();
-  LoopBuilder hb(host, loc);
-  Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
-  Value rows = hb.mul(queryLen, hb.index(heads));
-  KernelFactory::launch(host, loc, kernel,
-                        {batch, hb.ceilDiv(rows, kTileRows), splits}, splitArgs,
-                        layout.bytes);
+  launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,
+                    layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -27,7 +27,9 @@
 // visible to wgmma. Three block barriers a tile: (A) the tile has landed
 // and every thread is past the previous tile, whose stage then takes the
 // next tile's copy, in flight while this one is computed; (B) the row
-// maxima are exchanged; (C) P is written. Each wgmma group is waited for
+// maxima are exchanged; (C) P is written. (With one stage, for qk dims past
+// 576, a fourth barrier precedes each tile's copy, which then overlaps
+// nothing.) Each wgmma group is waited for
 // before the next phase: keeping PV in flight across the loop's back edge
 // makes ptxas serialize every wgmma (C7514), which the ptxas lit test
 // refuses.
@@ -35,11 +37,11 @@
 // go to the split partials of the real rows, as every split kernel writes
 // them: out staged as f32 rows in shared memory and written by one bulk
 // copy (cp.async.bulk) a row, or element by element where the partials are
-// not 16-byte aligned.
+// not 32-byte aligned (the vector alignment the lowering checks).
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuDecode.h"
+#include "DecodeSplitBlock.h"
 #include "WgmmaEmitter.h"
 #include "mla/Target/WgmmaDecodeShape.h"
 
@@ -52,7 +54,6 @@
 #include <cmath>
 
 using namespace mlir;
-using mlir::gpu::Dimension;
 
 namespace mla::gpu {
 
@@ -69,12 +70,7 @@ constexpr int64_t kHalfTokens = kTileTokens / kWarpgroups;
 bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
   if (target.strategy != KernelStrategy::Warpgroup)
     return false;
-  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  Type cacheElement =
-      cast<MemRefType>(op.getKvCache().getType()).getElementType();
-  bool sameTwoByteTypes =
-      (element.isBF16() || element.isF16()) && cacheElement == element;
-  return runsOn(sameTwoByteTypes, op.getNumHeads(), op.getKvLoraRank(),
+  return runsOn(hasSameTwoByteTypes(op), op.getNumHeads(), op.getKvLoraRank(),
                 op.getRopeDim(), target.maxSharedBytesPerBlock()) &&
          GpuEmitter::hasVectorRows(op.getQ()) &&
          GpuEmitter::hasVectorRows(op.getKvCache());
@@ -83,10 +79,8 @@ bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule, OpBuilder &host,
                             ValueRange splitArgs, Value splits) {
-  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
-          page = op.getBlockSize();
+  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank();
   int64_t qkDim = latent + op.getRopeDim();
-  bool causal = op.getCausal();
   double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   SharedLayout layout(qkDim, stagesFor(qkDim, kernels.target().maxSharedBytesPerBlock()));
@@ -95,11 +89,13 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
   const int64_t sRegs = kTileRows * kHalfTokens / 128;
   const int64_t oRegs = kTileRows * halfColumns / 128;
   const int64_t kSteps = qkDim / 16;
-  // f32 row stride of the output staging: 16 bytes of padding keep the
-  // eight rows of a store in different banks (and rows 16-byte aligned).
-  const int64_t kStagingStride = latent + 4;
+  // f32 row stride of the output staging: 32 bytes of padding shift each
+  // row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
+  // distinct banks (and rows stay 16-byte aligned for the bulk copies).
+  const int64_t kStagingStride = latent + 8;
   static_assert(kTileRows <= kThreads, "one thread copies each row");
-  // The staging reuses the tiles: Q and one KV stage alone are larger.
+  // The staging reuses the tile region (Q, the KV stages and P), which
+  // always holds it for the dims the kernel takes; checked all the same.
   if (kTileRows * kStagingStride * 4 > layout.max)
     llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
 
@@ -109,9 +105,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         WgmmaEmitter e(base.builder(), base.location(), element);
         OpBuilder &b = e.builder();
         Location l = e.location();
-        Value q = a[0], cache = a[1], table = a[2], lens = a[3];
-        Value numSplits = schedule.planned ? a[4] : Value();
-        Value part = a[a.size() - 2], partLse = a[a.size() - 1];
+        DecodeSplitBlock block(e, op, schedule, a, kTileRows);
+        Value part = block.part, partLse = block.partLse;
+        Value req = block.req, tileRow0 = block.tileRow0, split = block.split;
         Value zero = e.index(0);
 
         Value tid = e.threadId();
@@ -119,16 +115,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value group = e.divui(tid, 128); // warpgroup
         Value groupWarp = e.remui(warp, 4);
         Value laneGroup = e.divui(lane, 4), quad = e.remui(lane, 4);
-        Value req = e.blockId(Dimension::x);
-        Value tileRow0 = e.mul(e.blockId(Dimension::y), e.index(kTileRows));
-        Value split = e.blockId(Dimension::z);
-        Value sq = e.dim(q, 1);
-        Value rows = e.mul(sq, e.index(heads));
-        Value capacity = e.pagedCapacity(table, cache, e.index(page));
-        Value lastBlock = e.sub(e.dim(cache, 0), e.index(1));
 
-        Value n;
-        auto body = [&] {
+        block.run([&] {
           // Shared memory from its first 1024-byte boundary (swizzle
           // atoms are addressed by absolute address bits).
           Value raw = e.dynamicShared();
@@ -143,27 +131,44 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           Value sumS = e.sharedView(raw, e.add(pad, e.index(layout.sum)),
                                     {kWarpgroups * kTileRows}, b.getF32Type());
 
-          Value seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
-          auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
-          Value kvEnd = e.clampIndex(last, zero, seqLen);
-          Value aligned = e.vectorAligned({q, cache});
+          Value first = block.first, kvEnd = block.kvEnd;
           Value numTiles = e.ceilDiv(e.maxIndex(e.sub(kvEnd, first), zero),
                                      kTileTokens);
 
           // The lane's two rows of the tile: 16 w + g and + 8.
-          struct LaneRow {
-            Value local, real, query, head, end;
+          SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
+          for (int64_t i = 0; i < 2; ++i)
+            laneRows.push_back(block.laneRow(e.add(
+                e.mul(groupWarp, e.index(16)), e.add(laneGroup, e.index(8 * i)))));
+
+          // A value per lane row, reduced over the two warpgroups through
+          // `buffer` (one slot per group and tile row): the quad leaders
+          // store their group's, a barrier, every lane combines both.
+          Value leader = e.eqIndex(quad, 0);
+          auto acrossGroups = [&](Value buffer, ArrayRef<Value> perRow,
+                                  Value start, bool max) {
+            e.ifThen(leader, [&] {
+              for (int64_t i = 0; i < 2; ++i)
+                memref::StoreOp::create(
+                    b, l, perRow[i], buffer,
+                    ValueRange{e.add(e.mul(group, e.index(kTileRows)),
+                                     laneRows[i].local)});
+            });
+            e.barrier();
+            SmallVector<Value, 2> combined;
+            for (int64_t i = 0; i < 2; ++i) {
+              Value v = start;
+              for (int64_t g = 0; g < kWarpgroups; ++g) {
+                Value other = memref::LoadOp::create(
+                    b, l, buffer,
+                    ValueRange{e.add(e.index(g * kTileRows),
+                                     laneRows[i].local)});
+                v = max ? e.maxf(v, other) : e.addf(v, other);
+              }
+              combined.push_back(v);
+            }
+            return combined;
           };
-          SmallVector<LaneRow, 2> laneRows;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value local = e.add(e.mul(groupWarp, e.index(16)),
-                                e.add(laneGroup, e.index(8 * i)));
-            Value r = e.add(tileRow0, local);
-            Value query = e.divui(r, heads), head = e.remui(r, heads);
-            Value visible = e.visibleKeys(causal, query, sq, seqLen);
-            laneRows.push_back({local, e.lessThan(r, rows), query, head,
-                                e.clampIndex(last, zero, visible)});
-          }
 
           auto swizzledAt = [&](int64_t byteOffset, Value stageOffset) {
             return [&, byteOffset, stageOffset](Value row, Value col) {
@@ -176,17 +181,10 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           const int64_t warps = kThreads / kWarpSize;
           // The Q tile (padding rows zero).
           e.copyTile(
-              aligned, tiles, q, kTileRows, vectorsPerRow, warp, lane,
-              [&](Value row) {
-                Value r = e.add(tileRow0, row);
-                Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
-                return MmaEmitter::SourceRow{
-                    e.lessThan(r, rows),
-                    {req, e.divui(rc, heads), e.remui(rc, heads)}};
-              },
-              warps, swizzledAt(layout.q, Value()));
-          // KV tile t into stage `stage`: token first + 64 t + row is row
-          // j % page of page block_table[req, j / page].
+              block.aligned, tiles, block.q, kTileRows, vectorsPerRow, warp,
+              lane, [&](Value row) { return block.queryRow(row); }, warps,
+              swizzledAt(layout.q, Value()));
+          // KV tile t (tokens from first + 64 t) into its stage.
           auto stageOf = [&](Value t) {
             return layout.stages == 2 ? e.remui(t, 2) : zero;
           };
@@ -194,17 +192,10 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
             Value tile = e.add(first, e.mul(t, e.index(kTileTokens)));
             Value stageOffset = e.mul(stageOf(t), e.index(layout.kvStage / 2));
             e.copyTile(
-                aligned, tiles, cache, kTileTokens, vectorsPerRow, warp, lane,
-                [&](Value row) {
-                  Value j = e.add(tile, row);
-                  Value jc = e.minIndex(j, e.sub(kvEnd, e.index(1)));
-                  Value block = e.clampIndex(
-                      e.loadIndex(table, {req, e.divui(jc, page)}), zero,
-                      lastBlock);
-                  return MmaEmitter::SourceRow{e.lessThan(j, kvEnd),
-                                               {block, e.remui(jc, page)}};
-                },
-                warps, swizzledAt(layout.kv, stageOffset));
+                block.aligned, tiles, block.cache, kTileTokens, vectorsPerRow,
+                warp, lane,
+                [&](Value row) { return block.cacheRow(tile, row); }, warps,
+                swizzledAt(layout.kv, stageOffset));
           };
           if (layout.stages == 2) {
             e.ifThen(e.lessThan(zero, numTiles), [&] { copyKv(zero); });
@@ -247,9 +238,11 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                     e.add(kvAddress,
                           e.mul(group, e.index(kHalfTokens * kRowBytes))),
                     16, kAtomBytes);
-                e.fence();
+                // Built before the fence: no register of a wgmma operand is
+                // written between the fence and the wgmma.
                 Value acc =
                     e.toAccumulator(SmallVector<Value>(sRegs, fzero));
+                e.fence();
                 for (int64_t k = 0; k < kSteps; ++k) {
                   int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
                   acc = e.mma(acc, e.advance(descQ, offset),
@@ -278,34 +271,18 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                     }
                   }
                 // 3. Row maxima of both halves.
-                Value leader = e.eqIndex(quad, 0);
                 SmallVector<Value> groupMax;
                 for (int64_t i = 0; i < 2; ++i)
                   groupMax.push_back(e.quadMax(localMax[i]));
-                e.ifThen(leader, [&] {
-                  for (int64_t i = 0; i < 2; ++i)
-                    memref::StoreOp::create(
-                        b, l, groupMax[i], maxS,
-                        ValueRange{e.add(e.mul(group, e.index(kTileRows)),
-                                         laneRows[i].local)});
-                });
-                e.barrier();
+                SmallVector<Value, 2> tileMax =
+                    acrossGroups(maxS, groupMax, negInf, /*max=*/true);
                 SmallVector<Value> next(it.begin(), it.end());
                 SmallVector<Value> alpha, rowMax;
                 for (int64_t i = 0; i < 2; ++i) {
-                  Value m = it[i];
-                  for (int64_t g = 0; g < kWarpgroups; ++g)
-                    m = e.maxf(m, memref::LoadOp::create(
-                                      b, l, maxS,
-                                      ValueRange{e.add(
-                                          e.index(g * kTileRows),
-                                          laneRows[i].local)}));
-                  // A row that has seen nothing yet keeps -inf; use 0 so
-                  // that exp2(-inf - m) is 0, never NaN.
-                  Value safe = e.select(e.isNegInf(m), fzero, m);
-                  next[i] = m;
-                  rowMax.push_back(safe);
-                  alpha.push_back(e.exp2(e.subf(it[i], safe)));
+                  OnlineMax step = onlineMax(e, it[i], tileMax[i]);
+                  next[i] = step.max;
+                  rowMax.push_back(step.safe);
+                  alpha.push_back(step.alpha);
                 }
                 // 4. P = exp2(S - m) to shared memory, the group's sums, O
                 // rescaled.
@@ -359,41 +336,23 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           e.waitAllCopies();
 
           // Row sums of both halves.
-          Value leader = e.eqIndex(quad, 0);
           SmallVector<Value> groupSum;
           for (int64_t i = 0; i < 2; ++i)
             groupSum.push_back(e.quadSum(state[2 + i]));
-          e.ifThen(leader, [&] {
-            for (int64_t i = 0; i < 2; ++i)
-              memref::StoreOp::create(
-                  b, l, groupSum[i], sumS,
-                  ValueRange{e.add(e.mul(group, e.index(kTileRows)),
-                                   laneRows[i].local)});
-          });
-          e.barrier();
+          SmallVector<Value, 2> sums =
+              acrossGroups(sumS, groupSum, fzero, /*max=*/false);
           Value writesLse = e.andi(leader, e.eqIndex(group, 0));
           Value groupCol0 = e.mul(group, e.index(halfColumns));
           // out = O / l per lane row: (scale, O column of accumulator
           // 4 j + 2 i + c).
           SmallVector<Value, 2> inverses;
           for (int64_t i = 0; i < 2; ++i) {
-            Value sum = fzero;
-            for (int64_t g = 0; g < kWarpgroups; ++g)
-              sum = e.addf(sum, memref::LoadOp::create(
-                                    b, l, sumS,
-                                    ValueRange{e.add(e.index(g * kTileRows),
-                                                     laneRows[i].local)}));
-            const LaneRow &row = laneRows[i];
-            Value hasKeys = arith::CmpFOp::create(
-                b, l, arith::CmpFPredicate::OGT, sum, fzero);
-            inverses.push_back(e.select(
-                hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero));
+            Value sum = sums[i];
+            const DecodeSplitBlock::LaneRow &row = laneRows[i];
+            RowEnd end = finishRow(e, state[i], sum);
+            inverses.push_back(end.inverse);
             e.ifThen(e.andi(row.real, writesLse), [&] {
-              Value lse = e.select(hasKeys,
-                                   e.addf(e.mulf(state[i], e.f32(M_LN2)),
-                                          math::LogOp::create(b, l, sum)),
-                                   negInf);
-              e.storeF32(lse, partLse, {req, row.query, row.head, split});
+              e.storeF32(end.lse, partLse, {req, row.query, row.head, split});
             });
           }
           auto column = [&](int64_t j, int64_t c) {
@@ -437,12 +396,12 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
             e.barrier();
             Value r = e.add(tileRow0, tid);
             e.ifThen(e.andi(e.lessThan(tid, e.index(kTileRows)),
-                            e.lessThan(r, rows)),
+                            e.lessThan(r, block.rows)),
                      [&] {
                        Value query = e.divui(r, heads),
                              head = e.remui(r, heads);
                        Value rowIndex = e.add(
-                           e.mul(e.add(e.mul(e.add(e.mul(req, sq), query),
+                           e.mul(e.add(e.mul(e.add(e.mul(req, e.dim(part, 1)), query),
                                              e.index(heads)),
                                        head),
                                  e.dim(part, 3)),
@@ -462,25 +421,11 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
             e.ifThenElse(e.vectorAligned({part}), storeBulk, storeDirect);
           else
             storeDirect();
-        };
-        if (schedule.planned) {
-          // A split past the request's count writes nothing: the combine
-          // reads only the first n partials.
-          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-          e.ifThen(e.lessThan(split, n), body);
-        } else {
-          body();
-        }
+        });
       },
       kThreads);
-
-  Location loc = op.getLoc();
-  LoopBuilder hb(host, loc);
-  Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
-  Value rows = hb.mul(queryLen, hb.index(heads));
-  KernelFactory::launch(host, loc, kernel,
-                        {batch, hb.ceilDiv(rows, kTileRows), splits}, splitArgs,
-                        layout.bytes);
+  launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,
+                    layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -7,6 +7,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 using namespace mlir;
 
 namespace mla::gpu {
@@ -35,6 +37,10 @@ Value WgmmaEmitter::swizzled(Value row, Value col, int64_t rows) {
 Value WgmmaEmitter::descriptor(Value address, int64_t leadingBytes,
                                int64_t strideBytes) {
   Type i64 = b.getI64Type();
+  if (leadingBytes % 16 || strideBytes % 16 ||
+      (uint64_t(leadingBytes) >> 4) > kFieldMask ||
+      (uint64_t(strideBytes) >> 4) > kFieldMask)
+    llvm::report_fatal_error("wgmma descriptor byte offsets out of range");
   uint64_t fixed = kSwizzle128 |
                    ((uint64_t(leadingBytes) >> 4) & kFieldMask) << 16 |
                    ((uint64_t(strideBytes) >> 4) & kFieldMask) << 32;
@@ -48,6 +54,10 @@ Value WgmmaEmitter::descriptor(Value address, int64_t leadingBytes,
 }
 
 Value WgmmaEmitter::advance(Value descriptor, int64_t bytes) {
+  // The offsets are the kernels' constants: a bad one is a compiler bug,
+  // which would otherwise be truncated silently.
+  if (bytes % 16 || bytes < 0 || (uint64_t(bytes) >> 4) > kFieldMask)
+    llvm::report_fatal_error("wgmma descriptor offset out of range");
   if (bytes == 0)
     return descriptor;
   return arith::AddIOp::create(
@@ -116,9 +126,12 @@ void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
     return LLVM::IntToPtrOp::create(
         b, loc, LLVM::LLVMPointerType::get(ctx, space), i64);
   };
-  // Address spaces 1 (global) and 3 (shared) of NVPTX.
+  // Address spaces of NVPTX: the destination is a generic address, cast
+  // to global (cvta.to.global); the source is a shared-window address.
+  Value global = LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(ctx, 1), pointer(globalDestination, 0));
   NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
-      b, loc, pointer(globalDestination, 1), pointer(sharedSource, 3),
+      b, loc, global, pointer(sharedSource, 3),
       arith::ConstantIntOp::create(b, loc, bytes, 32), Value(), Value());
   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
 }

@@ -70,8 +70,8 @@ public:
   void sharedProxyFence();
 
   /// cp.async.bulk of `bytes` (a multiple of 16) from shared address
-  /// `sharedSource` to global address `globalDestination` (both index,
-  /// 16-byte aligned), committed as a bulk group.
+  /// `sharedSource` to generic address `globalDestination` of global
+  /// memory (both index, 16-byte aligned), committed as a bulk group.
   void bulkCopyToGlobal(mlir::Value sharedSource,
                         mlir::Value globalDestination, int64_t bytes);
   /// Waits until the thread's bulk copies have read their shared sources

@@ -47,6 +47,9 @@
 // CHECK-SAME: args(%[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>,
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// 16-byte copies when q and the cache are 16-byte aligned, else elements.
+// CHECK: memref.extract_aligned_pointer_as_index %{{.+}} : memref<?x?x16x576xbf16> -> index
+// CHECK: memref.extract_aligned_pointer_as_index %{{.+}} : memref<?x64x576xbf16> -> index
 // Shared memory: one dynamic buffer, viewed as the tiles.
 // CHECK: %[[RAW:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: %[[QS:.+]] = memref.view %[[RAW]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x584xbf16, #gpu.address_space<workgroup>>
@@ -54,9 +57,6 @@
 // CHECK: %[[PS:.+]] = memref.view %[[RAW]][%c93440][] : {{.*}} to memref<16x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[MAX:.+]] = memref.view %[[RAW]][%c95744][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[SUM:.+]] = memref.view %[[RAW]][%c96000][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
-// 16-byte copies when q and the cache are 16-byte aligned, else elements.
-// CHECK: memref.extract_aligned_pointer_as_index %{{.+}} : memref<?x?x16x576xbf16> -> index
-// CHECK: memref.extract_aligned_pointer_as_index %{{.+}} : memref<?x64x576xbf16> -> index
 // The Q tile: warp w copies rows 4w .. 4w + 3, a row per 8 lanes, 9
 // 16-byte vectors a lane (whole 128-byte lines per instruction).
 // CHECK: scf.if %{{.+}} {

@@ -1,0 +1,114 @@
+//===- DecodeSplitBlock.cpp - What the tensor-core split kernels share ----===//
+
+#include "DecodeSplitBlock.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using mlir::gpu::Dimension;
+
+namespace mla::gpu {
+
+bool hasSameTwoByteTypes(DecodeAttentionOp op) {
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  Type cacheElement =
+      cast<MemRefType>(op.getKvCache().getType()).getElementType();
+  return (element.isBF16() || element.isF16()) && cacheElement == element;
+}
+
+DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
+                                   const DecodeSchedule &schedule,
+                                   ValueRange args, int64_t tileRows)
+    : e(e), schedule(schedule), heads(op.getNumHeads()),
+      page(op.getBlockSize()), causal(op.getCausal()) {
+  q = args[0];
+  cache = args[1];
+  table = args[2];
+  lens = args[3];
+  numSplits = schedule.planned ? args[4] : Value();
+  part = args[args.size() - 2];
+  partLse = args[args.size() - 1];
+  req = e.blockId(Dimension::x);
+  tileRow0 = e.mul(e.blockId(Dimension::y), e.index(tileRows));
+  split = e.blockId(Dimension::z);
+  queryLen = e.dim(q, 1);
+  rows = e.mul(queryLen, e.index(heads));
+  capacity = e.pagedCapacity(table, cache, e.index(page));
+  lastBlock = e.sub(e.dim(cache, 0), e.index(1));
+}
+
+void DecodeSplitBlock::run(const std::function<void()> &body) {
+  Value n;
+  auto withBounds = [&] {
+    Value zero = e.index(0);
+    seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+    std::tie(first, last) = schedule.tokenRange(e, split, n, seqLen);
+    kvEnd = e.clampIndex(last, zero, seqLen);
+    aligned = e.vectorAligned({q, cache});
+    body();
+  };
+  if (!schedule.planned)
+    return withBounds();
+  n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+  e.ifThen(e.lessThan(split, n), withBounds);
+}
+
+MmaEmitter::SourceRow DecodeSplitBlock::queryRow(Value row) {
+  Value r = e.add(tileRow0, row);
+  Value rc = e.minIndex(r, e.sub(rows, e.index(1)));
+  return {e.lessThan(r, rows), {req, e.divui(rc, heads), e.remui(rc, heads)}};
+}
+
+MmaEmitter::SourceRow DecodeSplitBlock::cacheRow(Value tile, Value row) {
+  Value j = e.add(tile, row);
+  Value jc = e.minIndex(j, e.sub(kvEnd, e.index(1)));
+  Value block = e.clampIndex(e.loadIndex(table, {req, e.divui(jc, page)}),
+                             e.index(0), lastBlock);
+  return {e.lessThan(j, kvEnd), {block, e.remui(jc, page)}};
+}
+
+DecodeSplitBlock::LaneRow DecodeSplitBlock::laneRow(Value local) {
+  Value r = e.add(tileRow0, local);
+  Value query = e.divui(r, heads), head = e.remui(r, heads);
+  Value visible = e.visibleKeys(causal, query, queryLen, seqLen);
+  return {local, e.lessThan(r, rows), query, head,
+          e.clampIndex(last, e.index(0), visible)};
+}
+
+OnlineMax onlineMax(MmaEmitter &e, Value old, Value tileMax) {
+  Value m = e.maxf(old, tileMax);
+  Value safe = e.select(e.isNegInf(m), e.f32(0.0), m);
+  return {m, safe, e.exp2(e.subf(old, safe))};
+}
+
+RowEnd finishRow(MmaEmitter &e, Value max, Value sum) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  Value zero = e.f32(0.0);
+  Value hasKeys =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, zero);
+  Value inverse =
+      e.select(hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), zero);
+  Value lse = e.select(hasKeys,
+                       e.addf(e.mulf(max, e.f32(M_LN2)),
+                              math::LogOp::create(b, l, sum)),
+                       e.negInf());
+  return {inverse, lse};
+}
+
+void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,
+                       mlir::gpu::GPUFuncOp kernel, ValueRange splitArgs,
+                       Value splits, int64_t tileRows, int64_t sharedBytes) {
+  LoopBuilder hb(host, op.getLoc());
+  Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
+  Value rows = hb.mul(queryLen, hb.index(op.getNumHeads()));
+  KernelFactory::launch(host, op.getLoc(), kernel,
+                        {batch, hb.ceilDiv(rows, tileRows), splits}, splitArgs,
+                        sharedBytes);
+}
+
+} // namespace mla::gpu

@@ -1,0 +1,95 @@
+//===- DecodeSplitBlock.h - What the tensor-core split kernels share ------===//
+//
+// The mma.sync (GpuDecodeMma.cpp) and wgmma (GpuDecodeWgmma.cpp) decode
+// split kernels differ in their tiles and products, not in what a block
+// works on: a request, a tile of its (query, head) rows r = s * N + h, a
+// split of its tokens, pages looked up in the block table, the online
+// softmax's running max and the final out / lse of a row. Those are here,
+// once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
+#define MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
+
+#include "GpuDecode.h"
+#include "MmaEmitter.h"
+
+namespace mla::gpu {
+
+/// Whether q and the cache are both bf16 or both f16 (what the
+/// tensor-core split kernels take).
+bool hasSameTwoByteTypes(DecodeAttentionOp op);
+
+/// One block of a tensor-core split kernel: grid (request, row tile,
+/// split), operands as launchDecodeSplit passes them.
+class DecodeSplitBlock {
+public:
+  DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
+                   const DecodeSchedule &schedule, mlir::ValueRange args,
+                   int64_t tileRows);
+
+  /// Emits `body` for a split the request uses (with the planned schedule,
+  /// splits past num_splits[req] write nothing: the combine reads only the
+  /// first n), after the request's bounds below are set.
+  void run(const std::function<void()> &body);
+
+  mlir::Value q, cache, table, lens, part, partLse;
+  mlir::Value req, tileRow0, split, queryLen, rows;
+  /// Set by run: the request's length (clamped to the block table), the
+  /// split's tokens [first, last) and the ones it copies [first, kvEnd),
+  /// and whether q and the cache allow 16-byte copies.
+  mlir::Value seqLen, first, last, kvEnd, aligned;
+
+  /// Where row `row` of the Q tile comes from (padding rows past Sq * N
+  /// are zero-filled).
+  MmaEmitter::SourceRow queryRow(mlir::Value row);
+  /// Where row `row` of the KV tile starting at token `tile` comes from:
+  /// row j % page of page block_table[req, j / page] for token j (rows
+  /// past kvEnd are zero-filled, tail pages may hold NaN).
+  MmaEmitter::SourceRow cacheRow(mlir::Value tile, mlir::Value row);
+
+  /// Row `local` of the tile as the lanes holding it see it: whether it is
+  /// a real row, its query and head, and the end of the tokens it sees
+  /// (the split's, causally limited).
+  struct LaneRow {
+    mlir::Value local, real, query, head, end;
+  };
+  LaneRow laneRow(mlir::Value local);
+
+private:
+  MmaEmitter &e;
+  const DecodeSchedule &schedule;
+  int64_t heads, page;
+  bool causal;
+  mlir::Value numSplits, capacity, lastBlock;
+};
+
+/// One online-softmax step of a row in base 2: from the running max `old`
+/// and the tile's `tileMax`, the new max (-inf while nothing was seen), the
+/// max to subtract (0 instead of -inf, so that exp2(-inf - m) is 0, never
+/// NaN) and exp2(old - safe), the factor rescaling earlier sums and
+/// outputs.
+struct OnlineMax {
+  mlir::Value max, safe, alpha;
+};
+OnlineMax onlineMax(MmaEmitter &e, mlir::Value old, mlir::Value tileMax);
+
+/// A row's end from its max (base 2) and sum: 1 / l (0 when l = 0) and
+/// lse = m ln 2 + log(l) (-inf when l = 0), as every split kernel writes
+/// them.
+struct RowEnd {
+  mlir::Value inverse, lse;
+};
+RowEnd finishRow(MmaEmitter &e, mlir::Value max, mlir::Value sum);
+
+/// Launches a split kernel from `host` on grid (B, ceil(Sq * N /
+/// tileRows), splits).
+void launchDecodeSplit(DecodeAttentionOp op, mlir::OpBuilder &host,
+                       mlir::gpu::GPUFuncOp kernel, mlir::ValueRange splitArgs,
+                       mlir::Value splits, int64_t tileRows,
+                       int64_t sharedBytes);
+
+} // namespace mla::gpu
+
+#endif // MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
