@@ -29,10 +29,9 @@
 // next tile's copy, in flight while this one is computed; (B) the row
 // maxima are exchanged; (C) P is written. (With one stage, for qk dims past
 // 576, a fourth barrier precedes each tile's copy, which then overlaps
-// nothing.) Each wgmma group is waited for
-// before the next phase: keeping PV in flight across the loop's back edge
-// makes ptxas serialize every wgmma (C7514), which the ptxas lit test
-// refuses.
+// nothing.) Each wgmma group is waited for before the next phase: keeping
+// PV in flight across the loop's back edge makes ptxas serialize every
+// wgmma (C7514), which the ptxas lit test refuses.
 // out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
 // go to the split partials of the real rows, as every split kernel writes
 // them: out staged as f32 rows in shared memory and written by one bulk
@@ -46,8 +45,6 @@
 #include "mla/Target/WgmmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
