@@ -76,13 +76,13 @@ Backend tcSm80() {
 /// request's head rows with two warpgroups sharing each 64-token KV tile
 /// (wgmma from 128-byte-swizzled shared memory); prefill attention and the
 /// other phases are TC_SM80's. Declared for what that decode kernel is
-/// written for: 64 or more heads over DeepSeek's 512 + 64 latent cache
+/// written for: 16 or more heads over DeepSeek's 512 + 64 latent cache
 /// (the lowering would otherwise fall back to the mma.sync kernel, which
 /// TC_SM80 already offers).
 Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;
-  b.description = "wgmma tensor-core decode (64+ heads) on sm_90a, mma.sync "
+  b.description = "wgmma tensor-core decode (16+ heads) on sm_90a, mma.sync "
                   "prefill; other phases on CUDA cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = KernelStrategy::Warpgroup;

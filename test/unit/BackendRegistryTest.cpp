@@ -194,8 +194,8 @@ TEST(BackendValidate, TcSm90aReasons) {
   EXPECT_EQ(b.kernelStrategy, KernelStrategy::Warpgroup);
   AttentionConfig c = AttentionConfig::cuda(9, 0);
   EXPECT_TRUE(b.validate(c).empty());
-  // 64 heads in f16 over 16-token pages take the wgmma decode too.
-  c.numHeads = 64;
+  // 16 heads in f16 over 16-token pages take the wgmma decode too.
+  c.numHeads = 16;
   c.dtype = c.kvCacheDType = DType::F16;
   c.blockSize = 16;
   EXPECT_TRUE(b.validate(c).empty());
@@ -203,7 +203,7 @@ TEST(BackendValidate, TcSm90aReasons) {
   c.capability = {8, 0};
   c.dtype = DType::F32;
   c.kvCacheDType = DType::F32;
-  c.numHeads = 16;
+  c.numHeads = 8;
   c.kvLoraRank = 256;
   c.ropeDim = 32;
   c.qkNopeHeadDim = 100;
@@ -211,7 +211,7 @@ TEST(BackendValidate, TcSm90aReasons) {
             (Reasons{"compute capability 8.0 below minimum 9.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
                      "kv-cache dtype f32 not supported (supports bf16, f16)",
-                     "num heads 16 not supported (supports 64..128)",
+                     "num heads 8 not supported (supports 16..128)",
                      "kv_lora_rank 256 not supported (requires 512)",
                      "rope dim 32 not supported (requires 64)",
                      "qk_nope_head_dim 100 not supported (requires a multiple "
@@ -294,16 +294,16 @@ TEST_F(BackendSelection, Sm90PicksTcSm90aOrSaysWhyNot) {
   EXPECT_TRUE(s->skipped.empty());
   EXPECT_EQ(s->str(), "TC_SM90A");
 
-  // 16 heads (a tensor-parallel shard): the 16-row mma.sync decode.
+  // 8 heads (a 16-way tensor-parallel shard): the 16-row mma.sync decode.
   AttentionConfig shard = AttentionConfig::cuda(9, 0);
-  shard.numHeads = 16;
+  shard.numHeads = 8;
   auto sm80 = BackendRegistry::builtin().select(shard);
   ASSERT_TRUE(static_cast<bool>(sm80)) << errorText(sm80);
   EXPECT_EQ(sm80->backend->name, "TC_SM80");
   ASSERT_EQ(sm80->skipped.size(), 1u);
   EXPECT_EQ(sm80->skipped[0].backend->name, "TC_SM90A");
-  EXPECT_EQ(sm80->str(), "TC_SM80 (skipped TC_SM90A: [num heads 16 not "
-                         "supported (supports 64..128)])");
+  EXPECT_EQ(sm80->str(), "TC_SM80 (skipped TC_SM90A: [num heads 8 not "
+                         "supported (supports 16..128)])");
 
   // f32 activations: the tensor cores are skipped too, with their reasons.
   AttentionConfig f32 = AttentionConfig::cuda(9, 0);
@@ -356,14 +356,14 @@ TEST_F(BackendSelection, ApiChoiceHonoured) {
 
 TEST_F(BackendSelection, ApiChoiceRefusedWithReasons) {
   AttentionConfig c = AttentionConfig::cuda(9, 0);
-  c.numHeads = 16;
+  c.numHeads = 8;
   auto s = BackendRegistry::builtin().select(c, "TC_SM90A");
   std::string text = errorText(s);
   EXPECT_TRUE(contains(text, "attention backend TC_SM90A (requested) cannot "
                              "run {device=CUDA 9.0,"))
       << text;
-  EXPECT_TRUE(contains(text, "[num heads 16 not supported (supports "
-                             "64..128)]"))
+  EXPECT_TRUE(contains(text, "[num heads 8 not supported (supports "
+                             "16..128)]"))
       << text;
 
   // A backend outside the device's priority list is validated the same way.
@@ -388,14 +388,14 @@ TEST_F(BackendSelection, EnvironmentChoice) {
   {
     ScopedEnv env("TC_SM90A");
     AttentionConfig shard = c;
-    shard.numHeads = 16;
+    shard.numHeads = 8;
     auto s = BackendRegistry::builtin().select(shard);
     std::string text = errorText(s);
     EXPECT_TRUE(contains(text, "attention backend TC_SM90A (named by "
                                "MLA_ATTENTION_BACKEND) cannot run"))
         << text;
-    EXPECT_TRUE(contains(text, "[num heads 16 not supported (supports "
-                               "64..128)]"))
+    EXPECT_TRUE(contains(text, "[num heads 8 not supported (supports "
+                               "16..128)]"))
         << text;
 
     // The API's choice wins over the environment's.
@@ -439,7 +439,7 @@ TEST_F(BackendSelection, NothingFitsListsEveryBackend) {
   EXPECT_EQ(errorText(s),
             "no attention backend fits " + c.str() +
                 "; reasons: TC_SM90A: [num heads 256 not supported "
-                "(supports 64..128)]; "
+                "(supports 16..128)]; "
                 "TC_SM80: [num heads 256 not supported (supports 1..128)]; "
                 "GENERIC_GPU: [num heads 256 not supported (supports "
                 "1..128)]");

@@ -1,9 +1,10 @@
 //===- GpuDecodeWgmma.cpp - Hopper decode split kernel (wgmma) ------------===//
 //
 // The `wgmma` strategy's split kernel of mla.decode_attention (sm_90a), for
-// bf16 or f16 queries over a cache of the same type and 64 or more heads,
-// where the 16-row mma.sync kernel is bound by pulling every KV tile from L2
-// once per 16 rows. A block handles a 64-row M tile of one request and one
+// bf16 or f16 queries over a cache of the same type and 16 or more heads:
+// one block reads a request's KV tiles for 64 of its rows (the 16-row
+// mma.sync kernel pulls every tile from L2 once per 16 rows) and keeps
+// two tiles in flight. A block handles a 64-row M tile of one request and one
 // split (rows r = s * N + h in [64 tile, 64 tile + 64); rows past Sq * N
 // are padding: zero queries, results dropped) with two warpgroups (256
 // threads) sharing each 64-token KV tile:

@@ -1,5 +1,5 @@
 // convert-mla-to-gpu with strategy wgmma (sm_90a): a bf16/f16
-// mla.decode_attention with 64 or more heads gets the wgmma split kernel:
+// mla.decode_attention with 16 or more heads gets the wgmma split kernel:
 // 64-row tiles of a request's (query, head) rows, two warpgroups (256
 // threads) sharing each 64-token KV tile in 128-byte-swizzled dynamic
 // shared memory; 36 wgmma m64n32k16 score a warpgroup's 32 tokens (the
@@ -59,33 +59,34 @@ func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x57
 
 // -----
 
-// 64 f16 heads: the wgmma kernel with f16 operands.
-// CHECK-LABEL: func.func @decode_64_heads_f16(
+// 16 f16 heads: the wgmma kernel (rows past 16 per query are padding) with
+// f16 operands.
+// CHECK-LABEL: func.func @decode_16_heads_f16(
 // CHECK: gpu.func @decode_attention_split_wgmma_0(
 // CHECK: nvvm.wgmma.mma_async {{.+}} A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
-func.func @decode_64_heads_f16(%q: memref<?x?x64x576xf16>, %cache: memref<?x16x576xf16>,
+func.func @decode_16_heads_f16(%q: memref<?x?x16x576xf16>, %cache: memref<?x16x576xf16>,
                                %bt: memref<?x?xi32>, %lens: memref<?xi32>,
-                               %o: memref<?x?x64x512xf16>, %lse: memref<?x64x?xf32>) {
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x64x576xf16>, memref<?x16x576xf16>, memref<?x?xi32>, memref<?xi32>)
-      outs(%o, %lse : memref<?x?x64x512xf16>, memref<?x64x?xf32>)
-      {num_heads = 64 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
+                               %o: memref<?x?x16x512xf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xf16>, memref<?x16x576xf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x16x512xf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 16 : i64,
        cache_dtype = f16, softmax_scale = 0.0722 : f32}
   return
 }
 
 // -----
 
-// 16 heads: mostly padding in a 64-row tile, so the 16-row mma.sync kernel.
-// CHECK-LABEL: func.func @decode_16_heads(
+// 8 heads (not measured against the 16-row mma.sync kernel): that kernel.
+// CHECK-LABEL: func.func @decode_8_heads(
 // CHECK-NOT: nvvm.wgmma
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK-NOT: nvvm.wgmma
-func.func @decode_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
-                           %bt: memref<?x?xi32>, %lens: memref<?xi32>,
-                           %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
-      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
-      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+func.func @decode_8_heads(%q: memref<?x?x8x576xbf16>, %cache: memref<?x64x576xbf16>,
+                          %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                          %o: memref<?x?x8x512xbf16>, %lse: memref<?x8x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x8x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x8x512xbf16>, memref<?x8x?xf32>)
+      {num_heads = 8 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
        cache_dtype = bf16, softmax_scale = 0.0722 : f32}
   return
 }

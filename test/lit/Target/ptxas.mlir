@@ -41,8 +41,8 @@
 // RUN: FileCheck %s --check-prefixes=MMA,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.mma.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.mma.sm_90a.ptx -o %t.mma.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
 //
-// The wgmma strategy (sm_90a): the 128-head bf16 decode gets the wgmma
-// split kernel, everything else is as with mma-sync. ptxas must accept it
+// The wgmma strategy (sm_90a): the bf16 and f16 decodes of 16 and 128
+// heads get the wgmma split kernel, everything else is as with mma-sync. ptxas must accept it
 // with no stack frame, no spills and no "Potential Performance Loss"
 // (wgmma serialized because other instructions touch its accumulators).
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.wgmma.ptx -o /dev/null
@@ -130,7 +130,7 @@
 // MMA: {{^}}.visible .entry prefill_attention_22(
 // MMA: {{^}}.visible .entry merge_attn_states_23(
 
-// With wgmma, the 128-head decode's split kernel: two warpgroups, scores
+// With wgmma, the decodes' split kernels: two warpgroups, scores
 // by m64n32k16 and PV by m64n256k16 (B N-major) wgmma from shared memory,
 // made visible to them by fence.proxy.async; partial rows written by bulk
 // copies.
@@ -150,7 +150,7 @@
 // WGMMA: {{^}}.visible .entry decode_attention_combine_3(
 // WGMMA: {{^}}.visible .entry decode_attention_split_4(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_5(
-// WGMMA: {{^}}.visible .entry decode_attention_split_mma_6(
+// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_6(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_7(
 // WGMMA: {{^}}.visible .entry decode_attention_split_8(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_9(
