@@ -11,6 +11,7 @@
 #include "mla/Runtime/CudaDevice.h"
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
+#include "mla/Target/MmaDecodeShape.h"
 #include "mla/Target/WgmmaDecodeShape.h"
 
 #include <algorithm>
@@ -378,13 +379,23 @@ void checkDecodeWith(const DecodeCase &c,
                        maxBlocks, scale);
 }
 
-/// Whether the mma-sync strategy has a tensor-core split kernel for `c`:
-/// bf16 or f16 queries over a cache of the same type, kv_lora_rank % 64 ==
-/// 0 and rope_dim % 16 == 0 (other cases fall back to the generic kernel).
-bool hasMmaSplitKernel(const DecodeCase &c) {
+/// Whether q and the cache of `c` are both bf16 or both f16.
+bool hasSameTwoByteTypes(const DecodeCase &c) {
   return c.activation == c.cache &&
-         (c.activation == DType::BF16 || c.activation == DType::F16) &&
-         c.kvLoraRank % 64 == 0 && c.ropeDim % 16 == 0;
+         (c.activation == DType::BF16 || c.activation == DType::F16);
+}
+
+/// Whether the mma-sync strategy has its tensor-core split kernel for `c`
+/// on the test GPU, by the rule the lowering and the MLA layer share
+/// (other cases fall back to the generic kernel).
+bool hasMmaSplitKernel(const DecodeCase &c) {
+  const cuda::Device *device = testGpu();
+  if (!device)
+    return false;
+  GpuTarget target = cantFail(GpuTarget::forCapability(
+      device->capability().major, device->capability().minor));
+  return mma_decode::runsOn(hasSameTwoByteTypes(c), c.kvLoraRank, c.ropeDim,
+                            target.maxSharedBytesPerBlock());
 }
 
 /// Whether the test GPU runs sm_90a code (the wgmma strategy).
@@ -398,10 +409,8 @@ bool testGpuRunsWgmma() {
 /// the lowering and the MLA layer share.
 bool hasWgmmaSplitKernel(const DecodeCase &c) {
   GpuTarget sm90a = cantFail(GpuTarget::parse("sm_90a"));
-  return wgmma_decode::runsOn(
-      c.activation == c.cache &&
-          (c.activation == DType::BF16 || c.activation == DType::F16),
-      c.heads, c.kvLoraRank, c.ropeDim, sm90a.maxSharedBytesPerBlock());
+  return wgmma_decode::runsOn(hasSameTwoByteTypes(c), c.heads, c.kvLoraRank,
+                              c.ropeDim, sm90a.maxSharedBytesPerBlock());
 }
 
 /// Checks a decode case with the generic kernels and, on the GPU, with
