@@ -4,9 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 
-#include <cmath>
 
 using namespace mlir;
 using mlir::gpu::Dimension;
@@ -77,27 +75,6 @@ DecodeSplitBlock::LaneRow DecodeSplitBlock::laneRow(Value local) {
   Value visible = e.visibleKeys(causal, query, queryLen, seqLen);
   return {local, e.lessThan(r, rows), query, head,
           e.clampIndex(last, e.index(0), visible)};
-}
-
-OnlineMax onlineMax(MmaEmitter &e, Value old, Value tileMax) {
-  Value m = e.maxf(old, tileMax);
-  Value safe = e.select(e.isNegInf(m), e.f32(0.0), m);
-  return {m, safe, e.exp2(e.subf(old, safe))};
-}
-
-RowEnd finishRow(MmaEmitter &e, Value max, Value sum) {
-  OpBuilder &b = e.builder();
-  Location l = e.location();
-  Value zero = e.f32(0.0);
-  Value hasKeys =
-      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, zero);
-  Value inverse =
-      e.select(hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), zero);
-  Value lse = e.select(hasKeys,
-                       e.addf(e.mulf(max, e.f32(M_LN2)),
-                              math::LogOp::create(b, l, sum)),
-                       e.negInf());
-  return {inverse, lse};
 }
 
 void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,

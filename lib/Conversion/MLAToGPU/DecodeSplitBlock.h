@@ -3,9 +3,8 @@
 // The mma.sync (GpuDecodeMma.cpp) and wgmma (GpuDecodeWgmma.cpp) decode
 // split kernels differ in their tiles and products, not in what a block
 // works on: a request, a tile of its (query, head) rows r = s * N + h, a
-// split of its tokens, pages looked up in the block table, the online
-// softmax's running max and the final out / lse of a row. Those are here,
-// once.
+// split of its tokens, pages looked up in the block table. Those are here,
+// once (the online softmax's steps are MmaEmitter's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,24 +63,6 @@ private:
   bool causal;
   mlir::Value numSplits, capacity, lastBlock;
 };
-
-/// One online-softmax step of a row in base 2: from the running max `old`
-/// and the tile's `tileMax`, the new max (-inf while nothing was seen), the
-/// max to subtract (0 instead of -inf, so that exp2(-inf - m) is 0, never
-/// NaN) and exp2(old - safe), the factor rescaling earlier sums and
-/// outputs.
-struct OnlineMax {
-  mlir::Value max, safe, alpha;
-};
-OnlineMax onlineMax(MmaEmitter &e, mlir::Value old, mlir::Value tileMax);
-
-/// A row's end from its max (base 2) and sum: 1 / l (0 when l = 0) and
-/// lse = m ln 2 + log(l) (-inf when l = 0), as every split kernel writes
-/// them.
-struct RowEnd {
-  mlir::Value inverse, lse;
-};
-RowEnd finishRow(MmaEmitter &e, mlir::Value max, mlir::Value sum);
 
 /// Launches a split kernel from `host` on grid (B, ceil(Sq * N /
 /// tileRows), splits).

@@ -223,7 +223,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                      ValueRange{e.add(
                                          group,
                                          e.index(w * kTileRows + 8 * i))}));
-                  OnlineMax step = onlineMax(e, it[i], tileMax);
+                  MmaEmitter::OnlineMax step = e.onlineMax(it[i], tileMax);
                   next[i] = step.max;
                   rowMax.push_back(step.safe);
                   alpha.push_back(step.alpha);
@@ -303,7 +303,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                       group, e.index(w * kTileRows + 8 * i))}));
             const DecodeSplitBlock::LaneRow &row = laneRows[i];
             e.ifThen(row.real, [&] {
-              RowEnd end = finishRow(e, state[i], sum);
+              MmaEmitter::RowEnd end = e.finishRow(state[i], sum);
               for (int64_t t = 0; t < warpNTiles; ++t)
                 for (int64_t c = 0; c < 2; ++c) {
                   Value col = e.add(warpCol0, e.add(e.index(8 * t + c),

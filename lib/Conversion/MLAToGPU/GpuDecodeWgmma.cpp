@@ -277,7 +277,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 SmallVector<Value> next(it.begin(), it.end());
                 SmallVector<Value> alpha, rowMax;
                 for (int64_t i = 0; i < 2; ++i) {
-                  OnlineMax step = onlineMax(e, it[i], tileMax[i]);
+                  MmaEmitter::OnlineMax step = e.onlineMax(it[i], tileMax[i]);
                   next[i] = step.max;
                   rowMax.push_back(step.safe);
                   alpha.push_back(step.alpha);
@@ -347,7 +347,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           for (int64_t i = 0; i < 2; ++i) {
             Value sum = sums[i];
             const DecodeSplitBlock::LaneRow &row = laneRows[i];
-            RowEnd end = finishRow(e, state[i], sum);
+            MmaEmitter::RowEnd end = e.finishRow(state[i], sum);
             inverses.push_back(end.inverse);
             e.ifThen(e.andi(row.real, writesLse), [&] {
               e.storeF32(end.lse, partLse, {req, row.query, row.head, split});

@@ -366,28 +366,25 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 for (int64_t m = 0; m < kWarpRowTiles; ++m)
                   for (int64_t i = 0; i < 2; ++i) {
                     int64_t row = 2 * m + i;
-                    Value mx = it[row];
+                    Value tileMax = e.negInf();
                     for (int64_t nt = 0; nt < kKeyTiles; ++nt)
                       for (int64_t c = 0; c < 2; ++c)
-                        mx = e.maxf(mx, s[sAt(m, nt, i, c)]);
-                    mx = e.quadMax(mx);
-                    // A row that has seen nothing keeps -inf; subtract 0
-                    // then so that exp2(-inf - m) is 0, never NaN.
-                    Value safe = e.select(e.isNegInf(mx), fzero, mx);
-                    Value alpha = e.exp2(e.subf(it[row], safe));
-                    Value sum = e.mulf(it[laneRows + row], alpha);
+                        tileMax = e.maxf(tileMax, s[sAt(m, nt, i, c)]);
+                    MmaEmitter::OnlineMax step =
+                        e.onlineMax(it[row], e.quadMax(tileMax));
+                    Value sum = e.mulf(it[laneRows + row], step.alpha);
                     for (int64_t nt = 0; nt < kKeyTiles; ++nt)
                       for (int64_t c = 0; c < 2; ++c) {
                         int64_t at = sAt(m, nt, i, c);
-                        p[at] = e.exp2(e.subf(s[at], safe));
+                        p[at] = e.exp2(e.subf(s[at], step.safe));
                         sum = e.addf(sum, p[at]);
                       }
-                    nextState[row] = mx;
+                    nextState[row] = step.max;
                     nextState[laneRows + row] = sum;
                     for (int64_t t = 0; t < vTiles; ++t)
                       for (int64_t c = 0; c < 2; ++c)
                         nextState[oAt(m, t, i, c)] =
-                            e.mulf(it[oAt(m, t, i, c)], alpha);
+                            e.mulf(it[oAt(m, t, i, c)], step.alpha);
                   }
 
                 // O += P V: P's A fragment for keys [16 kk, 16 kk + 16) is
@@ -436,25 +433,16 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
               Value sum = e.quadSum(state[laneRows + row]);
               e.ifThen(e.lessThan(rowOf[row], sq), [&] {
                 Value token = e.add(qBegin, rowOf[row]);
-                Value hasKeys = arith::CmpFOp::create(
-                    b, l, arith::CmpFPredicate::OGT, sum, fzero);
-                Value inverse = e.select(
-                    hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
-                    fzero);
+                MmaEmitter::RowEnd end = e.finishRow(state[row], sum);
                 for (int64_t t = 0; t < vTiles; ++t)
                   for (int64_t c = 0; c < 2; ++c) {
                     Value col =
                         e.add(e.index(8 * t + c), e.mul(quad, e.index(2)));
-                    e.storeF32(e.mulf(state[oAt(m, t, i, c)], inverse), out,
-                               {token, head, col});
+                    e.storeF32(e.mulf(state[oAt(m, t, i, c)], end.inverse),
+                               out, {token, head, col});
                   }
                 e.ifThen(leader, [&] {
-                  Value rowLse = e.select(
-                      hasKeys,
-                      e.addf(e.mulf(state[row], e.f32(M_LN2)),
-                             math::LogOp::create(b, l, sum)),
-                      negInf);
-                  e.storeF32(rowLse, lse, {head, token});
+                  e.storeF32(end.lse, lse, {head, token});
                 });
               });
             }

@@ -5,11 +5,14 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/Support/ErrorHandling.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -139,6 +142,25 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                     }
                   });
       });
+}
+
+MmaEmitter::OnlineMax MmaEmitter::onlineMax(Value old, Value tileMax) {
+  Value m = maxf(old, tileMax);
+  Value safe = select(isNegInf(m), f32(0.0), m);
+  return {m, safe, exp2(subf(old, safe))};
+}
+
+MmaEmitter::RowEnd MmaEmitter::finishRow(Value max, Value sum) {
+  Value zero = f32(0.0);
+  Value hasKeys =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, sum, zero);
+  Value inverse =
+      select(hasKeys, arith::DivFOp::create(b, loc, f32(1.0), sum), zero);
+  Value lse = select(hasKeys,
+                     addf(mulf(max, f32(M_LN2)),
+                          math::LogOp::create(b, loc, sum)),
+                     negInf());
+  return {inverse, lse};
 }
 
 Value MmaEmitter::commitCopies() {

@@ -73,6 +73,24 @@ public:
                 const std::function<SourceRow(mlir::Value row)> &source,
                 int64_t warps = kBlockWarps, const SharedIndex &at = {});
 
+  /// One online-softmax step of a row in base 2: from the running max
+  /// `old` and the tile's `tileMax`, the new max (-inf while nothing was
+  /// seen), the max to subtract (0 instead of -inf, so that exp2(-inf - m)
+  /// is 0, never NaN) and exp2(old - safe), the factor rescaling earlier
+  /// sums and outputs.
+  struct OnlineMax {
+    mlir::Value max, safe, alpha;
+  };
+  OnlineMax onlineMax(mlir::Value old, mlir::Value tileMax);
+
+  /// A row's end from its max (base 2) and sum: 1 / l (0 when l = 0) and
+  /// lse = m ln 2 + log(l) (-inf when l = 0), as every attention kernel
+  /// writes them.
+  struct RowEnd {
+    mlir::Value inverse, lse;
+  };
+  RowEnd finishRow(mlir::Value max, mlir::Value sum);
+
   /// Commits the copies issued so far as a group (possibly empty); returns
   /// its token.
   mlir::Value commitCopies();
