@@ -41,8 +41,8 @@ inline constexpr const char *kTcSm90aBackend = "TC_SM90A";
 /// The environment variable naming a backend.
 inline constexpr const char *kAttentionBackendEnvVar = "MLA_ATTENTION_BACKEND";
 
-/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode and prefill)
-/// and the planned TC_SM90A (wgmma/TMA; declared, not available yet).
+/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode
+/// and prefill) and TC_SM90A (wgmma decode on sm_90a, 16..128 heads).
 std::vector<Backend> builtinBackends();
 
 /// The backends to try, in order, on the devices a rule matches: CUDA
