@@ -22,15 +22,23 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto fail = [&](llvm::Error error) {
+      emitError(module.getLoc())
+          << "mla-select-gpu-target: " << llvm::toString(std::move(error));
+      signalPassFailure();
+    };
+    // Records `target` on the module, unless its strategy cannot run on
+    // its chip (wgmma off sm_90a).
+    auto record = [&](const GpuTarget &target) {
+      if (llvm::Error error = target.checkStrategy())
+        return fail(std::move(error));
+      module->setAttr(kTargetAttrName, target.toAttr(&getContext()));
+    };
     std::optional<KernelStrategy> chosen;
     if (!strategy.empty()) {
       auto parsed = parseStrategy(strategy);
-      if (!parsed) {
-        emitError(module.getLoc())
-            << "mla-select-gpu-target: " << llvm::toString(parsed.takeError())
-;
-        return signalPassFailure();
-      }
+      if (!parsed)
+        return fail(parsed.takeError());
       chosen = *parsed;
     }
     auto existing = GpuTarget::fromAttr(module->getAttr(kTargetAttrName));
@@ -38,26 +46,19 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
       // Keep a target chosen earlier, but make sure it is a valid one.
       if (!existing) {
         emitError(module.getLoc()) << llvm::toString(existing.takeError())
-                           << " (or pass chip=sm_XX)";
+                                   << " (or pass chip=sm_XX)";
         return signalPassFailure();
       }
       if (chosen && *chosen != existing->strategy) {
         existing->strategy = *chosen;
-        if (llvm::Error error = existing->checkStrategy()) {
-          emitError(module.getLoc()) << "mla-select-gpu-target: "
-                                     << llvm::toString(std::move(error));
-          return signalPassFailure();
-        }
-        module->setAttr(kTargetAttrName, existing->toAttr(&getContext()));
+        record(*existing);
       }
       return;
     }
     auto target = GpuTarget::parse(chip);
     if (!target) {
       llvm::consumeError(existing.takeError());
-      emitError(module.getLoc()) << "mla-select-gpu-target: "
-                         << llvm::toString(target.takeError());
-      return signalPassFailure();
+      return fail(target.takeError());
     }
     // The strategy: the option's, else the module's (a new chip for the
     // same kernels), else generic.
@@ -67,12 +68,7 @@ struct SelectGpuTarget : public impl::SelectGpuTargetBase<SelectGpuTarget> {
       llvm::consumeError(existing.takeError());
     if (chosen)
       target->strategy = *chosen;
-    if (llvm::Error error = target->checkStrategy()) {
-      emitError(module.getLoc()) << "mla-select-gpu-target: "
-                                 << llvm::toString(std::move(error));
-      return signalPassFailure();
-    }
-    module->setAttr(kTargetAttrName, target->toAttr(&getContext()));
+    record(*target);
   }
 };
 

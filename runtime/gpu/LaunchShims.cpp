@@ -14,7 +14,7 @@ using namespace mla::cuda;
 namespace mla::gpu {
 
 bool SharedMemoryOptIns::ensure(CUfunction function, int bytes,
-                                const std::function<bool(int)> &optIn) {
+                                llvm::function_ref<bool(int)> optIn) {
   std::lock_guard<std::mutex> lock(mutex);
   auto entry = std::find_if(known.begin(), known.end(),
                             [&](const auto &k) { return k.first == function; });

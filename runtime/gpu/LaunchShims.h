@@ -15,14 +15,13 @@
 
 #include "mla/Runtime/CudaDriver.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/Error.h"
 
-#include <string>
-
-#include <functional>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,7 +40,7 @@ public:
   /// thread never lowers the limit), and success is remembered. One
   /// thread at a time. False when `optIn` fails.
   bool ensure(cuda::CUfunction function, int bytes,
-              const std::function<bool(int limit)> &optIn);
+              llvm::function_ref<bool(int limit)> optIn);
 
 private:
   mutable std::mutex mutex;

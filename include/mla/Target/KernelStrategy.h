@@ -20,8 +20,8 @@ namespace mla {
 /// have a tensor-core form with warp-level mma.sync (sm_80+; the bf16/f16
 /// decode split kernel and prefill attention) and the others as `Generic`
 /// does. `Warpgroup` ("wgmma", sm_90a only) writes the kernels that have a
-/// Hopper form with warpgroup-level wgmma (the decode split kernel for 64
-/// and more head rows) and the others as `TensorCore` does.
+/// Hopper form with warpgroup-level wgmma (the decode split kernel for 16
+/// and more heads) and the others as `TensorCore` does.
 enum class KernelStrategy { Generic, TensorCore, Warpgroup };
 
 /// "generic", "mma-sync" or "wgmma".

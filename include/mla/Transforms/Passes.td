@@ -61,9 +61,9 @@ def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
     through warp-level mma.sync where a kernel has that form: the bf16/f16
     decode split kernel and prefill attention) or `wgmma` (sm_90a only:
     warpgroup-level wgmma where a kernel has that form, the decode split
-    kernel for 16 or more heads, else as mma-sync). Without it, the module's existing
-    strategy is kept (also when `chip` replaces the chip), and a new target
-    gets `generic`.
+    kernel for 16 or more heads, else as mma-sync; refused for other
+    chips). Without it, the module's existing strategy is kept (also when
+    `chip` replaces the chip), and a new target gets `generic`.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"\"",

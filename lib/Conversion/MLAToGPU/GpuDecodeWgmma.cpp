@@ -81,7 +81,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
   int64_t qkDim = latent + op.getRopeDim();
   double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  SharedLayout layout(qkDim, stagesFor(qkDim, kernels.target().maxSharedBytesPerBlock()));
+  SharedLayout layout(
+      qkDim, stagesFor(qkDim, kernels.target().maxSharedBytesPerBlock()));
   const int64_t vectorsPerRow = qkDim / kCopyElems;
   const int64_t halfColumns = latent / kWarpgroups; // O columns of a group
   const int64_t sRegs = kTileRows * kHalfTokens / 128;
@@ -136,8 +137,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           // The lane's two rows of the tile: 16 w + g and + 8.
           SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
           for (int64_t i = 0; i < 2; ++i)
-            laneRows.push_back(block.laneRow(e.add(
-                e.mul(groupWarp, e.index(16)), e.add(laneGroup, e.index(8 * i)))));
+            laneRows.push_back(block.laneRow(
+                e.add(e.mul(groupWarp, e.index(16)),
+                      e.add(laneGroup, e.index(8 * i)))));
 
           // A value per lane row, reduced over the two warpgroups through
           // `buffer` (one slot per group and tile row): the quad leaders
@@ -170,7 +172,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
 
           auto swizzledAt = [&](int64_t byteOffset, Value stageOffset) {
             return [&, byteOffset, stageOffset](Value row, Value col) {
-              Value at = e.add(e.index(byteOffset / 2), e.swizzled(row, col, kTileRows));
+              Value at = e.add(e.index(byteOffset / 2),
+                               e.swizzled(row, col, kTileRows));
               if (stageOffset)
                 at = e.add(at, stageOffset);
               return SmallVector<Value, 2>{at};
@@ -392,25 +395,25 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
               }
             e.sharedProxyFence();
             e.barrier();
+            // Thread r < 64 copies tile row r = s * N + h, partial row
+            // ((req * Sq + s) * N + h) * S + split = (req * Sq * N + r) * S
+            // + split.
             Value r = e.add(tileRow0, tid);
             e.ifThen(e.andi(e.lessThan(tid, e.index(kTileRows)),
                             e.lessThan(r, block.rows)),
                      [&] {
-                       Value query = e.divui(r, heads),
-                             head = e.remui(r, heads);
-                       Value rowIndex = e.add(
-                           e.mul(e.add(e.mul(e.add(e.mul(req, e.dim(part, 1)), query),
-                                             e.index(heads)),
-                                       head),
+                       Value requestRows =
+                           e.mul(e.dim(part, 1), e.index(heads));
+                       Value partRow = e.add(
+                           e.mul(e.add(e.mul(req, requestRows), r),
                                  e.dim(part, 3)),
                            split);
+                       Value partBase =
+                           memref::ExtractAlignedPointerAsIndexOp::create(
+                               b, l, part);
                        e.bulkCopyToGlobal(
-                           e.add(e.sharedAddress(raw),
-                                 e.add(pad, e.mul(tid, e.index(
-                                                           kStagingStride * 4)))),
-                           e.add(memref::ExtractAlignedPointerAsIndexOp::create(
-                                     b, l, part),
-                                 e.mul(rowIndex, e.index(latent * 4))),
+                           e.add(base, e.mul(tid, e.index(kStagingStride * 4))),
+                           e.add(partBase, e.mul(partRow, e.index(latent * 4))),
                            latent * 4);
                      });
             e.waitBulkReads();

@@ -114,8 +114,10 @@ void WgmmaEmitter::wait(int64_t pending) {
 
 void WgmmaEmitter::sharedProxyFence() {
   NVVM::FenceProxyOp::create(
-      b, loc, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      b, loc,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 
 void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
@@ -128,8 +130,9 @@ void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
   };
   // Address spaces of NVPTX: the destination is a generic address, cast
   // to global (cvta.to.global); the source is a shared-window address.
-  Value global = LLVM::AddrSpaceCastOp::create(
-      b, loc, LLVM::LLVMPointerType::get(ctx, 1), pointer(globalDestination, 0));
+  Value global =
+      LLVM::AddrSpaceCastOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 1),
+                                    pointer(globalDestination, 0));
   NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
       b, loc, global, pointer(sharedSource, 3),
       arith::ConstantIntOp::create(b, loc, bytes, 32), Value(), Value());
