@@ -725,6 +725,47 @@ TEST(MetadataDecodeSplits, TensorCoreSchedule) {
   EXPECT_EQ(wide->numSmParts, 16);
 }
 
+TEST(MetadataDecodeSplits, ScheduleFollowsTheKernelTheStrategyPicks) {
+  // An H100: 132 SMs of 228 KiB, blocks of up to 226 KiB under sm_90a.
+  DecodeKernelShape shape;
+  shape.strategy = mla::KernelStrategy::Warpgroup;
+  shape.sameTwoByteTypes = true;
+  shape.numHeads = 128;
+  shape.kvLoraRank = 512;
+  shape.ropeDim = 64;
+  shape.blockSize = 64;
+  shape.numSms = 132;
+  shape.sharedBytesPerSm = 233472;
+  shape.maxSharedBytesPerBlock = 226 * 1024;
+  auto rowsAndCtas = [](const DecodeSplitConfig &c) {
+    return std::make_pair(c.rowsPerCta, c.ctasPerSm);
+  };
+  using Pair = std::pair<int64_t, int64_t>;
+  // wgmma: 64 rows a CTA, one CTA an SM; also with one KV stage (rope 128).
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(shape)), Pair(64, 1));
+  DecodeKernelShape wideRope = shape;
+  wideRope.ropeDim = 128;
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(wideRope)), Pair(64, 1));
+  // Fewer heads than the wgmma kernel takes: mma-sync's 16 rows, two
+  // 96,256-byte CTAs an SM.
+  DecodeKernelShape few = shape;
+  few.numHeads = 8;
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(few)), Pair(16, 2));
+  // mma-sync, and with too little shared memory a block for its kernel.
+  DecodeKernelShape mma = shape;
+  mma.strategy = mla::KernelStrategy::TensorCore;
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(mma)), Pair(16, 2));
+  mma.maxSharedBytesPerBlock = 64 * 1024;
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(mma)), Pair(4, 8));
+  // Mixed dtypes or the generic strategy: 4 rows, 8 CTAs an SM.
+  DecodeKernelShape mixed = shape;
+  mixed.sameTwoByteTypes = false;
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(mixed)), Pair(4, 8));
+  DecodeKernelShape generic = shape;
+  generic.strategy = mla::KernelStrategy::Generic;
+  EXPECT_EQ(rowsAndCtas(decodeScheduleFor(generic)), Pair(4, 8));
+}
+
 TEST(MetadataDecodeSplits, SplitsFitTheWavesTheBatchNeeds) {
   // mma-sync at 128 heads: 8 CTAs a split, 33 parts. 4 x 32768 tokens cost
   // 4 * 517 = 2068, 63 blocks a split would give 9 splits a request: 36 >
