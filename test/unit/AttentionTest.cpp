@@ -13,6 +13,7 @@
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Target/MmaDecodeShape.h"
 #include "mla/Target/WgmmaDecodeShape.h"
+#include "mla/Target/WgmmaPrefillShape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -81,8 +82,25 @@ bool hasMmaPrefillKernel(const PrefillCase &c) {
          c.vDim <= 128;
 }
 
-/// Checks a prefill case with the generic kernel and, on the GPU where the
-/// mma-sync strategy has a tensor-core kernel for it, with that too.
+/// Whether the test GPU runs sm_90a code (the wgmma strategy).
+bool testGpuRunsWgmma() {
+  const cuda::Device *device = testGpu();
+  return testingOnGpu() && device && device->capability().major == 9 &&
+         device->capability().minor == 0;
+}
+
+/// Whether the wgmma strategy has its prefill kernel for `c`, by the rule
+/// the lowering uses.
+bool hasWgmmaPrefillKernel(const PrefillCase &c) {
+  GpuTarget sm90a = cantFail(GpuTarget::parse("sm_90a"));
+  return (c.dtype == DType::BF16 || c.dtype == DType::F16) &&
+         wgmma_prefill::takesDims(c.qkDim, c.vDim,
+                                  sm90a.maxSharedBytesPerBlock());
+}
+
+/// Checks a prefill case with the generic kernel and, on the GPU, with each
+/// tensor-core kernel that takes it: mma-sync's, and wgmma's on an sm_90
+/// device.
 void checkPrefill(const PrefillCase &c) {
   {
     SCOPED_TRACE("strategy generic");
@@ -91,6 +109,10 @@ void checkPrefill(const PrefillCase &c) {
   if (testingOnGpu() && hasMmaPrefillKernel(c)) {
     SCOPED_TRACE("strategy mma-sync");
     checkPrefillWith(c, KernelStrategy::TensorCore);
+  }
+  if (testGpuRunsWgmma() && hasWgmmaPrefillKernel(c)) {
+    SCOPED_TRACE("strategy wgmma");
+    checkPrefillWith(c, KernelStrategy::Warpgroup);
   }
 }
 
@@ -166,6 +188,17 @@ TEST(PrefillTiles, ExactlyTheDefaultSharedMemoryLimit) {
   // dynamic shared memory, plus the 1-byte static symbol that addresses
   // it, so the launch must opt in above the default limit.
   checkPrefill({DType::BF16, 4, true, {130, 5}, {140, 5}, 96, 64});
+}
+
+TEST(PrefillTiles, WarpgroupHalves) {
+  // The wgmma kernel's 128-row tiles are two warpgroups' 64 rows over
+  // 64-key tiles in a three-stage ring: tiles where only the first
+  // warpgroup has real rows (192 rows), where the second skips the last
+  // key tile the first needs (causal, Skv = Sq), where the ring wraps many
+  // times (1000 keys), and one column block per head dim (64 / 64).
+  checkPrefill({DType::BF16, 2, true, {128, 192, 1000}, {128, 192, 1000}});
+  checkPrefill({DType::F16, 3, false, {65, 130}, {1000, 63}, 64, 64});
+  checkPrefill({DType::BF16, 2, true, {256, 3}, {64, 700}, 128, 64});
 }
 
 TEST(PrefillTiles, LargestHeadDims) {
@@ -396,13 +429,6 @@ bool hasMmaSplitKernel(const DecodeCase &c) {
       device->capability().major, device->capability().minor));
   return mma_decode::runsOn(hasSameTwoByteTypes(c), c.kvLoraRank, c.ropeDim,
                             target.maxSharedBytesPerBlock());
-}
-
-/// Whether the test GPU runs sm_90a code (the wgmma strategy).
-bool testGpuRunsWgmma() {
-  const cuda::Device *device = testGpu();
-  return testingOnGpu() && device && device->capability().major == 9 &&
-         device->capability().minor == 0;
 }
 
 /// Whether the wgmma strategy has its split kernel for `c`, by the rule
@@ -849,12 +875,15 @@ void checkPrefillOnGpu(KernelStrategy strategy, int64_t qkDim, int64_t vDim,
 }
 
 TEST(PrefillMma, MisalignedQueryKeysValues) {
-  // q, k and v 2 bytes past aligned allocations: the tensor-core prefill
-  // copies its tiles element by element.
+  // q, k and v 2 bytes past aligned allocations: the tensor-core prefills
+  // copy their tiles element by element.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
-  for (KernelStrategy strategy :
-       {KernelStrategy::Generic, KernelStrategy::TensorCore}) {
+  std::vector<KernelStrategy> strategies{KernelStrategy::Generic,
+                                         KernelStrategy::TensorCore};
+  if (testGpuRunsWgmma())
+    strategies.push_back(KernelStrategy::Warpgroup);
+  for (KernelStrategy strategy : strategies) {
     SCOPED_TRACE("strategy " + name(strategy));
     checkPrefillOnGpu(strategy, 192, 128, 2);
   }

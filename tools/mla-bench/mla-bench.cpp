@@ -359,9 +359,6 @@ void benchDecode(mlir::MLIRContext &ctx) {
 void benchPrefill(mlir::MLIRContext &ctx) {
   outs() << "\n== prefill: qk 192 / v 128, bf16, one sequence ==\n";
   for (KernelStrategy strategy : chosenStrategies()) {
-    // The wgmma strategy's prefill is mma-sync's (no wgmma form yet).
-    if (strategy == KernelStrategy::Warpgroup)
-      continue;
     // The generic (CUDA-core) kernel takes seconds at 16k tokens: it gets
     // the short shapes only.
     std::vector<int64_t> lengths =

@@ -6,14 +6,14 @@
 // layer (which schedule its decode needs). Plain C++, no MLIR.
 //
 // Every operand tile lives in shared memory in wgmma's 128-byte-swizzled
-// layout: a tile of `rows` x (64 c) elements is c column blocks of
-// rows x 64 elements (128-byte rows), each a stack of 8-row, 1024-byte
-// atoms in which row r's 16-byte chunk k sits at chunk k ^ (r % 8).
+// layout (mla/Target/WgmmaSwizzle.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MLA_TARGET_WGMMADECODESHAPE_H
 #define MLA_TARGET_WGMMADECODESHAPE_H
+
+#include "mla/Target/WgmmaSwizzle.h"
 
 #include <cstdint>
 
@@ -27,10 +27,9 @@ inline constexpr int64_t kTileTokens = 64;
 /// tokens and owns half of the output columns.
 inline constexpr int64_t kWarpgroups = 2;
 inline constexpr int64_t kThreads = kWarpgroups * 128;
-/// Elements of a swizzle atom's row (128 bytes of a 2-byte type).
-inline constexpr int64_t kAtomColumns = 64;
-/// Bytes of one column block row and of one 8-row atom.
-inline constexpr int64_t kRowBytes = 128, kAtomBytes = 1024;
+using wgmma::kAtomBytes;
+using wgmma::kAtomColumns;
+using wgmma::kRowBytes;
 /// Fewest heads for which the kernel is used instead of the 16-row
 /// mma.sync one. Measured on an H100, it is faster from 16 heads on
 /// although three quarters of a single-query 64-row tile are then padding:

@@ -168,6 +168,8 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
 } // namespace
 
 void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
+  if (useWgmmaPrefill(op, kernels.target()))
+    return lowerWgmmaPrefill(op, kernels);
   if (useMmaPrefill(op, kernels.target()))
     return lowerMmaPrefill(op, kernels);
   int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),

@@ -116,14 +116,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value laneGroup = e.divui(lane, 4), quad = e.remui(lane, 4);
 
         block.run([&] {
-          // Shared memory from its first 1024-byte boundary (swizzle
-          // atoms are addressed by absolute address bits).
           Value raw = e.dynamicShared();
-          Value rawAddress = e.sharedAddress(raw);
-          Value pad = e.remui(
-              e.sub(e.index(kAtomBytes), e.remui(rawAddress, kAtomBytes)),
-              kAtomBytes);
-          Value base = e.add(rawAddress, pad);
+          auto [pad, base] = e.alignedShared(raw);
           Value tiles = e.sharedView(raw, pad, {layout.max / 2}, element);
           Value maxS = e.sharedView(raw, e.add(pad, e.index(layout.max)),
                                     {kWarpgroups * kTileRows}, b.getF32Type());

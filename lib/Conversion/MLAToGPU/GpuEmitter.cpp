@@ -114,6 +114,19 @@ void GpuEmitter::ifThenElse(Value cond, const std::function<void()> &thenBody,
   elseBody();
 }
 
+SmallVector<Value> GpuEmitter::selectValues(
+    Value cond, TypeRange types,
+    const std::function<SmallVector<Value>()> &thenValues,
+    const std::function<SmallVector<Value>()> &elseValues) {
+  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, loc, thenValues());
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, elseValues());
+  return SmallVector<Value>(ifOp.getResults());
+}
+
 /// Bytes of one vector access of `memref`'s element type.
 static int64_t vectorBytes(Value memref) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();

@@ -72,6 +72,12 @@ public:
   /// Emits `if (cond) thenBody() else elseBody()`.
   void ifThenElse(mlir::Value cond, const std::function<void()> &thenBody,
                   const std::function<void()> &elseBody);
+  /// Emits `if (cond) thenValues() else elseValues()`, yielding values of
+  /// `types`.
+  llvm::SmallVector<mlir::Value>
+  selectValues(mlir::Value cond, mlir::TypeRange types,
+               const std::function<llvm::SmallVector<mlir::Value>()> &thenValues,
+               const std::function<llvm::SmallVector<mlir::Value>()> &elseValues);
 
   //===--------------------------------------------------------------------===//
   // 16-byte accesses

@@ -65,6 +65,9 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels);
 /// it takes `op` on `target`, and its lowering.
 bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target);
 void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels);
+/// The wgmma strategy's prefill (GpuPrefillWgmma.cpp), likewise.
+bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target);
+void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels);
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels);
 void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels);
 void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels);

@@ -24,10 +24,8 @@
 //    of the keys) are masked, and tiles past the block's last visible key
 //    are never loaded.
 //
-// Varlen: the grid has ceil(T / 128) + B blocks per head, an upper bound on
-// the number of row tiles over all sequences; a block finds its sequence
-// and tile by walking cu_seqlens_q. Blocks take tiles in reverse order, so
-// the long causal tiles at the end of a sequence start first.
+// Varlen: blocks find their sequence and row tile as PrefillTileBlock.h
+// describes.
 //
 // Rows past a sequence's queries are padding (zero queries, never
 // written). A row that sees no key gets out = 0 and lse = -inf. Where q, k
@@ -35,7 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MmaEmitter.h"
+#include "PrefillTileBlock.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -98,20 +96,6 @@ std::optional<PrefillLayout> chooseLayout(int64_t qkDim, int64_t vDim,
   return std::nullopt;
 }
 
-/// Emits `if (cond) thenValues() else elseValues()` yielding the values.
-SmallVector<Value>
-selectValues(OpBuilder &b, Location loc, Value cond, TypeRange types,
-             const std::function<SmallVector<Value>()> &thenValues,
-             const std::function<SmallVector<Value>()> &elseValues) {
-  auto op = scf::IfOp::create(b, loc, types, cond, /*withElse=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(op.thenBlock());
-  scf::YieldOp::create(b, loc, thenValues());
-  b.setInsertionPointToStart(op.elseBlock());
-  scf::YieldOp::create(b, loc, elseValues());
-  return SmallVector<Value>(op.getResults());
-}
-
 } // namespace
 
 bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
@@ -133,9 +117,7 @@ bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
 }
 
 void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
-  const int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),
-                vDim = op.getVHeadDim();
-  const bool causal = op.getCausal();
+  const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
   // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
   const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
@@ -148,55 +130,16 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
         MmaEmitter e(base.builder(), base.location(), element);
         OpBuilder &b = e.builder();
         Location l = e.location();
-        Value q = a[0], k = a[1], v = a[2], cuQ = a[3], cuK = a[4],
-              out = a[5], lse = a[6];
+        PrefillTileBlock block(e, op, a, kBlockRows);
+        Value q = block.q, k = block.k, v = block.v, out = block.out,
+              lse = block.lse, head = block.head;
         Value zero = e.index(0), one = e.index(1);
-        Value numTokens = e.dim(q, 0), numKv = e.dim(k, 0);
-        Value numSeqs = e.minIndex(e.sub(e.dim(cuQ, 0), one),
-                                   e.sub(e.dim(cuK, 0), one));
-        Value head = e.blockId(Dimension::y);
-        Value tileIndex =
-            e.sub(e.sub(e.gridDim(Dimension::x), one), e.blockId(Dimension::x));
-
-        // The block's sequence and row tile: walk the sequences, counting
-        // their row tiles. Offsets are clamped to [0, T], so malformed
-        // ones never make a block read or write out of bounds; decreasing
-        // ones give overlapping (and then unspecified) rows, as the op's
-        // contract leaves them.
-        auto queryRange = [&](Value seq) {
-          Value begin =
-              e.clampIndex(e.loadIndex(cuQ, {seq}), zero, numTokens);
-          Value end = e.clampIndex(e.loadIndex(cuQ, {e.add(seq, one)}), begin,
-                                   numTokens);
-          return std::pair{begin, end};
-        };
-        SmallVector<Value> found = e.forLoop(
-            zero, numSeqs, 1, {zero, e.index(-1), zero},
-            [&](Value s, ValueRange it) -> SmallVector<Value> {
-              auto [begin, end] = queryRange(s);
-              Value tiles = e.ceilDiv(e.sub(end, begin), kBlockRows);
-              Value next = e.add(it[0], tiles);
-              Value hit = e.andi(e.lessThan(it[1], zero), e.lessThan(tileIndex, next));
-              return {next, e.select(hit, s, it[1]),
-                      e.select(hit, e.sub(tileIndex, it[0]), it[2])};
-            });
-        Value seq = found[1];
-        e.ifThen(arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, seq,
-                                       zero),
-                 [&] {
-          auto [qBegin, qEnd] = queryRange(seq);
-          Value kBegin = e.clampIndex(e.loadIndex(cuK, {seq}), zero, numKv);
-          Value kEnd = e.clampIndex(e.loadIndex(cuK, {e.add(seq, one)}),
-                                    kBegin, numKv);
-          Value sq = e.sub(qEnd, qBegin), skv = e.sub(kEnd, kBegin);
-          Value row0 = e.mul(found[2], e.index(kBlockRows));
-          Value lastRow = e.sub(e.minIndex(e.add(row0, e.index(kBlockRows)), sq),
-                                one);
+        block.run([&] {
+          Value qBegin = block.qBegin, sq = block.sq;
           // Keys the block needs at all (its last row's), and the keys
           // every row of it sees (its first row's): tiles below the latter
           // need no mask.
-          Value keyLimit = e.visibleKeys(causal, lastRow, sq, skv);
-          Value sharedKeys = e.visibleKeys(causal, row0, sq, skv);
+          auto [keyLimit, sharedKeys] = block.keyRange(zero, kBlockRows);
           Value unmaskedEnd =
               e.mul(arith::DivUIOp::create(b, l, sharedKeys,
                                            e.index(kTileKeys)),
@@ -224,10 +167,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           // `stage`; keys past keyLimit are zero-filled.
           auto copyKeys = [&](Value first, Value stage) {
             auto source = [&](Value row) {
-              Value j = e.add(first, row);
-              Value jc = e.minIndex(j, e.sub(keyLimit, one));
-              return MmaEmitter::SourceRow{e.lessThan(j, keyLimit),
-                                           {e.add(kBegin, jc), head}};
+              return block.keyRow(e.add(first, row), keyLimit);
             };
             e.copyTile(aligned, kTile(stage), k, kTileKeys, qkDim / kCopyElems,
                        warp, lane, source);
@@ -237,12 +177,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
 
           // The Q tile (padding rows zero) and the first key tile.
           e.copyTile(aligned, qS, q, kBlockRows, qkDim / kCopyElems, warp, lane,
-                     [&](Value row) {
-                       Value r = e.add(row0, row);
-                       Value rc = e.minIndex(r, e.sub(sq, one));
-                       return MmaEmitter::SourceRow{
-                           e.lessThan(r, sq), {e.add(qBegin, rc), head}};
-                     });
+                     [&](Value row) { return block.queryRow(row); });
           e.ifThen(e.lessThan(zero, keyLimit), [&] { copyKeys(zero, zero); });
           e.commitCopies();
 
@@ -250,12 +185,13 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           // 16-row tiles (lane row 2 m + i is row 16 m + group + 8 i of the
           // warp's), and the keys each sees.
           SmallVector<Value, 2 * kWarpRowTiles> rowOf, rowEnd;
-          Value warpRow0 = e.add(row0, e.mul(warp, e.index(kWarpRows)));
+          Value warpRow0 =
+              e.add(block.row0, e.mul(warp, e.index(kWarpRows)));
           for (int64_t m = 0; m < kWarpRowTiles; ++m)
             for (int64_t i = 0; i < 2; ++i) {
               Value r = e.add(warpRow0, e.add(group, e.index(16 * m + 8 * i)));
               rowOf.push_back(r);
-              rowEnd.push_back(e.visibleKeys(causal, r, sq, skv));
+              rowEnd.push_back(block.keysOf(r));
             }
 
           // ldmatrix lane addresses. A (Q): row lane % 16 of the row tile,
@@ -341,8 +277,8 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 // are masked.
                 Value masked = e.lessThan(unmaskedEnd, e.add(first, e.index(1)));
                 SmallVector<Type> f32s(s.size(), b.getF32Type());
-                s = selectValues(
-                    b, l, masked, f32s,
+                s = e.selectValues(
+                    masked, f32s,
                     [&] {
                       SmallVector<Value> m(s);
                       Value key0 = e.add(first, e.mul(quad, e.index(2)));
@@ -456,15 +392,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
   kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   IntegerAttr::get(IntegerType::get(op.getContext(), 32), 2));
 
-  OpBuilder host(op);
-  LoopBuilder hb(host, op.getLoc());
-  Value numSeqs = hb.maxIndex(
-      hb.sub(hb.dim(op.getCuSeqlensQ(), 0), hb.index(1)), hb.index(0));
-  Value tiles =
-      hb.add(hb.ceilDiv(hb.dim(op.getQ(), 0), kBlockRows), numSeqs);
-  KernelFactory::launch(host, op.getLoc(), kernel,
-                        {tiles, hb.index(heads), hb.index(1)},
-                        op->getOperands(), layout.bytes);
+  launchPrefillTiles(op, kernel, kBlockRows, layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -174,6 +174,10 @@ void MmaEmitter::waitCopies(Value group, int64_t pending) {
                                    b.getI32IntegerAttr(pending));
 }
 
+void MmaEmitter::waitPendingCopies(int64_t pending) {
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, b.getI32IntegerAttr(pending));
+}
+
 SmallVector<Value> MmaEmitter::ldmatrix(Value smem, ValueRange idx,
                                         int64_t tiles, bool transpose) {
   auto type = VectorType::get({tiles, 2}, element);

@@ -97,6 +97,9 @@ public:
   /// Waits until at most `pending` of the committed groups (the most
   /// recent ones) are in flight; `group` is the last committed.
   void waitCopies(mlir::Value group, int64_t pending);
+  /// Waits until at most `pending` committed groups are in flight, for
+  /// pipelines whose last commit is in an earlier loop iteration.
+  void waitPendingCopies(int64_t pending);
   /// Commits the copies issued so far and waits for all of them.
   void waitAllCopies() { waitCopies(commitCopies(), 0); }
 

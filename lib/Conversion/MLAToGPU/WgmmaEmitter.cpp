@@ -1,6 +1,7 @@
 //===- WgmmaEmitter.cpp - Warpgroup tensor-core building blocks (sm_90a) --===//
 
 #include "WgmmaEmitter.h"
+#include "mla/Target/WgmmaSwizzle.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -10,6 +11,7 @@
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
+using mla::wgmma::kAtomBytes;
 
 namespace mla::gpu {
 
@@ -23,6 +25,13 @@ constexpr uint64_t kFieldMask = 0x3FFF;
 Value WgmmaEmitter::sharedAddress(Value sharedMemref) {
   // The pointer of a workgroup memref is a shared-window address.
   return memref::ExtractAlignedPointerAsIndexOp::create(b, loc, sharedMemref);
+}
+
+WgmmaEmitter::AlignedShared WgmmaEmitter::alignedShared(Value raw) {
+  Value rawAddress = sharedAddress(raw);
+  Value pad = remui(sub(index(kAtomBytes), remui(rawAddress, kAtomBytes)),
+                    kAtomBytes);
+  return {pad, add(rawAddress, pad)};
 }
 
 Value WgmmaEmitter::swizzled(Value row, Value col, int64_t rows) {
@@ -110,6 +119,14 @@ void WgmmaEmitter::commit() { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); }
 
 void WgmmaEmitter::wait(int64_t pending) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, b.getI64IntegerAttr(pending));
+}
+
+void WgmmaEmitter::warpgroupBarrier(Value group) {
+  Type i32 = b.getI32Type();
+  Value id = arith::IndexCastUIOp::create(b, loc, i32, add(group, index(1)));
+  NVVM::BarrierOp::create(b, loc, Type(), id,
+                          arith::ConstantIntOp::create(b, loc, 128, 32),
+                          NVVM::BarrierReductionAttr(), Value());
 }
 
 void WgmmaEmitter::sharedProxyFence() {

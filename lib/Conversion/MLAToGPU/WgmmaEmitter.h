@@ -36,6 +36,15 @@ public:
 
   /// The shared-window address of a shared memref's first byte (index).
   mlir::Value sharedAddress(mlir::Value sharedMemref);
+  /// Where the block's dynamic shared memory `raw` reaches its first
+  /// 1024-byte boundary, from which the kernels lay out their swizzled
+  /// tiles (swizzle atoms are addressed by absolute address bits; the
+  /// allocations have 1024 bytes of slack): the byte offset into `raw` and
+  /// the shared address.
+  struct AlignedShared {
+    mlir::Value offset, address;
+  };
+  AlignedShared alignedShared(mlir::Value raw);
 
   /// Element offset of (row, col) in a swizzled tile of `rows` rows.
   mlir::Value swizzled(mlir::Value row, mlir::Value col, int64_t rows);
@@ -65,6 +74,9 @@ public:
   void commit();
   /// Waits until at most `pending` committed groups are in flight.
   void wait(int64_t pending);
+  /// bar.sync of warpgroup `group`'s 128 threads alone (named barrier
+  /// 1 + group; barrier 0 is the block's).
+  void warpgroupBarrier(mlir::Value group);
   /// fence.proxy.async on shared memory: makes the generic proxy's writes
   /// (stores, cp.async) visible to wgmma's and bulk copies' reads.
   void sharedProxyFence();

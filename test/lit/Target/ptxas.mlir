@@ -130,12 +130,23 @@
 // MMA: {{^}}.visible .entry prefill_attention_22(
 // MMA: {{^}}.visible .entry merge_attn_states_23(
 
-// With wgmma, the decodes' split kernels: two warpgroups, scores
-// by m64n32k16 and PV by m64n256k16 (B N-major) wgmma from shared memory,
-// made visible to them by fence.proxy.async; partial rows written by bulk
-// copies.
-// WGMMA: {{^}}.visible .entry prefill_attention_mma_0(
-// WGMMA: {{^}}.visible .entry prefill_attention_mma_1(
+// With wgmma, the bf16 prefills: two warpgroups, scores by m64n64k16 and
+// PV by m64n128k16 (B N-major) wgmma from shared memory, a named barrier
+// per warpgroup for its P tile, the key tiles in a three-stage cp.async
+// ring (two groups in flight). The decodes' split kernels: two
+// warpgroups, scores by m64n32k16 and PV by m64n256k16 (B N-major) wgmma
+// from shared memory, made visible to them by fence.proxy.async; partial
+// rows written by bulk copies.
+// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_0(
+// WGMMA: {{^}}.maxntid 256, 1, 1
+// WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
+// WGMMA-DAG: cp.async.wait_group 1;
+// WGMMA-DAG: fence.proxy.async.shared::cta;
+// WGMMA-DAG: bar.sync {{%r[0-9]+}}, 128;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
+// WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
+// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_1(
 // WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_2(
 // WGMMA: {{^}}.maxntid 256, 1, 1
 // WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
@@ -163,7 +174,7 @@
 // WGMMA: {{^}}.visible .entry v_up_proj_16(
 // WGMMA: {{^}}.visible .entry q_absorb_17(
 // WGMMA: {{^}}.visible .entry kv_up_proj_18(
-// WGMMA: {{^}}.visible .entry prefill_attention_mma_19(
+// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_19(
 // WGMMA: {{^}}.visible .entry gather_cache_20(
 // WGMMA: {{^}}.visible .entry kv_up_proj_21(
 // WGMMA: {{^}}.visible .entry prefill_attention_22(

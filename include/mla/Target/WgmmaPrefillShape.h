@@ -1,0 +1,67 @@
+//===- WgmmaPrefillShape.h - The Hopper prefill kernel's shape --*- C++ -*-===//
+//
+// What the wgmma (sm_90a) prefill kernel (lib/Conversion/MLAToGPU/
+// GpuPrefillWgmma.cpp) is made of, and which head dims it takes, for the
+// kernel and for the tests that run it. Plain C++, no MLIR. Tiles live in
+// shared memory in wgmma's swizzled layout (mla/Target/WgmmaSwizzle.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_TARGET_WGMMAPREFILLSHAPE_H
+#define MLA_TARGET_WGMMAPREFILLSHAPE_H
+
+#include "mla/Target/WgmmaSwizzle.h"
+
+#include <cstdint>
+
+namespace mla::wgmma_prefill {
+
+/// Query rows of a warpgroup (one m64 tile), warpgroups and rows of a
+/// block.
+inline constexpr int64_t kGroupRows = 64;
+inline constexpr int64_t kWarpgroups = 2;
+inline constexpr int64_t kThreads = kWarpgroups * 128;
+inline constexpr int64_t kBlockRows = kWarpgroups * kGroupRows;
+/// Keys of one shared tile: the N of the scores' wgmma, the K of PV's.
+inline constexpr int64_t kTileKeys = 64;
+/// The largest head dims: O is 64 x Dv f32 in a warpgroup's registers
+/// (Dv / 2 a thread), and Dqk / 16 k-steps are unrolled.
+inline constexpr int64_t kMaxVDim = 128, kMaxQkDim = 256;
+
+/// Key tiles in the shared ring: two in flight while one is used.
+inline constexpr int64_t kStages = 3;
+
+/// Where everything lives in a block's shared memory (bytes from the
+/// first 1024-byte boundary; the allocation has that much slack): Q as two
+/// 64-row tiles, kStages stages of a K then a V tile, the warpgroups' P
+/// tiles.
+struct SharedLayout {
+  int64_t q, kv, vOffset, stage, p, bytes;
+
+  SharedLayout(int64_t qkDim, int64_t vDim) {
+    const int64_t elementBytes = 2;
+    q = 0;
+    kv = q + kBlockRows * qkDim * elementBytes;
+    vOffset = kTileKeys * qkDim * elementBytes; // V after K in a stage
+    stage = vOffset + kTileKeys * vDim * elementBytes;
+    p = kv + kStages * stage;
+    bytes = p + kWarpgroups * kGroupRows * kTileKeys * elementBytes +
+            wgmma::kAtomBytes;
+  }
+};
+
+/// Whether the kernel takes these head dims: whole column blocks, within
+/// the register budget, and a layout that fits `maxSharedBytesPerBlock`
+/// (on sm_90a every such pair fits). It also needs bf16 or f16 operands
+/// of one type, row-major.
+inline bool takesDims(int64_t qkDim, int64_t vDim,
+                      int64_t maxSharedBytesPerBlock) {
+  return qkDim > 0 && vDim > 0 && qkDim % wgmma::kAtomColumns == 0 &&
+         vDim % wgmma::kAtomColumns == 0 && qkDim <= kMaxQkDim &&
+         vDim <= kMaxVDim &&
+         SharedLayout(qkDim, vDim).bytes <= maxSharedBytesPerBlock;
+}
+
+} // namespace mla::wgmma_prefill
+
+#endif // MLA_TARGET_WGMMAPREFILLSHAPE_H

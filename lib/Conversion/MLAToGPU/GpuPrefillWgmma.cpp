@@ -1,0 +1,333 @@
+//===- GpuPrefillWgmma.cpp - Hopper prefill attention (wgmma) -------------===//
+//
+// The `wgmma` strategy's kernel for mla.prefill_attention (sm_90a) with
+// bf16 or f16 q, k, v and out and head dims in whole 64-column blocks
+// (DeepSeek's qk 192 / v 128 among them). A block computes a 128-row tile
+// of one sequence's queries for one head (PrefillTileBlock.h) with two
+// warpgroups (256 threads), warpgroup g owning rows [64 g, 64 g + 64), and
+// walks the sequence's keys in 64-key tiles both share:
+//  - K (64 x Dqk) and V (64 x Dv) tiles come in with 16-byte cp.async into
+//    a ring of three stages, so two tiles are in flight while one is used;
+//    keys past the block's last visible key are zero-filled, tiles past it
+//    never loaded;
+//  - S = Q K^T: Dqk / 16 wgmma m64n64k16 per warpgroup, Q and K read from
+//    shared memory through descriptors (both K-major);
+//  - online softmax in base 2: a row lives in one warp's quad, so its max
+//    and sum need quad shuffles only, never another warpgroup;
+//  - P = exp2(S - m) goes to the warpgroup's own 64 x 64 tile in shared
+//    memory (MLIR 22's NVVM wgmma takes A from shared memory only), then a
+//    barrier of the warpgroup's 128 threads;
+//  - O += P V: 4 wgmma m64n(Dv)k16, V read N-major straight from its tile;
+//    O (64 x Dv f32) stays in registers.
+// Causal masking (bottom-right aligned) is applied on the tiles that cross
+// a warpgroup's diagonal (or the end of the keys) only; a warpgroup skips
+// the products of tiles past its own last visible key (the other
+// warpgroup, 64 rows later, may still need them). One block barrier a
+// tile: the tile has landed for every thread, and every thread is past the
+// previous tile, whose stage then takes the copy of the tile two ahead.
+// Three stages fit sm_90a's shared memory for every pair of head dims the
+// kernel takes (mla/Target/WgmmaPrefillShape.h).
+// Each wgmma group is waited for before its results are used.
+//
+// Shared memory (mla/Target/WgmmaSwizzle.h layout, from the first
+// 1024-byte boundary): Q as two 64-row tiles, the K and V tiles of each
+// stage, the two warpgroups' P tiles. Rows past a sequence's queries are
+// padding (zero queries, never written). A row that sees no key gets
+// out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the tiles
+// are copied element by element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PrefillTileBlock.h"
+#include "WgmmaEmitter.h"
+#include "mla/Target/WgmmaPrefillShape.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace mla::gpu {
+
+namespace {
+using namespace wgmma;
+using namespace wgmma_prefill;
+/// Bytes of one 64-column block of a 64-row tile.
+constexpr int64_t kBlockBytes = kGroupRows * kRowBytes;
+static_assert(kTileKeys == kGroupRows,
+              "Q, K and V tiles share the column-block size");
+} // namespace
+
+bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
+  if (target.strategy != KernelStrategy::Warpgroup)
+    return false;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  if (!(element.isBF16() || element.isF16()))
+    return false;
+  for (Value operand : {op.getK(), op.getV(), op.getOut()})
+    if (cast<MemRefType>(operand.getType()).getElementType() != element)
+      return false;
+  for (Value operand : {op.getQ(), op.getK(), op.getV()})
+    if (!GpuEmitter::hasVectorRows(operand))
+      return false;
+  return takesDims(op.getQkHeadDim(), op.getVHeadDim(),
+                   target.maxSharedBytesPerBlock());
+}
+
+void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
+  const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
+  // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
+  const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  const SharedLayout layout(qkDim, vDim);
+  const int64_t stages = kStages;
+  static_assert(kStages >= 2, "the ring keeps a tile in flight");
+  const int64_t sRegs = kGroupRows * kTileKeys / 128;
+  const int64_t oRegs = kGroupRows * vDim / 128;
+  const int64_t qTileBytes = kGroupRows * qkDim * 2;
+
+  auto kernel = kernels.create(
+      "prefill_attention_wgmma", op->getOperandTypes(),
+      [&](GpuEmitter &base, ValueRange a) {
+        WgmmaEmitter e(base.builder(), base.location(), element);
+        OpBuilder &b = e.builder();
+        Location l = e.location();
+        PrefillTileBlock block(e, op, a, kBlockRows);
+        Value zero = e.index(0), one = e.index(1);
+
+        Value tid = e.threadId();
+        Value warp = e.divui(tid, kWarpSize), lane = e.remui(tid, kWarpSize);
+        Value group = e.divui(tid, 128); // warpgroup
+        Value groupWarp = e.remui(warp, 4);
+        Value laneGroup = e.divui(lane, 4), quad = e.remui(lane, 4);
+
+        block.run([&] {
+          Value raw = e.dynamicShared();
+          auto [pad, base] = e.alignedShared(raw);
+          Value tiles = e.sharedView(raw, pad, {(layout.bytes - kAtomBytes) / 2},
+                                     element);
+
+          // Keys the block loads (its last row's) and, per warpgroup, the
+          // keys its rows need and the keys all of them see (tiles below
+          // need no mask).
+          Value blockKeys = block.keyRange(zero, kBlockRows).first;
+          Value groupRow0 = e.mul(group, e.index(kGroupRows));
+          auto [groupKeys, groupShared] = block.keyRange(groupRow0, kGroupRows);
+          Value unmaskedEnd =
+              e.mul(e.divui(groupShared, kTileKeys), e.index(kTileKeys));
+          Value numTiles = e.ceilDiv(blockKeys, kTileKeys);
+          Value aligned = e.vectorAligned({block.q, block.k, block.v});
+          const int64_t warps = kThreads / kWarpSize;
+
+          // Element offsets of (row, col) in the swizzled tiles: Q as two
+          // 64-row tiles, K and V of a stage.
+          auto qAt = [&](Value row, Value col) {
+            Value tile = e.divui(row, kGroupRows);
+            return SmallVector<Value, 2>{
+                e.add(e.mul(tile, e.index(qTileBytes / 2)),
+                      e.swizzled(e.remui(row, kGroupRows), col, kGroupRows))};
+          };
+          auto stageOf = [&](Value t) { return e.remui(t, stages); };
+          auto stageAt = [&](Value t, int64_t offset) {
+            return e.add(e.index(layout.kv + offset),
+                         e.mul(stageOf(t), e.index(layout.stage)));
+          };
+          // Copies the K and V rows of tile t (keys from 64 t).
+          auto copyKeys = [&](Value t) {
+            Value first = e.mul(t, e.index(kTileKeys));
+            auto source = [&](Value row) {
+              return block.keyRow(e.add(first, row), blockKeys);
+            };
+            for (auto [src, dim, offset] :
+                 {std::tuple{block.k, qkDim, int64_t(0)},
+                  std::tuple{block.v, vDim, layout.vOffset}}) {
+              Value tileBase = e.divui(stageAt(t, offset), 2);
+              e.copyTile(aligned, tiles, src, kTileKeys, dim / kCopyElems,
+                         warp, lane, source, warps, [&](Value row, Value col) {
+                           return SmallVector<Value, 2>{e.add(
+                               tileBase, e.swizzled(row, col, kTileKeys))};
+                         });
+            }
+          };
+
+          // Q and the first stages - 1 tiles, one commit group each (the
+          // Q tile's with tile 0's).
+          e.copyTile(aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems,
+                     warp, lane, [&](Value row) { return block.queryRow(row); },
+                     warps, qAt);
+          for (int64_t t = 0; t < stages - 1; ++t) {
+            Value tile = e.index(t);
+            e.ifThen(e.lessThan(tile, numTiles), [&] { copyKeys(tile); });
+            e.commitCopies();
+          }
+
+          // The lane's two rows of its warpgroup's tile: 16 w + g and + 8.
+          SmallVector<Value, 2> localRow, rowOf, rowEnd;
+          for (int64_t i = 0; i < 2; ++i) {
+            localRow.push_back(e.add(e.mul(groupWarp, e.index(16)),
+                                     e.add(laneGroup, e.index(8 * i))));
+            rowOf.push_back(e.add(block.row0, e.add(groupRow0, localRow[i])));
+            rowEnd.push_back(block.keysOf(rowOf[i]));
+          }
+
+          Value descQ = e.descriptor(
+              e.add(base, e.add(e.index(layout.q),
+                                e.mul(group, e.index(qTileBytes)))),
+              16, kAtomBytes);
+          Value descP = e.descriptor(
+              e.add(base, e.add(e.index(layout.p),
+                                e.mul(group, e.index(kBlockBytes)))),
+              16, kAtomBytes);
+          Value negInf = e.negInf(), fzero = e.f32(0.0);
+          Value scale = e.f32(scaleLog2);
+          // State: the lane rows' maxima (base 2), their partial sums (the
+          // lane's columns), then O (accumulator order).
+          SmallVector<Value> init{negInf, negInf, fzero, fzero};
+          init.append(oRegs, fzero);
+          SmallVector<Type> stateTypes(init.size(), b.getF32Type());
+          SmallVector<Value> state = e.forLoop(
+              zero, numTiles, e.index(1), init,
+              [&](Value t, ValueRange it) -> SmallVector<Value> {
+                // 1. Tile t in shared memory for every thread (the groups
+                // of the stages - 2 tiles after it may be in flight), and
+                // every thread past tile t - 1, whose stage takes tile
+                // t + stages - 1.
+                e.waitPendingCopies(stages - 2);
+                e.sharedProxyFence();
+                e.barrier();
+                Value ahead = e.add(t, e.index(stages - 1));
+                e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
+                e.commitCopies();
+                Value first = e.mul(t, e.index(kTileKeys));
+                Value kAddress = e.add(base, stageAt(t, 0));
+                Value vAddress = e.add(base, stageAt(t, layout.vOffset));
+
+                // The warpgroup's products, where its rows see the tile.
+                auto products = [&]() -> SmallVector<Value> {
+                  // 2. S = Q K^T.
+                  Value descK = e.descriptor(kAddress, 16, kAtomBytes);
+                  // Built before the fence: no register of a wgmma operand
+                  // is written between the fence and the wgmma.
+                  Value acc = e.toAccumulator(SmallVector<Value>(sRegs, fzero));
+                  e.fence();
+                  for (int64_t k = 0; k < qkDim / 16; ++k) {
+                    int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
+                    acc = e.mma(acc, e.advance(descQ, offset),
+                                e.advance(descK, offset), kTileKeys, k > 0,
+                                false);
+                  }
+                  e.commit();
+                  e.wait(0);
+                  SmallVector<Value> s = e.fromAccumulator(acc, sRegs);
+
+                  // 3. Scaled scores, masked on tiles crossing the
+                  // warpgroup's diagonal or the end of the keys:
+                  // s[4 j + 2 i + c] is lane row i, key
+                  // first + 8 j + 2 quad + c.
+                  for (Value &x : s)
+                    x = e.mulf(x, scale);
+                  SmallVector<Type> f32s(sRegs, b.getF32Type());
+                  s = e.selectValues(
+                      e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
+                      [&] {
+                        SmallVector<Value> m(s);
+                        Value key0 = e.add(first, e.mul(quad, e.index(2)));
+                        for (int64_t j = 0; j < kTileKeys / 8; ++j)
+                          for (int64_t c = 0; c < 2; ++c) {
+                            Value key = e.add(key0, e.index(8 * j + c));
+                            for (int64_t i = 0; i < 2; ++i) {
+                              int64_t at = 4 * j + 2 * i + c;
+                              m[at] = e.select(e.lessThan(key, rowEnd[i]),
+                                               m[at], negInf);
+                            }
+                          }
+                        return m;
+                      },
+                      [&] { return SmallVector<Value>(s); });
+
+                  // 4. Online softmax; P to the warpgroup's shared tile.
+                  SmallVector<Value> next(it.begin(), it.end());
+                  SmallVector<Value, 2> alpha;
+                  for (int64_t i = 0; i < 2; ++i) {
+                    Value tileMax = negInf;
+                    for (int64_t j = 0; j < kTileKeys / 8; ++j)
+                      for (int64_t c = 0; c < 2; ++c)
+                        tileMax = e.maxf(tileMax, s[4 * j + 2 * i + c]);
+                    MmaEmitter::OnlineMax step =
+                        e.onlineMax(it[i], e.quadMax(tileMax));
+                    Value sum = e.mulf(it[2 + i], step.alpha);
+                    for (int64_t j = 0; j < kTileKeys / 8; ++j) {
+                      Value p0 = e.exp2(e.subf(s[4 * j + 2 * i], step.safe));
+                      Value p1 =
+                          e.exp2(e.subf(s[4 * j + 2 * i + 1], step.safe));
+                      sum = e.addf(sum, e.addf(p0, p1));
+                      Value col =
+                          e.add(e.index(8 * j), e.mul(quad, e.index(2)));
+                      Value at = e.add(
+                          e.add(e.index(layout.p / 2),
+                                e.mul(group, e.index(kBlockBytes / 2))),
+                          e.swizzled(localRow[i], col, kGroupRows));
+                      vector::StoreOp::create(b, l, e.pack(p0, p1), tiles,
+                                              ValueRange{at},
+                                              /*nontemporal=*/false,
+                                              llvm::MaybeAlign(4));
+                    }
+                    next[i] = step.max;
+                    next[2 + i] = sum;
+                    alpha.push_back(step.alpha);
+                  }
+                  for (int64_t r = 0; r < oRegs; ++r)
+                    next[4 + r] = e.mulf(it[4 + r], alpha[(r % 4) / 2]);
+                  e.sharedProxyFence();
+                  e.warpgroupBarrier(group);
+
+                  // 5. O += P V: V N-major, column blocks 8 KiB apart,
+                  // 8-key atoms 1 KiB apart.
+                  Value descV = e.descriptor(vAddress, kBlockBytes, kAtomBytes);
+                  Value o = e.toAccumulator(ArrayRef<Value>(next).drop_front(4));
+                  e.fence();
+                  for (int64_t k = 0; k < kTileKeys / 16; ++k)
+                    o = e.mma(o, e.advance(descP, 32 * k),
+                              e.advance(descV, 2 * kAtomBytes * k), vDim, true,
+                              true);
+                  e.commit();
+                  e.wait(0);
+                  SmallVector<Value> out = e.fromAccumulator(o, oRegs);
+                  std::copy(out.begin(), out.end(), next.begin() + 4);
+                  return next;
+                };
+                return e.selectValues(
+                    e.lessThan(first, groupKeys), stateTypes, products,
+                    [&] { return SmallVector<Value>(it.begin(), it.end()); });
+              });
+          // Copies still in flight when no tile ran (the Q tile).
+          e.waitAllCopies();
+
+          // out = O / l, lse per real row (lse by the quad's leader).
+          Value leader = e.eqIndex(quad, 0);
+          for (int64_t i = 0; i < 2; ++i) {
+            Value sum = e.quadSum(state[2 + i]);
+            e.ifThen(e.lessThan(rowOf[i], block.sq), [&] {
+              Value token = e.add(block.qBegin, rowOf[i]);
+              MmaEmitter::RowEnd end = e.finishRow(state[i], sum);
+              for (int64_t j = 0; j < vDim / 8; ++j)
+                for (int64_t c = 0; c < 2; ++c) {
+                  Value col =
+                      e.add(e.index(8 * j + c), e.mul(quad, e.index(2)));
+                  e.storeF32(e.mulf(state[4 + 4 * j + 2 * i + c], end.inverse),
+                             block.out, {token, block.head, col});
+                }
+              e.ifThen(leader, [&] {
+                e.storeF32(end.lse, block.lse, {block.head, token});
+              });
+            });
+          }
+        });
+      },
+      kThreads);
+  launchPrefillTiles(op, kernel, kBlockRows, layout.bytes);
+}
+
+} // namespace mla::gpu

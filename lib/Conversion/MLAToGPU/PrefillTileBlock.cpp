@@ -1,0 +1,98 @@
+//===- PrefillTileBlock.cpp - What the tensor-core prefill kernels share --===//
+
+#include "PrefillTileBlock.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+using mlir::gpu::Dimension;
+
+namespace mla::gpu {
+
+PrefillTileBlock::PrefillTileBlock(MmaEmitter &e, PrefillAttentionOp op,
+                                   ValueRange args, int64_t tileRows)
+    : q(args[0]), k(args[1]), v(args[2]), cuQ(args[3]), cuK(args[4]),
+      out(args[5]), lse(args[6]), e(e), tileRows(tileRows),
+      causal(op.getCausal()) {
+  head = e.blockId(Dimension::y);
+}
+
+void PrefillTileBlock::run(const std::function<void()> &body) {
+  Value zero = e.index(0), one = e.index(1);
+  Value numTokens = e.dim(q, 0), numKv = e.dim(k, 0);
+  Value numSeqs =
+      e.minIndex(e.sub(e.dim(cuQ, 0), one), e.sub(e.dim(cuK, 0), one));
+  Value tileIndex =
+      e.sub(e.sub(e.gridDim(Dimension::x), one), e.blockId(Dimension::x));
+  auto queryRange = [&](Value seq) {
+    Value begin = e.clampIndex(e.loadIndex(cuQ, {seq}), zero, numTokens);
+    Value end =
+        e.clampIndex(e.loadIndex(cuQ, {e.add(seq, one)}), begin, numTokens);
+    return std::pair{begin, end};
+  };
+  // (row tiles before the sequence, the block's sequence or -1, its tile)
+  SmallVector<Value> found = e.forLoop(
+      zero, numSeqs, 1, {zero, e.index(-1), zero},
+      [&](Value s, ValueRange it) -> SmallVector<Value> {
+        auto [begin, end] = queryRange(s);
+        Value next = e.add(it[0], e.ceilDiv(e.sub(end, begin), tileRows));
+        Value hit =
+            e.andi(e.lessThan(it[1], zero), e.lessThan(tileIndex, next));
+        return {next, e.select(hit, s, it[1]),
+                e.select(hit, e.sub(tileIndex, it[0]), it[2])};
+      });
+  Value seq = found[1];
+  Value hasTile = arith::CmpIOp::create(e.builder(), e.location(),
+                                        arith::CmpIPredicate::sge, seq, zero);
+  e.ifThen(hasTile, [&] {
+    auto [begin, end] = queryRange(seq);
+    qBegin = begin;
+    sq = e.sub(end, begin);
+    kBegin = e.clampIndex(e.loadIndex(cuK, {seq}), zero, numKv);
+    skv = e.sub(
+        e.clampIndex(e.loadIndex(cuK, {e.add(seq, one)}), kBegin, numKv),
+        kBegin);
+    row0 = e.mul(found[2], e.index(tileRows));
+    body();
+  });
+}
+
+Value PrefillTileBlock::keysOf(Value row) {
+  return e.visibleKeys(causal, row, sq, skv);
+}
+
+std::pair<Value, Value> PrefillTileBlock::keyRange(Value first,
+                                                   int64_t count) {
+  Value begin = e.add(row0, first);
+  Value last =
+      e.minIndex(e.add(begin, e.index(count - 1)), e.sub(sq, e.index(1)));
+  // No real row: no keys.
+  Value needed = e.select(e.lessThan(begin, sq), keysOf(last), e.index(0));
+  return {needed, keysOf(begin)};
+}
+
+MmaEmitter::SourceRow PrefillTileBlock::queryRow(Value tileRow) {
+  Value r = e.add(row0, tileRow);
+  Value rc = e.minIndex(r, e.sub(sq, e.index(1)));
+  return {e.lessThan(r, sq), {e.add(qBegin, rc), head}};
+}
+
+MmaEmitter::SourceRow PrefillTileBlock::keyRow(Value key, Value keyLimit) {
+  Value kc = e.minIndex(key, e.sub(keyLimit, e.index(1)));
+  return {e.lessThan(key, keyLimit), {e.add(kBegin, kc), head}};
+}
+
+void launchPrefillTiles(PrefillAttentionOp op, mlir::gpu::GPUFuncOp kernel,
+                        int64_t tileRows, int64_t sharedBytes) {
+  OpBuilder host(op);
+  LoopBuilder hb(host, op.getLoc());
+  Value numSeqs = hb.maxIndex(
+      hb.sub(hb.dim(op.getCuSeqlensQ(), 0), hb.index(1)), hb.index(0));
+  Value tiles = hb.add(hb.ceilDiv(hb.dim(op.getQ(), 0), tileRows), numSeqs);
+  KernelFactory::launch(host, op.getLoc(), kernel,
+                        {tiles, hb.index(op.getNumHeads()), hb.index(1)},
+                        op->getOperands(), sharedBytes);
+}
+
+} // namespace mla::gpu

@@ -1,0 +1,65 @@
+// convert-mla-to-gpu with strategy wgmma (sm_90a): a bf16/f16
+// mla.prefill_attention with head dims in whole 64-column blocks gets the
+// wgmma prefill kernel: 128-row tiles of a sequence's queries, two
+// warpgroups (256 threads) of 64 rows sharing each 64-key tile; 12 wgmma
+// m64n64k16 score a warpgroup's rows (qk 192; the first with the
+// accumulator zeroed), a named barrier of the warpgroup's 128 threads
+// publishes its P tile, 4 wgmma m64n128k16 add P V (V read N-major, B
+// layout row). Grid (ceil(T / 128) + B, heads) with 189440 bytes: Q 49152,
+// three K/V stages of 40960, two P tiles of 8192, 1024 of alignment slack.
+// Head dims the kernel does not take keep the mma-sync kernel.
+//
+// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
+
+// CHECK-LABEL: func.func @prefill_192_128(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x192xbf16>
+// CHECK-SAME: %[[CQ:[a-z0-9]+]]: memref<?xi32>
+// CHECK: %[[SMEM:.+]] = arith.constant 189440 : i32
+// CHECK: %[[T:.+]] = memref.dim %[[Q]], %c0
+// CHECK: %[[TILES:.+]] = arith.ceildivsi %[[T]], %c128
+// CHECK: %[[GRID:.+]] = arith.addi %[[TILES]],
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%[[GRID]], %c16, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.func @prefill_attention_wgmma_0(
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: gpu.return
+func.func @prefill_192_128(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
+                           %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                           %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  mla.prefill_attention ins(%q, %k, %v, %cq, %ck : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
+      {num_heads = 16 : i64, qk_head_dim = 192 : i64, v_head_dim = 128 : i64,
+       softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// -----
+
+// qk 96 is not whole column blocks: the mma-sync kernel.
+// CHECK-LABEL: func.func @prefill_96_64(
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_mma_0
+// CHECK-NOT: nvvm.wgmma
+func.func @prefill_96_64(%q: memref<?x4x96xf16>, %k: memref<?x4x96xf16>,
+                         %v: memref<?x4x64xf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                         %o: memref<?x4x64xf16>, %lse: memref<4x?xf32>) {
+  mla.prefill_attention ins(%q, %k, %v, %cq, %ck : memref<?x4x96xf16>, memref<?x4x96xf16>, memref<?x4x64xf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x4x64xf16>, memref<4x?xf32>)
+      {num_heads = 4 : i64, qk_head_dim = 96 : i64, v_head_dim = 64 : i64,
+       softmax_scale = 0.1 : f32}
+  return
+}
