@@ -28,38 +28,48 @@ inline constexpr int64_t kTileKeys = 64;
 /// (Dv / 2 a thread), and Dqk / 16 k-steps are unrolled.
 inline constexpr int64_t kMaxVDim = 128, kMaxQkDim = 256;
 
-/// Key tiles in the shared ring: two in flight while one is used.
-inline constexpr int64_t kStages = 3;
-
 /// Where everything lives in a block's shared memory (bytes from the
 /// first 1024-byte boundary; the allocation has that much slack): Q as two
-/// 64-row tiles, kStages stages of a K then a V tile, the warpgroups' P
+/// 64-row tiles, `stages` stages of a K then a V tile, the warpgroups' P
 /// tiles.
 struct SharedLayout {
+  int64_t stages;
   int64_t q, kv, vOffset, stage, p, bytes;
 
-  SharedLayout(int64_t qkDim, int64_t vDim) {
+  SharedLayout(int64_t qkDim, int64_t vDim, int64_t stageCount)
+      : stages(stageCount) {
     const int64_t elementBytes = 2;
     q = 0;
     kv = q + kBlockRows * qkDim * elementBytes;
     vOffset = kTileKeys * qkDim * elementBytes; // V after K in a stage
     stage = vOffset + kTileKeys * vDim * elementBytes;
-    p = kv + kStages * stage;
+    p = kv + stages * stage;
     bytes = p + kWarpgroups * kGroupRows * kTileKeys * elementBytes +
             wgmma::kAtomBytes;
   }
 };
 
+/// Stages of the key-tile ring that fit `maxSharedBytesPerBlock`: while
+/// tile t's V and tile t + 1's K are in use, stages - 2 tiles are in
+/// flight. Four where they fit (two in flight), else three, else zero.
+inline int64_t stagesFor(int64_t qkDim, int64_t vDim,
+                         int64_t maxSharedBytesPerBlock) {
+  for (int64_t stages : {4, 3})
+    if (SharedLayout(qkDim, vDim, stages).bytes <= maxSharedBytesPerBlock)
+      return stages;
+  return 0;
+}
+
 /// Whether the kernel takes these head dims: whole column blocks, within
 /// the register budget, and a layout that fits `maxSharedBytesPerBlock`
-/// (on sm_90a every such pair fits). It also needs bf16 or f16 operands
-/// of one type, row-major.
+/// (on sm_90a every such pair does: qk 192 / v 128 with four stages). It
+/// also needs bf16 or f16 operands of one type, row-major.
 inline bool takesDims(int64_t qkDim, int64_t vDim,
                       int64_t maxSharedBytesPerBlock) {
   return qkDim > 0 && vDim > 0 && qkDim % wgmma::kAtomColumns == 0 &&
          vDim % wgmma::kAtomColumns == 0 && qkDim <= kMaxQkDim &&
          vDim <= kMaxVDim &&
-         SharedLayout(qkDim, vDim).bytes <= maxSharedBytesPerBlock;
+         stagesFor(qkDim, vDim, maxSharedBytesPerBlock) > 0;
 }
 
 } // namespace mla::wgmma_prefill

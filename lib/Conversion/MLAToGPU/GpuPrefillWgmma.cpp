@@ -81,9 +81,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
   // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
   const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  const SharedLayout layout(qkDim, vDim);
-  const int64_t stages = kStages;
-  static_assert(kStages >= 2, "the ring keeps a tile in flight");
+  const int64_t stages =
+      stagesFor(qkDim, vDim, kernels.target().maxSharedBytesPerBlock());
+  const SharedLayout layout(qkDim, vDim, stages);
   const int64_t sRegs = kGroupRows * kTileKeys / 128;
   const int64_t oRegs = kGroupRows * vDim / 128;
   const int64_t qTileBytes = kGroupRows * qkDim * 2;
@@ -109,12 +109,11 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           Value tiles = e.sharedView(raw, pad, {(layout.bytes - kAtomBytes) / 2},
                                      element);
 
-          // Keys the block loads (its last row's) and, per warpgroup, the
-          // keys its rows need and the keys all of them see (tiles below
-          // need no mask).
+          // Keys the block loads (its last row's) and the keys all rows of
+          // the warpgroup see (tiles below need no mask).
           Value blockKeys = block.keyRange(zero, kBlockRows).first;
           Value groupRow0 = e.mul(group, e.index(kGroupRows));
-          auto [groupKeys, groupShared] = block.keyRange(groupRow0, kGroupRows);
+          Value groupShared = block.keyRange(groupRow0, kGroupRows).second;
           Value unmaskedEnd =
               e.mul(e.divui(groupShared, kTileKeys), e.index(kTileKeys));
           Value numTiles = e.ceilDiv(blockKeys, kTileKeys);
@@ -129,10 +128,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 e.add(e.mul(tile, e.index(qTileBytes / 2)),
                       e.swizzled(e.remui(row, kGroupRows), col, kGroupRows))};
           };
-          auto stageOf = [&](Value t) { return e.remui(t, stages); };
           auto stageAt = [&](Value t, int64_t offset) {
             return e.add(e.index(layout.kv + offset),
-                         e.mul(stageOf(t), e.index(layout.stage)));
+                         e.mul(e.remui(t, stages), e.index(layout.stage)));
           };
           // Copies the K and V rows of tile t (keys from 64 t).
           auto copyKeys = [&](Value t) {
@@ -152,26 +150,6 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
             }
           };
 
-          // Q and the first stages - 1 tiles, one commit group each (the
-          // Q tile's with tile 0's).
-          e.copyTile(aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems,
-                     warp, lane, [&](Value row) { return block.queryRow(row); },
-                     warps, qAt);
-          for (int64_t t = 0; t < stages - 1; ++t) {
-            Value tile = e.index(t);
-            e.ifThen(e.lessThan(tile, numTiles), [&] { copyKeys(tile); });
-            e.commitCopies();
-          }
-
-          // The lane's two rows of its warpgroup's tile: 16 w + g and + 8.
-          SmallVector<Value, 2> localRow, rowOf, rowEnd;
-          for (int64_t i = 0; i < 2; ++i) {
-            localRow.push_back(e.add(e.mul(groupWarp, e.index(16)),
-                                     e.add(laneGroup, e.index(8 * i))));
-            rowOf.push_back(e.add(block.row0, e.add(groupRow0, localRow[i])));
-            rowEnd.push_back(block.keysOf(rowOf[i]));
-          }
-
           Value descQ = e.descriptor(
               e.add(base, e.add(e.index(layout.q),
                                 e.mul(group, e.index(qTileBytes)))),
@@ -182,125 +160,171 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
               16, kAtomBytes);
           Value negInf = e.negInf(), fzero = e.f32(0.0);
           Value scale = e.f32(scaleLog2);
+          // Issues S = Q K^T of tile t (the first with a zeroed
+          // accumulator); returns the accumulator, in flight until the
+          // next wait.
+          auto issueScores = [&](Value t) {
+            Value descK = e.descriptor(e.add(base, stageAt(t, 0)), 16,
+                                       kAtomBytes);
+            // Built before the fence: no register of a wgmma operand is
+            // written between the fence and the wgmma.
+            Value acc = e.toAccumulator(SmallVector<Value>(sRegs, fzero));
+            e.fence();
+            for (int64_t k = 0; k < qkDim / 16; ++k) {
+              int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
+              acc = e.mma(acc, e.advance(descQ, offset),
+                          e.advance(descK, offset), kTileKeys, k > 0, false);
+            }
+            e.commit();
+            return acc;
+          };
+
+          // Q and tiles 0 .. stages - 2, a commit group each (Q's with
+          // tile 0's); then tile 0 for every thread and its scores.
+          e.copyTile(aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems,
+                     warp, lane, [&](Value row) { return block.queryRow(row); },
+                     warps, qAt);
+          for (int64_t t = 0; t < stages - 1; ++t) {
+            Value tile = e.index(t);
+            e.ifThen(e.lessThan(tile, numTiles), [&] { copyKeys(tile); });
+            e.commitCopies();
+          }
+          e.waitPendingCopies(stages - 2);
+          e.sharedProxyFence();
+          e.barrier();
+          SmallVector<Type> f32s(sRegs, b.getF32Type());
+          SmallVector<Value> firstScores = e.selectValues(
+              e.lessThan(zero, numTiles), f32s,
+              [&] {
+                Value acc = issueScores(zero);
+                e.wait(0);
+                return e.fromAccumulator(acc, sRegs);
+              },
+              [&] { return SmallVector<Value>(sRegs, fzero); });
+
+          // The lane's two rows of its warpgroup's tile: 16 w + g and + 8.
+          SmallVector<Value, 2> localRow, rowOf, rowEnd;
+          for (int64_t i = 0; i < 2; ++i) {
+            localRow.push_back(e.add(e.mul(groupWarp, e.index(16)),
+                                     e.add(laneGroup, e.index(8 * i))));
+            rowOf.push_back(e.add(block.row0, e.add(groupRow0, localRow[i])));
+            rowEnd.push_back(block.keysOf(rowOf[i]));
+          }
+
           // State: the lane rows' maxima (base 2), their partial sums (the
-          // lane's columns), then O (accumulator order).
+          // lane's columns), O (accumulator order), then this tile's
+          // scores.
           SmallVector<Value> init{negInf, negInf, fzero, fzero};
           init.append(oRegs, fzero);
-          SmallVector<Type> stateTypes(init.size(), b.getF32Type());
+          init.append(firstScores);
+          const int64_t sAt = 4 + oRegs;
           SmallVector<Value> state = e.forLoop(
               zero, numTiles, e.index(1), init,
               [&](Value t, ValueRange it) -> SmallVector<Value> {
-                // 1. Tile t in shared memory for every thread (the groups
-                // of the stages - 2 tiles after it may be in flight), and
-                // every thread past tile t - 1, whose stage takes tile
-                // t + stages - 1.
-                e.waitPendingCopies(stages - 2);
+                // 1. Tile t + 1 in shared memory for every thread (stages
+                // - 3 later ones may be in flight), and every thread past
+                // tile t - 1, whose stage takes tile t + stages - 1.
+                Value next = e.add(t, one);
+                e.waitPendingCopies(stages - 3);
                 e.sharedProxyFence();
                 e.barrier();
                 Value ahead = e.add(t, e.index(stages - 1));
                 e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
                 e.commitCopies();
+
+                // 2. The next tile's scores run on the tensor cores while
+                // this tile's softmax runs (past the last tile: none).
+                Value hasNext = e.lessThan(next, numTiles);
+                auto accType = e.toAccumulator(SmallVector<Value>(sRegs, fzero))
+                                   .getType();
+                Value nextAcc = e.selectValues(
+                    hasNext, {accType}, [&] {
+                      return SmallVector<Value>{issueScores(next)};
+                    },
+                    [&] {
+                      return SmallVector<Value>{e.toAccumulator(
+                          SmallVector<Value>(sRegs, fzero))};
+                    })[0];
+
+                // 3. Scaled scores, masked on tiles crossing the
+                // warpgroup's diagonal or the end of the keys (past its
+                // last visible key every score is masked: P = 0):
+                // s[4 j + 2 i + c] is lane row i, key
+                // first + 8 j + 2 quad + c.
                 Value first = e.mul(t, e.index(kTileKeys));
-                Value kAddress = e.add(base, stageAt(t, 0));
-                Value vAddress = e.add(base, stageAt(t, layout.vOffset));
-
-                // The warpgroup's products, where its rows see the tile.
-                auto products = [&]() -> SmallVector<Value> {
-                  // 2. S = Q K^T.
-                  Value descK = e.descriptor(kAddress, 16, kAtomBytes);
-                  // Built before the fence: no register of a wgmma operand
-                  // is written between the fence and the wgmma.
-                  Value acc = e.toAccumulator(SmallVector<Value>(sRegs, fzero));
-                  e.fence();
-                  for (int64_t k = 0; k < qkDim / 16; ++k) {
-                    int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
-                    acc = e.mma(acc, e.advance(descQ, offset),
-                                e.advance(descK, offset), kTileKeys, k > 0,
-                                false);
-                  }
-                  e.commit();
-                  e.wait(0);
-                  SmallVector<Value> s = e.fromAccumulator(acc, sRegs);
-
-                  // 3. Scaled scores, masked on tiles crossing the
-                  // warpgroup's diagonal or the end of the keys:
-                  // s[4 j + 2 i + c] is lane row i, key
-                  // first + 8 j + 2 quad + c.
-                  for (Value &x : s)
-                    x = e.mulf(x, scale);
-                  SmallVector<Type> f32s(sRegs, b.getF32Type());
-                  s = e.selectValues(
-                      e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
-                      [&] {
-                        SmallVector<Value> m(s);
-                        Value key0 = e.add(first, e.mul(quad, e.index(2)));
-                        for (int64_t j = 0; j < kTileKeys / 8; ++j)
-                          for (int64_t c = 0; c < 2; ++c) {
-                            Value key = e.add(key0, e.index(8 * j + c));
-                            for (int64_t i = 0; i < 2; ++i) {
-                              int64_t at = 4 * j + 2 * i + c;
-                              m[at] = e.select(e.lessThan(key, rowEnd[i]),
-                                               m[at], negInf);
-                            }
+                SmallVector<Value> s(it.begin() + sAt, it.end());
+                for (Value &x : s)
+                  x = e.mulf(x, scale);
+                s = e.selectValues(
+                    e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
+                    [&] {
+                      SmallVector<Value> m(s);
+                      Value key0 = e.add(first, e.mul(quad, e.index(2)));
+                      for (int64_t j = 0; j < kTileKeys / 8; ++j)
+                        for (int64_t c = 0; c < 2; ++c) {
+                          Value key = e.add(key0, e.index(8 * j + c));
+                          for (int64_t i = 0; i < 2; ++i) {
+                            int64_t at = 4 * j + 2 * i + c;
+                            m[at] = e.select(e.lessThan(key, rowEnd[i]), m[at],
+                                             negInf);
                           }
-                        return m;
-                      },
-                      [&] { return SmallVector<Value>(s); });
+                        }
+                      return m;
+                    },
+                    [&] { return SmallVector<Value>(s); });
 
-                  // 4. Online softmax; P to the warpgroup's shared tile.
-                  SmallVector<Value> next(it.begin(), it.end());
-                  SmallVector<Value, 2> alpha;
-                  for (int64_t i = 0; i < 2; ++i) {
-                    Value tileMax = negInf;
-                    for (int64_t j = 0; j < kTileKeys / 8; ++j)
-                      for (int64_t c = 0; c < 2; ++c)
-                        tileMax = e.maxf(tileMax, s[4 * j + 2 * i + c]);
-                    MmaEmitter::OnlineMax step =
-                        e.onlineMax(it[i], e.quadMax(tileMax));
-                    Value sum = e.mulf(it[2 + i], step.alpha);
-                    for (int64_t j = 0; j < kTileKeys / 8; ++j) {
-                      Value p0 = e.exp2(e.subf(s[4 * j + 2 * i], step.safe));
-                      Value p1 =
-                          e.exp2(e.subf(s[4 * j + 2 * i + 1], step.safe));
-                      sum = e.addf(sum, e.addf(p0, p1));
-                      Value col =
-                          e.add(e.index(8 * j), e.mul(quad, e.index(2)));
-                      Value at = e.add(
-                          e.add(e.index(layout.p / 2),
-                                e.mul(group, e.index(kBlockBytes / 2))),
-                          e.swizzled(localRow[i], col, kGroupRows));
-                      vector::StoreOp::create(b, l, e.pack(p0, p1), tiles,
-                                              ValueRange{at},
-                                              /*nontemporal=*/false,
-                                              llvm::MaybeAlign(4));
-                    }
-                    next[i] = step.max;
-                    next[2 + i] = sum;
-                    alpha.push_back(step.alpha);
+                // 4. Online softmax; P to the warpgroup's shared tile.
+                SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
+                SmallVector<Value, 2> alpha;
+                for (int64_t i = 0; i < 2; ++i) {
+                  Value tileMax = negInf;
+                  for (int64_t j = 0; j < kTileKeys / 8; ++j)
+                    for (int64_t c = 0; c < 2; ++c)
+                      tileMax = e.maxf(tileMax, s[4 * j + 2 * i + c]);
+                  MmaEmitter::OnlineMax step =
+                      e.onlineMax(it[i], e.quadMax(tileMax));
+                  Value sum = e.mulf(it[2 + i], step.alpha);
+                  for (int64_t j = 0; j < kTileKeys / 8; ++j) {
+                    Value p0 = e.exp2(e.subf(s[4 * j + 2 * i], step.safe));
+                    Value p1 = e.exp2(e.subf(s[4 * j + 2 * i + 1], step.safe));
+                    sum = e.addf(sum, e.addf(p0, p1));
+                    Value col = e.add(e.index(8 * j), e.mul(quad, e.index(2)));
+                    Value at =
+                        e.add(e.add(e.index(layout.p / 2),
+                                    e.mul(group, e.index(kBlockBytes / 2))),
+                              e.swizzled(localRow[i], col, kGroupRows));
+                    vector::StoreOp::create(b, l, e.pack(p0, p1), tiles,
+                                            ValueRange{at},
+                                            /*nontemporal=*/false,
+                                            llvm::MaybeAlign(4));
                   }
-                  for (int64_t r = 0; r < oRegs; ++r)
-                    next[4 + r] = e.mulf(it[4 + r], alpha[(r % 4) / 2]);
-                  e.sharedProxyFence();
-                  e.warpgroupBarrier(group);
+                  nextState[i] = step.max;
+                  nextState[2 + i] = sum;
+                  alpha.push_back(step.alpha);
+                }
+                for (int64_t r = 0; r < oRegs; ++r)
+                  nextState[4 + r] = e.mulf(it[4 + r], alpha[(r % 4) / 2]);
+                e.sharedProxyFence();
+                e.warpgroupBarrier(group);
 
-                  // 5. O += P V: V N-major, column blocks 8 KiB apart,
-                  // 8-key atoms 1 KiB apart.
-                  Value descV = e.descriptor(vAddress, kBlockBytes, kAtomBytes);
-                  Value o = e.toAccumulator(ArrayRef<Value>(next).drop_front(4));
-                  e.fence();
-                  for (int64_t k = 0; k < kTileKeys / 16; ++k)
-                    o = e.mma(o, e.advance(descP, 32 * k),
-                              e.advance(descV, 2 * kAtomBytes * k), vDim, true,
-                              true);
-                  e.commit();
-                  e.wait(0);
-                  SmallVector<Value> out = e.fromAccumulator(o, oRegs);
-                  std::copy(out.begin(), out.end(), next.begin() + 4);
-                  return next;
-                };
-                return e.selectValues(
-                    e.lessThan(first, groupKeys), stateTypes, products,
-                    [&] { return SmallVector<Value>(it.begin(), it.end()); });
+                // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key
+                // atoms 1 KiB apart. Then both groups are waited for.
+                Value descV = e.descriptor(
+                    e.add(base, stageAt(t, layout.vOffset)), kBlockBytes,
+                    kAtomBytes);
+                Value o =
+                    e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4));
+                e.fence();
+                for (int64_t k = 0; k < kTileKeys / 16; ++k)
+                  o = e.mma(o, e.advance(descP, 32 * k),
+                            e.advance(descV, 2 * kAtomBytes * k), vDim, true,
+                            true);
+                e.commit();
+                e.wait(0);
+                SmallVector<Value> out = e.fromAccumulator(o, oRegs);
+                std::copy(out.begin(), out.end(), nextState.begin() + 4);
+                nextState.append(e.fromAccumulator(nextAcc, sRegs));
+                return nextState;
               });
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();

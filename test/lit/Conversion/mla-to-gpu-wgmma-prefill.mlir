@@ -3,10 +3,12 @@
 // wgmma prefill kernel: 128-row tiles of a sequence's queries, two
 // warpgroups (256 threads) of 64 rows sharing each 64-key tile; 12 wgmma
 // m64n64k16 score a warpgroup's rows (qk 192; the first with the
-// accumulator zeroed), a named barrier of the warpgroup's 128 threads
-// publishes its P tile, 4 wgmma m64n128k16 add P V (V read N-major, B
-// layout row). Grid (ceil(T / 128) + B, heads) with 189440 bytes: Q 49152,
-// three K/V stages of 40960, two P tiles of 8192, 1024 of alignment slack.
+// accumulator zeroed), those of tile 0 before the loop and those of tile
+// t + 1 in it, left in flight while tile t's softmax runs; a named
+// barrier of the warpgroup's 128 threads publishes its P tile, 4 wgmma
+// m64n128k16 add P V (V read N-major, B layout row), then both groups are
+// waited for. Grid (ceil(T / 128) + B, heads) with 230400 bytes: Q 49152,
+// four K/V stages of 40960, two P tiles of 8192, 1024 of alignment slack.
 // Head dims the kernel does not take keep the mma-sync kernel.
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
@@ -14,7 +16,7 @@
 // CHECK-LABEL: func.func @prefill_192_128(
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x192xbf16>
 // CHECK-SAME: %[[CQ:[a-z0-9]+]]: memref<?xi32>
-// CHECK: %[[SMEM:.+]] = arith.constant 189440 : i32
+// CHECK: %[[SMEM:.+]] = arith.constant 230400 : i32
 // CHECK: %[[T:.+]] = memref.dim %[[Q]], %c0
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[T]], %c128
 // CHECK: %[[GRID:.+]] = arith.addi %[[TILES]],
@@ -22,7 +24,7 @@
 // CHECK: gpu.func @prefill_attention_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK: nvgpu.device_async_copy
-// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: nvvm.cp.async.wait.group 2
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: gpu.barrier
 // CHECK: nvvm.wgmma.fence.aligned
@@ -30,6 +32,15 @@
 // CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// The loop: tile t + 1 landed, its scores issued (not waited for).
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
+// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: nvvm.wgmma.wait
 // CHECK: nvvm.fence.proxy
 // CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
 // CHECK: nvvm.wgmma.fence.aligned

@@ -132,8 +132,8 @@
 
 // With wgmma, the bf16 prefills: two warpgroups, scores by m64n64k16 and
 // PV by m64n128k16 (B N-major) wgmma from shared memory, a named barrier
-// per warpgroup for its P tile, the key tiles in a three-stage cp.async
-// ring (two groups in flight). The decodes' split kernels: two
+// per warpgroup for its P tile, the key tiles in a four-stage cp.async
+// ring (one group in flight besides the next tile's). The decodes' split kernels: two
 // warpgroups, scores by m64n32k16 and PV by m64n256k16 (B N-major) wgmma
 // from shared memory, made visible to them by fence.proxy.async; partial
 // rows written by bulk copies.
