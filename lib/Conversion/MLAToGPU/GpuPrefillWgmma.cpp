@@ -166,9 +166,8 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           auto issueScores = [&](Value t) {
             Value descK = e.descriptor(e.add(base, stageAt(t, 0)), 16,
                                        kAtomBytes);
-            // Built before the fence: no register of a wgmma operand is
-            // written between the fence and the wgmma.
-            Value acc = e.toAccumulator(SmallVector<Value>(sRegs, fzero));
+            // The first wgmma does not read its accumulator.
+            Value acc = e.unsetAccumulator(sRegs);
             e.fence();
             for (int64_t k = 0; k < qkDim / 16; ++k) {
               int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
@@ -235,26 +234,20 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 // 2. The next tile's scores run on the tensor cores while
                 // this tile's softmax runs (past the last tile: none).
                 Value hasNext = e.lessThan(next, numTiles);
-                auto accType = e.toAccumulator(SmallVector<Value>(sRegs, fzero))
-                                   .getType();
+                Value unset = e.unsetAccumulator(sRegs);
                 Value nextAcc = e.selectValues(
-                    hasNext, {accType}, [&] {
+                    hasNext, {unset.getType()}, [&] {
                       return SmallVector<Value>{issueScores(next)};
                     },
-                    [&] {
-                      return SmallVector<Value>{e.toAccumulator(
-                          SmallVector<Value>(sRegs, fzero))};
-                    })[0];
+                    [&] { return SmallVector<Value>{unset}; })[0];
 
-                // 3. Scaled scores, masked on tiles crossing the
-                // warpgroup's diagonal or the end of the keys (past its
-                // last visible key every score is masked: P = 0):
-                // s[4 j + 2 i + c] is lane row i, key
-                // first + 8 j + 2 quad + c.
+                // 3. Scores masked on tiles crossing the warpgroup's
+                // diagonal or the end of the keys (past its last visible
+                // key every score is masked: P = 0): s[4 j + 2 i + c] is
+                // lane row i, key first + 8 j + 2 quad + c. The scale
+                // (positive) is applied in the exponent.
                 Value first = e.mul(t, e.index(kTileKeys));
                 SmallVector<Value> s(it.begin() + sAt, it.end());
-                for (Value &x : s)
-                  x = e.mulf(x, scale);
                 s = e.selectValues(
                     e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
                     [&] {
@@ -273,21 +266,25 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                     },
                     [&] { return SmallVector<Value>(s); });
 
-                // 4. Online softmax; P to the warpgroup's shared tile.
+                // 4. Online softmax in base 2, p = exp2(s c - m); P to the
+                // warpgroup's shared tile.
                 SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
                 SmallVector<Value, 2> alpha;
+                Value rescale; // some row's max moved
                 for (int64_t i = 0; i < 2; ++i) {
-                  Value tileMax = negInf;
+                  SmallVector<Value> row;
                   for (int64_t j = 0; j < kTileKeys / 8; ++j)
                     for (int64_t c = 0; c < 2; ++c)
-                      tileMax = e.maxf(tileMax, s[4 * j + 2 * i + c]);
-                  MmaEmitter::OnlineMax step =
-                      e.onlineMax(it[i], e.quadMax(tileMax));
-                  Value sum = e.mulf(it[2 + i], step.alpha);
+                      row.push_back(s[4 * j + 2 * i + c]);
+                  MmaEmitter::OnlineMax step = e.onlineMax(
+                      it[i], e.mulf(e.quadMax(e.maxTree(row)), scale));
+                  Value shift = arith::NegFOp::create(b, l, step.safe);
+                  SmallVector<Value> p;
                   for (int64_t j = 0; j < kTileKeys / 8; ++j) {
-                    Value p0 = e.exp2(e.subf(s[4 * j + 2 * i], step.safe));
-                    Value p1 = e.exp2(e.subf(s[4 * j + 2 * i + 1], step.safe));
-                    sum = e.addf(sum, e.addf(p0, p1));
+                    Value p0 = e.exp2(e.fma(s[4 * j + 2 * i], scale, shift));
+                    Value p1 =
+                        e.exp2(e.fma(s[4 * j + 2 * i + 1], scale, shift));
+                    p.append({p0, p1});
                     Value col = e.add(e.index(8 * j), e.mul(quad, e.index(2)));
                     Value at =
                         e.add(e.add(e.index(layout.p / 2),
@@ -299,11 +296,30 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                                             llvm::MaybeAlign(4));
                   }
                   nextState[i] = step.max;
-                  nextState[2 + i] = sum;
+                  nextState[2 + i] = e.fma(it[2 + i], step.alpha, e.sumTree(p));
                   alpha.push_back(step.alpha);
+                  Value moved = arith::CmpFOp::create(
+                      b, l, arith::CmpFPredicate::UNE, step.alpha, e.f32(1.0));
+                  rescale =
+                      rescale ? arith::OrIOp::create(b, l, rescale, moved)
+                              : moved;
                 }
-                for (int64_t r = 0; r < oRegs; ++r)
-                  nextState[4 + r] = e.mulf(it[4 + r], alpha[(r % 4) / 2]);
+                // O *= alpha only where a row's max moved in the warp (on
+                // long sequences it rarely does after the first tiles).
+                SmallVector<Type> oTypes(oRegs, b.getF32Type());
+                SmallVector<Value> scaledO = e.selectValues(
+                    e.warpAny(rescale), oTypes,
+                    [&] {
+                      SmallVector<Value> o;
+                      for (int64_t r = 0; r < oRegs; ++r)
+                        o.push_back(e.mulf(it[4 + r], alpha[(r % 4) / 2]));
+                      return o;
+                    },
+                    [&] {
+                      return SmallVector<Value>(it.begin() + 4,
+                                                it.begin() + 4 + oRegs);
+                    });
+                std::copy(scaledO.begin(), scaledO.end(), nextState.begin() + 4);
                 e.sharedProxyFence();
                 e.warpgroupBarrier(group);
 

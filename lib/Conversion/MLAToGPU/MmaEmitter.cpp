@@ -144,6 +144,41 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
       });
 }
 
+Value MmaEmitter::fma(Value a, Value c, Value d) {
+  return math::FmaOp::create(b, loc, a, c, d);
+}
+
+/// Combines `values` pairwise, level by level.
+static Value reduceTree(SmallVector<Value> values,
+                        llvm::function_ref<Value(Value, Value)> combine) {
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
+  }
+  return values.front();
+}
+
+Value MmaEmitter::maxTree(ArrayRef<Value> values) {
+  return reduceTree(SmallVector<Value>(values),
+                    [&](Value x, Value y) { return maxf(x, y); });
+}
+
+Value MmaEmitter::sumTree(ArrayRef<Value> values) {
+  return reduceTree(SmallVector<Value>(values),
+                    [&](Value x, Value y) { return addf(x, y); });
+}
+
+Value MmaEmitter::warpAny(Value pred) {
+  Value all = arith::ConstantIntOp::create(b, loc, -1, 32);
+  return NVVM::VoteSyncOp::create(
+      b, loc, b.getI1Type(), all, pred,
+      NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::any));
+}
+
 MmaEmitter::OnlineMax MmaEmitter::onlineMax(Value old, Value tileMax) {
   Value m = maxf(old, tileMax);
   Value safe = select(isNegInf(m), f32(0.0), m);

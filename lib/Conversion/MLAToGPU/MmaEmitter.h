@@ -42,6 +42,14 @@ public:
   mlir::Value addf(mlir::Value a, mlir::Value c);
   mlir::Value subf(mlir::Value a, mlir::Value c);
   mlir::Value maxf(mlir::Value a, mlir::Value c);
+  /// a * c + d in one rounding.
+  mlir::Value fma(mlir::Value a, mlir::Value c, mlir::Value d);
+  /// The max (or sum) of `values` as a balanced tree: log2(n) dependent
+  /// steps instead of n.
+  mlir::Value maxTree(llvm::ArrayRef<mlir::Value> values);
+  mlir::Value sumTree(llvm::ArrayRef<mlir::Value> values);
+  /// Whether `pred` (i1) holds in any lane of the (whole, converged) warp.
+  mlir::Value warpAny(mlir::Value pred);
   mlir::Value andi(mlir::Value a, mlir::Value c);
   mlir::Value eqIndex(mlir::Value a, int64_t v);
   /// Whether the f32 `x` is -inf.

@@ -79,6 +79,10 @@ static Type accumulatorType(MLIRContext *ctx, int64_t n) {
       ctx, SmallVector<Type>(n, Float32Type::get(ctx)));
 }
 
+Value WgmmaEmitter::unsetAccumulator(int64_t n) {
+  return LLVM::PoisonOp::create(b, loc, accumulatorType(b.getContext(), n));
+}
+
 Value WgmmaEmitter::toAccumulator(ArrayRef<Value> values) {
   Value acc = LLVM::PoisonOp::create(
       b, loc, accumulatorType(b.getContext(), values.size()));

@@ -57,6 +57,9 @@ public:
   /// address field, shared memory being below 256 KiB).
   mlir::Value advance(mlir::Value descriptor, int64_t bytes);
 
+  /// An accumulator struct of `n` f32 with no values, for a first wgmma
+  /// that does not read it (accumulate = false): no zeroing moves.
+  mlir::Value unsetAccumulator(int64_t n);
   /// `n` f32 accumulators as the wgmma's register struct, and back.
   mlir::Value toAccumulator(llvm::ArrayRef<mlir::Value> values);
   llvm::SmallVector<mlir::Value> fromAccumulator(mlir::Value acc, int64_t n);
