@@ -227,12 +227,11 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 e.waitPendingCopies(stages - 3);
                 e.sharedProxyFence();
                 e.barrier();
-                Value ahead = e.add(t, e.index(stages - 1));
-                e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
-                e.commitCopies();
 
                 // 2. The next tile's scores run on the tensor cores while
-                // this tile's softmax runs (past the last tile: none).
+                // this tile's softmax runs (past the last tile: none);
+                // issued first, so that the tensor cores start at once,
+                // then the copy of tile t + stages - 1.
                 Value hasNext = e.lessThan(next, numTiles);
                 Value unset = e.unsetAccumulator(sRegs);
                 Value nextAcc = e.selectValues(
@@ -240,6 +239,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                       return SmallVector<Value>{issueScores(next)};
                     },
                     [&] { return SmallVector<Value>{unset}; })[0];
+                Value ahead = e.add(t, e.index(stages - 1));
+                e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
+                e.commitCopies();
 
                 // 3. Scores masked on tiles crossing the warpgroup's
                 // diagonal or the end of the keys (past its last visible
