@@ -74,16 +74,18 @@ Backend tcSm80() {
 
 /// wgmma on sm_90a: the decode's split kernel takes 64-row tiles of a
 /// request's head rows with two warpgroups sharing each 64-token KV tile
-/// (wgmma from 128-byte-swizzled shared memory); prefill attention and the
-/// other phases are TC_SM80's. Declared for what that decode kernel is
+/// (wgmma from 128-byte-swizzled shared memory); the prefill attention's
+/// 128-row tiles are two warpgroups' wgmma too (qk and v head dims in
+/// whole 64-column blocks, else TC_SM80's kernel); the other phases are
+/// TC_SM80's. Declared for what the decode kernel is
 /// written for: 16 or more heads over DeepSeek's 512 + 64 latent cache
 /// (the lowering would otherwise fall back to the mma.sync kernel, which
 /// TC_SM80 already offers).
 Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;
-  b.description = "wgmma tensor-core decode (16+ heads) on sm_90a, mma.sync "
-                  "prefill; other phases on CUDA cores";
+  b.description = "wgmma tensor-core decode (16+ heads) and prefill on "
+                  "sm_90a; other phases on CUDA cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = KernelStrategy::Warpgroup;
   // wgmma exists only on sm_90a: code for it does not run on later chips.
