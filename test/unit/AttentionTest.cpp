@@ -192,10 +192,11 @@ TEST(PrefillTiles, ExactlyTheDefaultSharedMemoryLimit) {
 
 TEST(PrefillTiles, WarpgroupHalves) {
   // The wgmma kernel's 128-row tiles are two warpgroups' 64 rows over
-  // 64-key tiles in a three-stage ring: tiles where only the first
-  // warpgroup has real rows (192 rows), where the second skips the last
-  // key tile the first needs (causal, Skv = Sq), where the ring wraps many
-  // times (1000 keys), and one column block per head dim (64 / 64).
+  // 64-key tiles in a four-stage ring: tiles where only the first
+  // warpgroup has real rows (192 rows), where the first warpgroup's rows
+  // see none of the block's last key tile (causal, Skv = Sq), where the
+  // ring wraps many times (1000 keys), and one column block per head dim
+  // (64 / 64).
   checkPrefill({DType::BF16, 2, true, {128, 192, 1000}, {128, 192, 1000}});
   checkPrefill({DType::F16, 3, false, {65, 130}, {1000, 63}, 64, 64});
   checkPrefill({DType::BF16, 2, true, {256, 3}, {64, 700}, 128, 64});

@@ -109,11 +109,10 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value req = block.req, tileRow0 = block.tileRow0, split = block.split;
         Value zero = e.index(0);
 
-        Value tid = e.threadId();
-        Value warp = e.divui(tid, kWarpSize), lane = e.remui(tid, kWarpSize);
-        Value group = e.divui(tid, 128); // warpgroup
-        Value groupWarp = e.remui(warp, 4);
-        Value laneGroup = e.divui(lane, 4), quad = e.remui(lane, 4);
+        WgmmaEmitter::WarpgroupThread thread = e.warpgroupThread();
+        Value tid = thread.tid, warp = thread.warp, lane = thread.lane,
+              group = thread.group, groupWarp = thread.groupWarp,
+              laneGroup = thread.laneGroup, quad = thread.quad;
 
         block.run([&] {
           Value raw = e.dynamicShared();

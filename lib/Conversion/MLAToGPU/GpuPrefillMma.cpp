@@ -99,20 +99,11 @@ std::optional<PrefillLayout> chooseLayout(int64_t qkDim, int64_t vDim,
 } // namespace
 
 bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
-  if (!target.usesMmaSync())
+  if (!target.usesMmaSync() || !hasTensorCoreOperands(op))
     return false;
-  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  if (!(element.isBF16() || element.isF16()))
-    return false;
-  for (Value operand : {op.getK(), op.getV(), op.getOut()})
-    if (cast<MemRefType>(operand.getType()).getElementType() != element)
-      return false;
   int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
   if (qkDim % 16 || vDim % 16 || qkDim > kMaxQkDim || vDim > kMaxVDim)
     return false;
-  for (Value operand : {op.getQ(), op.getK(), op.getV()})
-    if (!GpuEmitter::hasVectorRows(operand))
-      return false;
   return chooseLayout(qkDim, vDim, target).has_value();
 }
 

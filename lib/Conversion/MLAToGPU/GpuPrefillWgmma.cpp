@@ -7,28 +7,31 @@
 // warpgroups (256 threads), warpgroup g owning rows [64 g, 64 g + 64), and
 // walks the sequence's keys in 64-key tiles both share:
 //  - K (64 x Dqk) and V (64 x Dv) tiles come in with 16-byte cp.async into
-//    a ring of three stages, so two tiles are in flight while one is used;
-//    keys past the block's last visible key are zero-filled, tiles past it
-//    never loaded;
+//    a ring of four stages (three for qk 256): while tile t's V and tile
+//    t + 1's K are in use, two more tiles are in flight; keys past the
+//    block's last visible key are zero-filled, tiles past it never loaded;
 //  - S = Q K^T: Dqk / 16 wgmma m64n64k16 per warpgroup, Q and K read from
-//    shared memory through descriptors (both K-major);
+//    shared memory through descriptors (both K-major). Tile t + 1's scores
+//    are issued before tile t's softmax and left in flight during it, so
+//    the tensor cores work while the exponentials run;
 //  - online softmax in base 2: a row lives in one warp's quad, so its max
-//    and sum need quad shuffles only, never another warpgroup;
-//  - P = exp2(S - m) goes to the warpgroup's own 64 x 64 tile in shared
-//    memory (MLIR 22's NVVM wgmma takes A from shared memory only), then a
-//    barrier of the warpgroup's 128 threads;
+//    and sum need quad shuffles only, never another warpgroup; the scale
+//    is folded into the exponent (p = exp2(s c - m), c > 0), and O is
+//    rescaled only when some row max of the warp moved;
+//  - P goes to the warpgroup's own 64 x 64 tile in shared memory (MLIR
+//    22's NVVM wgmma takes A from shared memory only), then a barrier of
+//    the warpgroup's 128 threads;
 //  - O += P V: 4 wgmma m64n(Dv)k16, V read N-major straight from its tile;
-//    O (64 x Dv f32) stays in registers.
+//    O (64 x Dv f32) stays in registers. Both wgmma groups are waited for
+//    at the end of the iteration: in flight across the loop's back edge,
+//    ptxas would serialize every wgmma (C7514).
 // Causal masking (bottom-right aligned) is applied on the tiles that cross
-// a warpgroup's diagonal (or the end of the keys) only; a warpgroup skips
-// the products of tiles past its own last visible key (the other
-// warpgroup, 64 rows later, may still need them). One block barrier a
-// tile: the tile has landed for every thread, and every thread is past the
-// previous tile, whose stage then takes the copy of the tile two ahead.
-// Three stages fit sm_90a's shared memory for every pair of head dims the
-// kernel takes (mla/Target/WgmmaPrefillShape.h).
-// Each wgmma group is waited for before its results are used.
-//
+// a warpgroup's diagonal (or the end of the keys) only; past a
+// warpgroup's last visible key every score is masked (P = 0), the other
+// warpgroup, 64 rows later, still needing the tile. One block barrier a
+// tile: tile t + 1 has landed for every thread, and every thread is past
+// tile t - 1, whose stage then takes the copy of tile t + stages - 1.
+
 // Shared memory (mla/Target/WgmmaSwizzle.h layout, from the first
 // 1024-byte boundary): Q as two 64-row tiles, the K and V tiles of each
 // stage, the two warpgroups' P tiles. Rows past a sequence's queries are
@@ -61,18 +64,9 @@ static_assert(kTileKeys == kGroupRows,
 } // namespace
 
 bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
-  if (target.strategy != KernelStrategy::Warpgroup)
-    return false;
-  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  if (!(element.isBF16() || element.isF16()))
-    return false;
-  for (Value operand : {op.getK(), op.getV(), op.getOut()})
-    if (cast<MemRefType>(operand.getType()).getElementType() != element)
-      return false;
-  for (Value operand : {op.getQ(), op.getK(), op.getV()})
-    if (!GpuEmitter::hasVectorRows(operand))
-      return false;
-  return takesDims(op.getQkHeadDim(), op.getVHeadDim(),
+  return target.strategy == KernelStrategy::Warpgroup &&
+         hasTensorCoreOperands(op) &&
+         takesDims(op.getQkHeadDim(), op.getVHeadDim(),
                    target.maxSharedBytesPerBlock());
 }
 
@@ -97,11 +91,10 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
         PrefillTileBlock block(e, op, a, kBlockRows);
         Value zero = e.index(0), one = e.index(1);
 
-        Value tid = e.threadId();
-        Value warp = e.divui(tid, kWarpSize), lane = e.remui(tid, kWarpSize);
-        Value group = e.divui(tid, 128); // warpgroup
-        Value groupWarp = e.remui(warp, 4);
-        Value laneGroup = e.divui(lane, 4), quad = e.remui(lane, 4);
+        WgmmaEmitter::WarpgroupThread thread = e.warpgroupThread();
+        Value warp = thread.warp, lane = thread.lane, group = thread.group,
+              groupWarp = thread.groupWarp, laneGroup = thread.laneGroup,
+              quad = thread.quad;
 
         block.run([&] {
           Value raw = e.dynamicShared();

@@ -10,6 +10,19 @@ using mlir::gpu::Dimension;
 
 namespace mla::gpu {
 
+bool hasTensorCoreOperands(PrefillAttentionOp op) {
+  Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
+  if (!(element.isBF16() || element.isF16()))
+    return false;
+  for (Value operand : {op.getK(), op.getV(), op.getOut()})
+    if (cast<MemRefType>(operand.getType()).getElementType() != element)
+      return false;
+  for (Value operand : {op.getQ(), op.getK(), op.getV()})
+    if (!GpuEmitter::hasVectorRows(operand))
+      return false;
+  return true;
+}
+
 PrefillTileBlock::PrefillTileBlock(MmaEmitter &e, PrefillAttentionOp op,
                                    ValueRange args, int64_t tileRows)
     : q(args[0]), k(args[1]), v(args[2]), cuQ(args[3]), cuK(args[4]),

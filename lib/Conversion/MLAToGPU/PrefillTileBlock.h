@@ -23,6 +23,11 @@
 
 namespace mla::gpu {
 
+/// Whether q, k, v and out are all bf16 or all f16 and q, k and v have
+/// rows of whole 16-byte vectors: the operands both tensor-core prefill
+/// kernels take.
+bool hasTensorCoreOperands(PrefillAttentionOp op);
+
 class PrefillTileBlock {
 public:
   /// `args` are the op's operands as the kernel receives them.

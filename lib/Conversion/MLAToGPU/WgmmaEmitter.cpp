@@ -22,6 +22,18 @@ constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
 constexpr uint64_t kFieldMask = 0x3FFF;
 } // namespace
 
+WgmmaEmitter::WarpgroupThread WgmmaEmitter::warpgroupThread() {
+  WarpgroupThread t;
+  t.tid = threadId();
+  t.warp = divui(t.tid, kWarpSize);
+  t.lane = remui(t.tid, kWarpSize);
+  t.group = divui(t.tid, 128);
+  t.groupWarp = remui(t.warp, 4);
+  t.laneGroup = divui(t.lane, 4);
+  t.quad = remui(t.lane, 4);
+  return t;
+}
+
 Value WgmmaEmitter::sharedAddress(Value sharedMemref) {
   // The pointer of a workgroup memref is a shared-window address.
   return memref::ExtractAlignedPointerAsIndexOp::create(b, loc, sharedMemref);

@@ -34,6 +34,14 @@ class WgmmaEmitter : public MmaEmitter {
 public:
   using MmaEmitter::MmaEmitter;
 
+  /// A thread of a block of warpgroups: its warp and lane, its warpgroup
+  /// and warp in it, and its quad (lane / 4) and place in the quad (lane %
+  /// 4), which name its accumulator rows and columns.
+  struct WarpgroupThread {
+    mlir::Value tid, warp, lane, group, groupWarp, laneGroup, quad;
+  };
+  WarpgroupThread warpgroupThread();
+
   /// The shared-window address of a shared memref's first byte (index).
   mlir::Value sharedAddress(mlir::Value sharedMemref);
   /// Where the block's dynamic shared memory `raw` reaches its first
