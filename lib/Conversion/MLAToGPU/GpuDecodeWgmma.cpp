@@ -302,8 +302,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                   }
                   next[2 + i] = sum;
                 }
-                for (int64_t r = 0; r < oRegs; ++r)
-                  next[4 + r] = e.mulf(it[4 + r], alpha[(r % 4) / 2]);
+                SmallVector<Value> scaledO =
+                    e.rescaleRows(ValueRange(it).slice(4, oRegs), alpha);
+                std::copy(scaledO.begin(), scaledO.end(), next.begin() + 4);
                 e.sharedProxyFence();
                 e.barrier();
 

@@ -265,7 +265,6 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                 // warpgroup's shared tile.
                 SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
                 SmallVector<Value, 2> alpha;
-                Value rescale; // some row's max moved
                 for (int64_t i = 0; i < 2; ++i) {
                   SmallVector<Value> row;
                   for (int64_t j = 0; j < kTileKeys / 8; ++j)
@@ -293,27 +292,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
                   nextState[i] = step.max;
                   nextState[2 + i] = e.fma(it[2 + i], step.alpha, e.sumTree(p));
                   alpha.push_back(step.alpha);
-                  Value moved = arith::CmpFOp::create(
-                      b, l, arith::CmpFPredicate::UNE, step.alpha, e.f32(1.0));
-                  rescale =
-                      rescale ? arith::OrIOp::create(b, l, rescale, moved)
-                              : moved;
                 }
-                // O *= alpha only where a row's max moved in the warp (on
-                // long sequences it rarely does after the first tiles).
-                SmallVector<Type> oTypes(oRegs, b.getF32Type());
-                SmallVector<Value> scaledO = e.selectValues(
-                    e.warpAny(rescale), oTypes,
-                    [&] {
-                      SmallVector<Value> o;
-                      for (int64_t r = 0; r < oRegs; ++r)
-                        o.push_back(e.mulf(it[4 + r], alpha[(r % 4) / 2]));
-                      return o;
-                    },
-                    [&] {
-                      return SmallVector<Value>(it.begin() + 4,
-                                                it.begin() + 4 + oRegs);
-                    });
+                SmallVector<Value> scaledO = e.rescaleRows(
+                    ValueRange(it).slice(4, oRegs), alpha);
                 std::copy(scaledO.begin(), scaledO.end(), nextState.begin() + 4);
                 e.sharedProxyFence();
                 e.warpgroupBarrier(group);
