@@ -165,13 +165,11 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
 }
 
 
-} // namespace
 
-void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
-  if (useWgmmaPrefill(op, kernels.target()))
-    return lowerWgmmaPrefill(op, kernels);
-  if (useMmaPrefill(op, kernels.target()))
-    return lowerMmaPrefill(op, kernels);
+/// The CUDA-core prefill kernel, a warp per (token, head) row, launched
+/// from `host`.
+void lowerGenericPrefill(PrefillAttentionOp op, KernelFactory &kernels,
+                         OpBuilder &host) {
   int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),
           vDim = op.getVHeadDim();
   float scale = op.getSoftmaxScale().convertToFloat();
@@ -233,12 +231,34 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
                         [&](Value l) { e.storeF32(l, lse, {h, token}); });
         });
       });
-  OpBuilder host(op);
   LoopBuilder hb(host, op.getLoc());
   KernelFactory::launch(host, op.getLoc(), kernel,
                         {hb.ceilDiv(hb.dim(op.getQ(), 0), kBlockWarps),
                          hb.index(heads), hb.index(1)},
                         op->getOperands());
+}
+
+} // namespace
+
+void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
+  OpBuilder host(op);
+  const GpuTarget &target = kernels.target();
+  if (useWgmmaPrefill(op, target)) {
+    // The wgmma kernel copies q, k and v in 16-byte vectors only: the host
+    // launches the generic kernel instead where one of them is not 16-byte
+    // aligned (rare). An element-by-element path inside the kernel doubled
+    // its code and compile time.
+    GpuEmitter h(host, op.getLoc());
+    return h.ifThenElse(
+        h.vectorAligned({op.getQ(), op.getK(), op.getV()}),
+        [&] { lowerWgmmaPrefill(op, kernels, host); },
+        [&] { lowerGenericPrefill(op, kernels, host); });
+  }
+  // The mma.sync kernel keeps its element-by-element path: without it
+  // ptxas's allocation of its 255 registers spills on sm_90a.
+  if (useMmaPrefill(op, target))
+    return lowerMmaPrefill(op, kernels, host);
+  lowerGenericPrefill(op, kernels, host);
 }
 
 Value DecodeSchedule::activeSplits(GpuEmitter &e, Value numSplits, Value req,

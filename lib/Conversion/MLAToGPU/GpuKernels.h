@@ -62,12 +62,15 @@ private:
 
 void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels);
 /// The mma-sync strategy's tensor-core prefill (GpuPrefillMma.cpp): whether
-/// it takes `op` on `target`, and its lowering.
+/// it takes `op` on `target`, and its kernel, launched from `host`.
 bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target);
-void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels);
-/// The wgmma strategy's prefill (GpuPrefillWgmma.cpp), likewise.
+void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
+                     mlir::OpBuilder &host);
+/// The wgmma strategy's prefill (GpuPrefillWgmma.cpp), likewise, for
+/// 16-byte aligned q, k and v (lowerPrefillAttention checks on the host).
 bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target);
-void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels);
+void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
+                       mlir::OpBuilder &host);
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels);
 void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels);
 void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels);

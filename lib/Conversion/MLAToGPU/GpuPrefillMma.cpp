@@ -107,7 +107,8 @@ bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
   return chooseLayout(qkDim, vDim, target).has_value();
 }
 
-void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
+void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
+                     OpBuilder &host) {
   const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
   // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
   const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
@@ -383,7 +384,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
   kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   IntegerAttr::get(IntegerType::get(op.getContext(), 32), 2));
 
-  launchPrefillTiles(op, kernel, kBlockRows, layout.bytes);
+  launchPrefillTiles(op, host, kernel, kBlockRows, layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -36,8 +36,9 @@
 // 1024-byte boundary): Q as two 64-row tiles, the K and V tiles of each
 // stage, the two warpgroups' P tiles. Rows past a sequence's queries are
 // padding (zero queries, never written). A row that sees no key gets
-// out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the tiles
-// are copied element by element.
+// out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the
+// launch takes the generic kernel instead (lowerPrefillAttention checks on
+// the host), so the tiles are copied in 16-byte vectors only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,7 +71,8 @@ bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
                    target.maxSharedBytesPerBlock());
 }
 
-void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
+void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
+                       OpBuilder &host) {
   const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
   // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
   const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
@@ -110,7 +112,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
           Value unmaskedEnd =
               e.mul(e.divui(groupShared, kTileKeys), e.index(kTileKeys));
           Value numTiles = e.ceilDiv(blockKeys, kTileKeys);
-          Value aligned = e.vectorAligned({block.q, block.k, block.v});
+          // q, k and v are 16-byte aligned (checked before the launch):
+          // the tiles are copied in 16-byte vectors only.
+          Value aligned;
           const int64_t warps = kThreads / kWarpSize;
 
           // Element offsets of (row, col) in the swizzled tiles: Q as two
@@ -343,7 +347,7 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels) {
         });
       },
       kThreads);
-  launchPrefillTiles(op, kernel, kBlockRows, layout.bytes);
+  launchPrefillTiles(op, host, kernel, kBlockRows, layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -105,27 +105,29 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
     return idx;
   };
   int64_t chunks = (vectors + 7) / 8;
+  auto vectorCopies = [&] {
+    for (auto &[row, from] : rows) {
+      Value count = select(from.valid, index(kCopyElems), index(0));
+      for (int64_t k = 0; k < chunks; ++k) {
+        Value vec = add(lane8, index(8 * k));
+        Value col = mul(vec, index(kCopyElems));
+        auto copy = [&, row = row, &from = from] {
+          nvgpu::DeviceAsyncCopyOp::create(
+              b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+              dst, dstAt(row, col), src, srcAt(from, col),
+              b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
+        };
+        if (8 * (k + 1) <= vectors)
+          copy();
+        else
+          ifThen(lessThan(vec, index(vectors)), copy);
+      }
+    }
+  };
+  if (!aligned)
+    return vectorCopies();
   ifThenElse(
-      aligned,
-      [&] {
-        for (auto &[row, from] : rows) {
-          Value count = select(from.valid, index(kCopyElems), index(0));
-          for (int64_t k = 0; k < chunks; ++k) {
-            Value vec = add(lane8, index(8 * k));
-            Value col = mul(vec, index(kCopyElems));
-            auto copy = [&, row = row, &from = from] {
-              nvgpu::DeviceAsyncCopyOp::create(
-                  b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-                  dst, dstAt(row, col), src, srcAt(from, col),
-                  b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
-            };
-            if (8 * (k + 1) <= vectors)
-              copy();
-            else
-              ifThen(lessThan(vec, index(vectors)), copy);
-          }
-        }
-      },
+      aligned, vectorCopies,
       [&] {
         Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
         for (auto &[row, from] : rows)

@@ -73,8 +73,10 @@ public:
   /// rowCount / warps), four at a time: lanes 8g .. 8g + 7 take row 4i + g
   /// and its vectors 8k + lane % 8, so each instruction moves four whole
   /// 128-byte lines, and a row's source (a page lookup) is computed once.
-  /// With `aligned`, 16-byte cp.async (L2 only) whose source size is 0 for
-  /// invalid rows; otherwise element by element.
+  /// Where `aligned` (i1) holds, 16-byte cp.async (L2 only) whose source
+  /// size is 0 for invalid rows; otherwise element by element. A null
+  /// `aligned` emits the cp.async path alone (the caller guarantees the
+  /// alignment).
   void copyTile(mlir::Value aligned, mlir::Value dst, mlir::Value src,
                 int64_t rowCount, int64_t vectors, mlir::Value warp,
                 mlir::Value lane,

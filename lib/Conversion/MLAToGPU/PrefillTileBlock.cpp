@@ -96,9 +96,9 @@ MmaEmitter::SourceRow PrefillTileBlock::keyRow(Value key, Value keyLimit) {
   return {e.lessThan(key, keyLimit), {e.add(kBegin, kc), head}};
 }
 
-void launchPrefillTiles(PrefillAttentionOp op, mlir::gpu::GPUFuncOp kernel,
-                        int64_t tileRows, int64_t sharedBytes) {
-  OpBuilder host(op);
+void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
+                        mlir::gpu::GPUFuncOp kernel, int64_t tileRows,
+                        int64_t sharedBytes) {
   LoopBuilder hb(host, op.getLoc());
   Value numSeqs = hb.maxIndex(
       hb.sub(hb.dim(op.getCuSeqlensQ(), 0), hb.index(1)), hb.index(0));

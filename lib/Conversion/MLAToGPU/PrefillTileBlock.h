@@ -66,9 +66,10 @@ private:
   bool causal;
 };
 
-/// Launches a prefill kernel from the op's position on the grid above.
-void launchPrefillTiles(PrefillAttentionOp op, mlir::gpu::GPUFuncOp kernel,
-                        int64_t tileRows, int64_t sharedBytes);
+/// Launches a prefill kernel from `host` on the grid above.
+void launchPrefillTiles(PrefillAttentionOp op, mlir::OpBuilder &host,
+                        mlir::gpu::GPUFuncOp kernel, int64_t tileRows,
+                        int64_t sharedBytes);
 
 } // namespace mla::gpu
 

@@ -9,7 +9,8 @@
 // m64n128k16 add P V (V read N-major, B layout row), then both groups are
 // waited for. Grid (ceil(T / 128) + B, heads) with 230400 bytes: Q 49152,
 // four K/V stages of 40960, two P tiles of 8192, 1024 of alignment slack.
-// Head dims the kernel does not take keep the mma-sync kernel.
+// Head dims the kernel does not take keep the mma-sync kernel. Where q, k
+// or v is not 16-byte aligned, the host launches the generic kernel.
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
 
@@ -17,12 +18,20 @@
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x192xbf16>
 // CHECK-SAME: %[[CQ:[a-z0-9]+]]: memref<?xi32>
 // CHECK: %[[SMEM:.+]] = arith.constant 230400 : i32
+// The host checks that q, k and v are 16-byte aligned; if not, the
+// generic kernel runs instead (the wgmma kernel has no element-by-element
+// copies).
+// CHECK: scf.if %{{.+}} {
 // CHECK: %[[T:.+]] = memref.dim %[[Q]], %c0
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[T]], %c128
 // CHECK: %[[GRID:.+]] = arith.addi %[[TILES]],
 // CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%[[GRID]], %c16, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK-NEXT: } else {
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_1 blocks in (%{{.+}}, %c16, %c1) threads in (%c128, %c1, %c1) args
 // CHECK: gpu.func @prefill_attention_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// No element-by-element copies: no scalar loads of q, k or v.
+// CHECK-NOT: memref.load %{{.+}} : memref<?x16x{{(192|128)}}xbf16>
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.wait.group 2
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
