@@ -116,7 +116,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
 
         block.run([&] {
           Value raw = e.dynamicShared();
-          auto [pad, base] = e.alignedShared(raw);
+          // Values, not structured bindings: lambdas capture them (C++17).
+          WgmmaEmitter::AlignedShared aligned1k = e.alignedShared(raw);
+          Value pad = aligned1k.offset, base = aligned1k.address;
           Value tiles = e.sharedView(raw, pad, {layout.max / 2}, element);
           Value maxS = e.sharedView(raw, e.add(pad, e.index(layout.max)),
                                     {kWarpgroups * kTileRows}, b.getF32Type());

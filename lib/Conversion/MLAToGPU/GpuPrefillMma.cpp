@@ -131,7 +131,8 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // Keys the block needs at all (its last row's), and the keys
           // every row of it sees (its first row's): tiles below the latter
           // need no mask.
-          auto [keyLimit, sharedKeys] = block.keyRange(zero, kBlockRows);
+          std::pair<Value, Value> keys = block.keyRange(zero, kBlockRows);
+          Value keyLimit = keys.first, sharedKeys = keys.second;
           Value unmaskedEnd =
               e.mul(arith::DivUIOp::create(b, l, sharedKeys,
                                            e.index(kTileKeys)),

@@ -100,7 +100,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
 
         block.run([&] {
           Value raw = e.dynamicShared();
-          auto [pad, base] = e.alignedShared(raw);
+          // Values, not structured bindings: lambdas capture them (C++17).
+          WgmmaEmitter::AlignedShared aligned1k = e.alignedShared(raw);
+          Value pad = aligned1k.offset, base = aligned1k.address;
           Value tiles = e.sharedView(raw, pad, {(layout.bytes - kAtomBytes) / 2},
                                      element);
 
