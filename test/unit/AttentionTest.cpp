@@ -876,8 +876,9 @@ void checkPrefillOnGpu(KernelStrategy strategy, int64_t qkDim, int64_t vDim,
 }
 
 TEST(PrefillMma, MisalignedQueryKeysValues) {
-  // q, k and v 2 bytes past aligned allocations: the tensor-core prefills
-  // copy their tiles element by element.
+  // q, k and v 2 bytes past aligned allocations: the mma-sync prefill
+  // copies its tiles element by element; with wgmma the host launches the
+  // generic kernel instead of the tensor-core one.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   std::vector<KernelStrategy> strategies{KernelStrategy::Generic,

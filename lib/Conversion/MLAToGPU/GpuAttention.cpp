@@ -164,8 +164,6 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
   e.ifThen(first, [&] { storeLse(lse); });
 }
 
-
-
 /// The CUDA-core prefill kernel, a warp per (token, head) row, launched
 /// from `host`.
 void lowerGenericPrefill(PrefillAttentionOp op, KernelFactory &kernels,

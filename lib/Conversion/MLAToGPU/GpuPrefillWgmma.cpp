@@ -159,13 +159,11 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
               16, kAtomBytes);
           Value negInf = e.negInf(), fzero = e.f32(0.0);
           Value scale = e.f32(scaleLog2);
-          // Issues S = Q K^T of tile t (the first with a zeroed
-          // accumulator); returns the accumulator, in flight until the
-          // next wait.
+          // Issues S = Q K^T of tile t (the first k-step overwrites the
+          // accumulator); returns it, in flight until the next wait.
           auto issueScores = [&](Value t) {
             Value descK = e.descriptor(e.add(base, stageAt(t, 0)), 16,
                                        kAtomBytes);
-            // The first wgmma does not read its accumulator.
             Value acc = e.unsetAccumulator(sRegs);
             e.fence();
             for (int64_t k = 0; k < qkDim / 16; ++k) {
