@@ -48,6 +48,10 @@ Value LoopBuilder::lessThan(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
 }
 
+Value LoopBuilder::eqIndex(Value a, int64_t v) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, index(v));
+}
+
 Value LoopBuilder::add(Value a, Value c) {
   return arith::AddIOp::create(b, loc, a, c);
 }

@@ -42,6 +42,8 @@ public:
   mlir::Value minIndex(mlir::Value a, mlir::Value c);
   /// a < c, signed.
   mlir::Value lessThan(mlir::Value a, mlir::Value c);
+  /// i1: the index `a` equals `v`.
+  mlir::Value eqIndex(mlir::Value a, int64_t v);
   mlir::Value maxIndex(mlir::Value a, mlir::Value c);
   /// clamp(v, lo, hi) on index values.
   mlir::Value clampIndex(mlir::Value v, mlir::Value lo, mlir::Value hi);

@@ -28,8 +28,10 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
   table = args[2];
   lens = args[3];
   numSplits = schedule.planned ? args[4] : Value();
-  part = args[args.size() - 2];
-  partLse = args[args.size() - 1];
+  part = args[args.size() - 4];
+  partLse = args[args.size() - 3];
+  out = args[args.size() - 2];
+  lse = args[args.size() - 1];
   req = e.blockId(Dimension::x);
   tileRow0 = e.mul(e.blockId(Dimension::y), e.index(tileRows));
   split = e.blockId(Dimension::z);
@@ -42,6 +44,7 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
 void DecodeSplitBlock::run(const std::function<void()> &body) {
   Value n;
   auto withBounds = [&] {
+    splitCount = n ? n : e.dim(partLse, 3);
     Value zero = e.index(0);
     seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
     std::tie(first, last) = schedule.tokenRange(e, split, n, seqLen);
@@ -75,6 +78,25 @@ DecodeSplitBlock::LaneRow DecodeSplitBlock::laneRow(Value local) {
   Value visible = e.visibleKeys(causal, query, queryLen, seqLen);
   return {local, e.lessThan(r, rows), query, head,
           e.clampIndex(last, e.index(0), visible)};
+}
+
+void DecodeSplitBlock::writeResults(
+    const std::function<void(const SplitResults &)> &write) {
+  writeSplitResults(e, e.eqIndex(splitCount, 1), req, split, part, partLse,
+                    out, lse, write);
+}
+
+Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
+                     Value numSplits, Value req, Value capacity) {
+  return e.eqIndex(schedule.activeSplits(e, numSplits, req, capacity), 1);
+}
+
+void writeSplitResults(GpuEmitter &e, Value single, Value req, Value split,
+                       Value part, Value partLse, Value out, Value lse,
+                       const std::function<void(const SplitResults &)> &write) {
+  e.ifThenElse(
+      single, [&] { write(SplitResults{out, lse, req, split, false}); },
+      [&] { write(SplitResults{part, partLse, req, split, true}); });
 }
 
 void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,

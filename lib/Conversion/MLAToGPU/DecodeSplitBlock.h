@@ -21,7 +21,8 @@ namespace mla::gpu {
 bool hasSameTwoByteTypes(DecodeAttentionOp op);
 
 /// One block of a tensor-core split kernel: grid (request, row tile,
-/// split), operands as launchDecodeSplit passes them.
+/// split), operands as launchDecodeSplit passes them (the split kernel's
+/// operands of GpuDecode.h, out and lse last).
 class DecodeSplitBlock {
 public:
   DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
@@ -33,7 +34,7 @@ public:
   /// first n), after the request's bounds below are set.
   void run(const std::function<void()> &body);
 
-  mlir::Value q, cache, table, lens, part, partLse;
+  mlir::Value q, cache, table, lens, part, partLse, out, lse;
   mlir::Value req, tileRow0, split, queryLen, rows;
   /// Set by run: the request's length (clamped to the block table), the
   /// split's tokens [first, last) and the ones it copies [first, kvEnd),
@@ -56,12 +57,17 @@ public:
   };
   LaneRow laneRow(mlir::Value local);
 
+  /// Emits `write` once for where this block's normalized rows go (see
+  /// SplitResults): the final out and lse when the request has one split,
+  /// else the split's partials. The branch is uniform over the block.
+  void writeResults(const std::function<void(const SplitResults &)> &write);
+
 private:
   MmaEmitter &e;
   const DecodeSchedule &schedule;
   int64_t heads, page;
   bool causal;
-  mlir::Value numSplits, capacity, lastBlock;
+  mlir::Value numSplits, capacity, lastBlock, splitCount;
 };
 
 /// Launches a split kernel from `host` on grid (B, ceil(Sq * N /

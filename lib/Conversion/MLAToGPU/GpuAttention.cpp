@@ -36,7 +36,7 @@ constexpr int64_t kKeysPerStep = 4;
 /// A row of a memref: memref[prefix..., column].
 struct RowRef {
   Value memref;
-  SmallVector<Value, 3> prefix;
+  SmallVector<Value, 5> prefix;
 };
 
 struct WarpAttention {
@@ -336,7 +336,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   SmallVector<Value> splitArgs{op.getQ(), op.getKvCache(), op.getBlockTable(),
                                op.getSeqLens()};
   llvm::append_range(splitArgs, plan);
-  splitArgs.append({partial, partialLse});
+  splitArgs.append({partial, partialLse, op.getOut(), op.getLse()});
   if (useWgmmaDecodeSplit(op, kernels.target())) {
     // Hopper: 64 head rows of a request share each KV tile.
     launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
@@ -349,7 +349,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
         [&](GpuEmitter &e, ValueRange a) {
           Value q = a[0], cache = a[1], table = a[2], lens = a[3];
           Value numSplits = schedule.planned ? a[4] : Value();
-          Value part = a[a.size() - 2], partLse = a[a.size() - 1];
+          Value part = a[a.size() - 4], partLse = a[a.size() - 3],
+                out = a[a.size() - 2], lse = a[a.size() - 1];
           OpBuilder &b = e.builder();
           Location l = e.location();
           Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
@@ -394,10 +395,18 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                             cacheRow,
                             cacheRow};
             RowState state = emitWarpAttention(e, w);
-            emitRowOutput(e, state, latent, RowRef{part, {req, s, h, split}},
-                          [&](Value lse) {
-                            e.storeF32(lse, partLse, {req, s, h, split});
-                          });
+            Value single = hasSingleSplit(e, schedule, numSplits, req,
+                                          e.dim(partLse, 3));
+            writeSplitResults(
+                e, single, req, split, part, partLse, out, lse,
+                [&](const SplitResults &to) {
+                  emitRowOutput(e, state, latent,
+                                RowRef{to.values, to.rowIndex(s, h)},
+                                [&](Value rowLse) {
+                                  e.storeF32(rowLse, to.lse,
+                                             to.lseIndex(s, h));
+                                });
+                });
           });
         });
     KernelFactory::launch(
@@ -407,6 +416,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
         splitArgs);
   }
 
+  // The combine merges the requests of several splits (those of one got
+  // their results from the split kernel).
   SmallVector<Value> combineArgs(plan);
   combineArgs.append({partial, partialLse, op.getOut(), op.getLse()});
   launchDecodeCombine(op, kernels, schedule, host, combineArgs);

@@ -43,9 +43,48 @@ struct DecodeSchedule {
                                                  mlir::Value seqLen) const;
 };
 
+/// Where a split kernel writes a block's normalized rows (row: the
+/// request's (query, head) row at `query`, `head`). A request with a single
+/// split needs no merging, so its split writes the final out and lse and
+/// the combine kernel skips it; the splits of other requests write their
+/// partials and LSEs for the combine.
+struct SplitResults {
+  mlir::Value values, lse; ///< out and lse, or the partials and their LSEs
+  mlir::Value req, split;
+  bool partial;
+
+  /// Indices of a row's values (the column appended by the caller).
+  llvm::SmallVector<mlir::Value, 5> rowIndex(mlir::Value query,
+                                             mlir::Value head) const {
+    if (partial)
+      return {req, query, head, split};
+    return {req, query, head};
+  }
+  /// Indices of a row's LSE: [B, Sq, N, S] partials, [B, N, Sq] final.
+  llvm::SmallVector<mlir::Value, 4> lseIndex(mlir::Value query,
+                                             mlir::Value head) const {
+    if (partial)
+      return {req, query, head, split};
+    return {req, head, query};
+  }
+};
+
+/// i1: request `req` has one split (`activeSplits` == 1), in every thread.
+mlir::Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
+                           mlir::Value numSplits, mlir::Value req,
+                           mlir::Value capacity);
+
+/// Emits `write` for the final results (out, lse) where `single`, else for
+/// the partials (part, partLse) of split `split`.
+void writeSplitResults(GpuEmitter &e, mlir::Value single, mlir::Value req,
+                       mlir::Value split, mlir::Value part,
+                       mlir::Value partLse, mlir::Value out, mlir::Value lse,
+                       const std::function<void(const SplitResults &)> &write);
+
 /// The combine kernel (GpuDecodeCombine.cpp): merges the split partials
 /// of `combineArgs` (the plan's num_splits if any, the partials and their
-/// LSEs, out and lse) into the op's results.
+/// LSEs, out and lse) into the op's results, for the requests of more
+/// than one split (the split kernel wrote the others').
 void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
                          const DecodeSchedule &schedule, mlir::OpBuilder &host,
                          mlir::ValueRange combineArgs);
@@ -58,7 +97,7 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 /// Creates the tensor-core split kernel for `op` and launches it from
 /// `host` on grid (B, ceil(Sq * N / 16), splits). `splitArgs` are the
 /// split kernel's operands: q, cache, block_table, seq_lens, [num_splits,]
-/// partial out, partial lse.
+/// partial out, partial lse, out, lse.
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           const DecodeSchedule &schedule, mlir::OpBuilder &host,
                           mlir::ValueRange splitArgs, mlir::Value splits);

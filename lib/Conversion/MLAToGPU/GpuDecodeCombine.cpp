@@ -1,21 +1,25 @@
 //===- GpuDecodeCombine.cpp - Merging the split-KV decode partials --------===//
 //
-// The second kernel of a split decode (both strategies): out = Σ_i w_i o_i
+// The second kernel of a split decode (every strategy): out = Σ_i w_i o_i
 // with w_i = exp(lse_i - max) / Σ_j exp(lse_j - max) over the request's n
-// active splits, and lse = max + log Σ_j exp(lse_j - max).
+// active splits, and lse = max + log Σ_j exp(lse_j - max). A request of
+// one split is skipped: its split kernel wrote out and lse itself.
 //
-// A small batch with a long context has few rows and many splits (one
-// request, 16 heads, 256 splits: 16 rows of 256 x 512 f32 partials), so
-// the kernel is built to keep many loads in flight per row rather than to
-// rely on many rows: the time of a row is about its chain of dependent
-// loads, n / 32 steps.
-//  - a block merges one row's 128-column chunk (grid: rows x heads x
-//    ceil(Lkv / 128));
-//  - its four warps take every fourth split, each lane 4 columns (coalesced
-//    128-byte rows), eight splits per step: 32 independent loads in flight
-//    per lane;
-//  - the split LSEs are reduced by the whole block (max, then the sum of
-//    weights), and the warps' column sums are added through shared memory.
+// The kernel reads what the split kernel just wrote (mostly from L2), and
+// is latency-bound: a small batch with a long context has few rows and
+// many splits (one request, 16 heads, 128 splits: 16 rows of 128 x 512 f32
+// partials), so the time of a row is its chain of dependent loads. It is
+// built to keep that chain short and the loads wide:
+//  - a block of eight warps merges one row's 128-column chunk (grid: rows x
+//    heads x ceil(Lkv / 128));
+//  - the split weights are computed once per block, 256 splits at a time,
+//    into shared memory (the LSEs are read once for the max, once for the
+//    weights);
+//  - the warps take every eighth split, eight splits per step, each lane
+//    4 adjacent columns in one 16-byte load (a warp reads whole 512-byte
+//    rows): 8 independent loads in flight per lane, 512 splits in two
+//    steps' chains;
+//  - the warps' column sums are added through shared memory.
 // A row with no keys (every split LSE -inf, or no split) gets out = 0 and
 // lse = -inf.
 //
@@ -27,6 +31,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using mlir::gpu::Dimension;
@@ -35,17 +40,23 @@ namespace mla::gpu {
 
 namespace {
 
-/// Columns of a lane, 32 apart (a warp reads whole 128-byte rows).
+constexpr int64_t kWarps = 8;
+constexpr int64_t kThreads = kWarps * kWarpSize;
+/// Adjacent columns of a lane: one 16-byte load of f32.
 constexpr int64_t kLaneColumns = 4;
 /// Columns a block merges.
 constexpr int64_t kChunkColumns = kWarpSize * kLaneColumns;
 /// Splits a warp loads per step.
 constexpr int64_t kSplitsPerStep = 8;
+/// Split weights computed at a time: one per thread.
+constexpr int64_t kWindow = kThreads;
 
-/// Shared memory: the per-warp slots of a block reduction, then each warp's
-/// column sums.
-constexpr int64_t kReduceBytes = kBlockWarps * 4;
-constexpr int64_t kSharedBytes = kReduceBytes + kBlockWarps * kChunkColumns * 4;
+/// Shared memory: the per-warp slots of a block reduction, a window of
+/// split weights, then each warp's column sums.
+constexpr int64_t kReduceBytes = kWarps * 4;
+constexpr int64_t kWeightsOffset = kReduceBytes;
+constexpr int64_t kSumsOffset = kWeightsOffset + kWindow * 4;
+constexpr int64_t kSharedBytes = kSumsOffset + kWarps * kChunkColumns * 4;
 
 /// `value` reduced (max or sum) over the block, in every thread. `slots`
 /// holds one f32 per warp; it is free again when this returns.
@@ -54,14 +65,12 @@ Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
   OpBuilder &b = e.builder();
   Location l = e.location();
   Value warpValue = max ? e.warpMax(value) : e.warpSum(value);
-  Value firstLane = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                          lane, e.index(0));
-  e.ifThen(firstLane, [&] {
+  e.ifThen(e.eqIndex(lane, 0), [&] {
     memref::StoreOp::create(b, l, warpValue, slots, ValueRange{warp});
   });
   e.barrier();
   Value total;
-  for (int64_t w = 0; w < kBlockWarps; ++w) {
+  for (int64_t w = 0; w < kWarps; ++w) {
     Value v = memref::LoadOp::create(b, l, slots, ValueRange{e.index(w)});
     total = !total ? v
             : max  ? arith::MaximumFOp::create(b, l, total, v).getResult()
@@ -70,6 +79,171 @@ Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
   e.barrier();
   return total;
 }
+
+/// One block of the combine kernel.
+class CombineBlock {
+public:
+  CombineBlock(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a,
+               int64_t latent)
+      : e(e), b(e.builder()), l(e.location()), latent(latent) {
+    Value numSplits = schedule.planned ? a.front() : Value();
+    a = a.take_back(4);
+    part = a[0];
+    partLse = a[1];
+    out = a[2];
+    lse = a[3];
+    Value sq = e.dim(out, 1);
+    Value row = e.blockId(Dimension::x);
+    req = arith::DivUIOp::create(b, l, row, sq);
+    s = arith::RemUIOp::create(b, l, row, sq);
+    h = e.blockId(Dimension::y);
+    chunk = e.blockId(Dimension::z);
+    n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+    tid = e.threadId();
+    warp = e.warpId();
+    lane = e.laneId();
+    Value raw = e.dynamicShared();
+    slots = e.sharedView(raw, 0, {kWarps}, b.getF32Type());
+    weights = e.sharedView(raw, kWeightsOffset, {kWindow}, b.getF32Type());
+    sums = e.sharedView(raw, kSumsOffset, {kWarps, kChunkColumns},
+                        b.getF32Type());
+    chunkColumn0 = e.mul(chunk, e.index(kChunkColumns));
+  }
+
+  /// Merges the row's splits, reading partial rows in 16-byte vectors when
+  /// `vectorLoads` (the caller checked their alignment).
+  void emit(bool vectorLoads) {
+    Value fzero = e.f32(0.0);
+    auto splitLse = [&](Value i) {
+      return e.loadF32(partLse, {req, s, h, i});
+    };
+    // The largest split LSE.
+    Value localMax = e.forLoop(
+        tid, n, kThreads, {e.negInf()},
+        [&](Value i, ValueRange it) -> SmallVector<Value> {
+          return {arith::MaximumFOp::create(b, l, it[0], splitLse(i))};
+        })[0];
+    Value max = blockReduce(e, localMax, true, slots, warp, lane);
+    Value empty =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max, e.negInf());
+    Value safeMax = arith::SelectOp::create(b, l, empty, fzero, max);
+
+    // Windows of kWindow splits: their weights into shared memory, then
+    // the warps' weighted sums of the window's partial rows.
+    Value lastSplit = e.sub(n, e.index(1));
+    SmallVector<Value> init(kLaneColumns + 1, fzero);
+    SmallVector<Value> acc = e.forLoop(
+        e.index(0), n, kWindow, init,
+        [&](Value window, ValueRange it) -> SmallVector<Value> {
+          Value i = e.add(window, tid);
+          Value weight = arith::SelectOp::create(
+              b, l, e.lessThan(i, n),
+              math::ExpOp::create(
+                  b, l,
+                  arith::SubFOp::create(b, l,
+                                        splitLse(e.minIndex(i, lastSplit)),
+                                        safeMax)),
+              fzero);
+          memref::StoreOp::create(b, l, weight, weights, ValueRange{tid});
+          e.barrier();
+          Value inWindow = e.minIndex(e.index(kWindow), e.sub(n, window));
+          Value lastInWindow = e.sub(inWindow, e.index(1));
+          SmallVector<Value> columns = e.forLoop(
+              warp, inWindow, kWarps * kSplitsPerStep,
+              it.take_front(kLaneColumns),
+              [&](Value j0, ValueRange sum) -> SmallVector<Value> {
+                // Splits past the window clamped to its last (valid
+                // memory) and weighted 0.
+                SmallVector<Value> next(sum.begin(), sum.end());
+                for (int64_t u = 0; u < kSplitsPerStep; ++u) {
+                  Value j = e.add(j0, e.index(u * kWarps));
+                  Value jc = e.minIndex(j, lastInWindow);
+                  Value w = arith::SelectOp::create(
+                      b, l, e.lessThan(j, inWindow),
+                      memref::LoadOp::create(b, l, weights, ValueRange{jc}),
+                      fzero);
+                  SmallVector<Value, kLaneColumns> v =
+                      loadLane(e.add(window, jc), vectorLoads);
+                  for (int64_t k = 0; k < kLaneColumns; ++k)
+                    next[k] = math::FmaOp::create(b, l, w, v[k], next[k]);
+                }
+                return next;
+              });
+          // The window's weights are read; the next one may overwrite.
+          e.barrier();
+          columns.push_back(
+              arith::AddFOp::create(b, l, it[kLaneColumns], weight));
+          return columns;
+        });
+    Value sum = blockReduce(e, acc[kLaneColumns], false, slots, warp, lane);
+    Value hasKeys =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, fzero);
+    Value inverse = arith::SelectOp::create(
+        b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+
+    for (int64_t k = 0; k < kLaneColumns; ++k)
+      memref::StoreOp::create(
+          b, l, acc[k], sums,
+          ValueRange{warp, e.add(e.mul(lane, e.index(kLaneColumns)),
+                                 e.index(k))});
+    e.barrier();
+    // Thread t < 128 writes column t of the chunk.
+    Value column = e.add(chunkColumn0, tid);
+    e.ifThen(arith::AndIOp::create(b, l, e.lessThan(tid, e.index(kChunkColumns)),
+                                   e.lessThan(column, e.index(latent))),
+             [&] {
+               Value total = fzero;
+               for (int64_t w = 0; w < kWarps; ++w)
+                 total = arith::AddFOp::create(
+                     b, l, total,
+                     memref::LoadOp::create(b, l, sums,
+                                            ValueRange{e.index(w), tid}));
+               e.storeF32(arith::MulFOp::create(b, l, total, inverse), out,
+                          {req, s, h, column});
+             });
+    e.ifThen(arith::AndIOp::create(b, l, e.eqIndex(tid, 0), e.eqIndex(chunk, 0)),
+             [&] {
+      Value merged =
+          arith::AddFOp::create(b, l, safeMax, math::LogOp::create(b, l, sum));
+      e.storeF32(arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
+                 lse, {req, h, s});
+    });
+  }
+
+  GpuEmitter &e;
+  OpBuilder &b;
+  Location l;
+  int64_t latent;
+  Value part, partLse, out, lse, req, s, h, chunk, n, tid, warp, lane;
+  Value slots, weights, sums, chunkColumn0;
+
+private:
+  /// The lane's kLaneColumns columns of partial row `split`. Columns past
+  /// Lkv (the last chunk of an Lkv that is not a whole number of chunks)
+  /// are clamped into the row and never written out.
+  SmallVector<Value, kLaneColumns> loadLane(Value split, bool vectorLoads) {
+    Value first = e.add(chunkColumn0, e.mul(lane, e.index(kLaneColumns)));
+    SmallVector<Value, kLaneColumns> values;
+    if (vectorLoads) {
+      // Lkv is a multiple of 8 here (hasVectorRows), so a clamped vector
+      // stays inside the row.
+      Value c = e.minIndex(first, e.index(latent - kLaneColumns));
+      auto type = VectorType::get({kLaneColumns}, b.getF32Type());
+      Value v = vector::LoadOp::create(b, l, type, part,
+                                       ValueRange{req, s, h, split, c},
+                                       /*nontemporal=*/false,
+                                       llvm::MaybeAlign(kLaneColumns * 4));
+      for (int64_t k = 0; k < kLaneColumns; ++k)
+        values.push_back(vector::ExtractOp::create(b, l, v, k));
+      return values;
+    }
+    for (int64_t k = 0; k < kLaneColumns; ++k) {
+      Value c = e.minIndex(e.add(first, e.index(k)), e.index(latent - 1));
+      values.push_back(e.loadF32(part, {req, s, h, split, c}));
+    }
+    return values;
+  }
+};
 
 } // namespace
 
@@ -80,119 +254,21 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
   auto kernel = kernels.create(
       "decode_attention_combine", combineArgs.getTypes(),
       [&](GpuEmitter &e, ValueRange a) {
-        Value numSplits = schedule.planned ? a.front() : Value();
-        a = a.take_back(4);
-        Value part = a[0], partLse = a[1], out = a[2], lse = a[3];
-        OpBuilder &b = e.builder();
-        Location l = e.location();
-        Value zero = e.index(0), fzero = e.f32(0.0);
-        Value sq = e.dim(out, 1);
-        Value row = e.blockId(Dimension::x);
-        Value req = arith::DivUIOp::create(b, l, row, sq);
-        Value s = arith::RemUIOp::create(b, l, row, sq);
-        Value h = e.blockId(Dimension::y);
-        Value chunk = e.blockId(Dimension::z);
-        Value n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-        Value tid = e.threadId(), warp = e.warpId(), lane = e.laneId();
-
-        Value raw = e.dynamicShared();
-        Value slots = e.sharedView(raw, 0, {kBlockWarps}, b.getF32Type());
-        Value sums = e.sharedView(raw, kReduceBytes, {kBlockWarps, kChunkColumns},
-                                  b.getF32Type());
-
-        auto splitLse = [&](Value i) {
-          return e.loadF32(partLse, {req, s, h, i});
-        };
-        // The largest split LSE, then the sum of the weights.
-        Value localMax = e.forLoop(
-            tid, n, kBlockThreads, {e.negInf()},
-            [&](Value i, ValueRange it) -> SmallVector<Value> {
-              return {arith::MaximumFOp::create(b, l, it[0], splitLse(i))};
-            })[0];
-        Value max = blockReduce(e, localMax, true, slots, warp, lane);
-        Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                            max, e.negInf());
-        Value safeMax = arith::SelectOp::create(b, l, empty, fzero, max);
-        auto weightOf = [&](Value i) {
-          return math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, splitLse(i), safeMax));
-        };
-        Value localSum = e.forLoop(
-            tid, n, kBlockThreads, {fzero},
-            [&](Value i, ValueRange it) -> SmallVector<Value> {
-              return {arith::AddFOp::create(b, l, it[0], weightOf(i))};
-            })[0];
-        Value sum = blockReduce(e, localSum, false, slots, warp, lane);
-        Value hasKeys = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                              sum, fzero);
-        Value inverse = arith::SelectOp::create(
-            b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum),
-            fzero);
-
-        // The warp's splits: warp, warp + 4, ...; kSplitsPerStep at a time,
-        // a split past n clamped to n - 1 (valid memory) and weighted 0.
-        Value chunkColumn0 = e.mul(chunk, e.index(kChunkColumns));
-        // Column masks only where Lkv is not a whole number of chunks.
-        SmallVector<Value> columns, inside;
-        for (int64_t k = 0; k < kLaneColumns; ++k) {
-          Value c = e.add(lane, e.index(k * kWarpSize));
-          columns.push_back(c);
-          inside.push_back(latent % kChunkColumns == 0
-                               ? Value()
-                               : e.lessThan(e.add(chunkColumn0, c),
-                                            e.index(latent)));
-        }
-        Value lastSplit = e.sub(n, e.index(1));
-        SmallVector<Value> acc = e.forLoop(
-            warp, n, kBlockWarps * kSplitsPerStep,
-            SmallVector<Value>(kLaneColumns, fzero),
-            [&](Value i0, ValueRange it) -> SmallVector<Value> {
-              SmallVector<Value> next(it.begin(), it.end());
-              for (int64_t u = 0; u < kSplitsPerStep; ++u) {
-                Value i = e.add(i0, e.index(u * kBlockWarps));
-                Value split = e.minIndex(i, lastSplit);
-                Value w = arith::SelectOp::create(b, l, e.lessThan(i, n),
-                                                  weightOf(split), fzero);
-                for (int64_t k = 0; k < kLaneColumns; ++k) {
-                  Value v = e.loadColumn(part, {req, s, h, split},
-                                         e.add(chunkColumn0, columns[k]),
-                                         inside[k], latent);
-                  next[k] = math::FmaOp::create(b, l, w, v, next[k]);
-                }
-              }
-              return next;
-            });
-        for (int64_t k = 0; k < kLaneColumns; ++k)
-          memref::StoreOp::create(b, l, acc[k], sums,
-                                  ValueRange{warp, columns[k]});
-        e.barrier();
-        // Thread t writes column t of the chunk.
-        static_assert(kChunkColumns == kBlockThreads,
-                      "a thread per column of the chunk");
-        Value column = e.add(chunkColumn0, tid);
-        e.ifThen(e.lessThan(column, e.index(latent)), [&] {
-          Value total = fzero;
-          for (int64_t w = 0; w < kBlockWarps; ++w)
-            total = arith::AddFOp::create(
-                b, l, total,
-                memref::LoadOp::create(b, l, sums,
-                                       ValueRange{e.index(w), tid}));
-          e.storeF32(arith::MulFOp::create(b, l, total, inverse), out,
-                     {req, s, h, column});
+        CombineBlock block(e, schedule, a, latent);
+        // A request of one split has its results already.
+        Value merges = arith::CmpIOp::create(e.builder(), e.location(),
+                                             arith::CmpIPredicate::ne, block.n,
+                                             e.index(1));
+        e.ifThen(merges, [&] {
+          if (GpuEmitter::hasVectorRows(block.part))
+            e.ifThenElse(
+                e.vectorAligned({block.part}), [&] { block.emit(true); },
+                [&] { block.emit(false); });
+          else
+            block.emit(false);
         });
-        Value writesLse = arith::AndIOp::create(
-            b, l,
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, zero),
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, chunk,
-                                  zero));
-        e.ifThen(writesLse, [&] {
-          Value merged = arith::AddFOp::create(
-              b, l, safeMax, math::LogOp::create(b, l, sum));
-          e.storeF32(
-              arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()), lse,
-              {req, h, s});
-        });
-      });
+      },
+      kThreads);
   Location loc = op.getLoc();
   LoopBuilder hb(host, loc);
   Value rows = hb.mul(hb.dim(op.getQ(), 0), hb.dim(op.getQ(), 1));

@@ -293,6 +293,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           });
           e.barrier();
           Value writesLse = e.andi(leader, e.eqIndex(warp, 0));
+          SmallVector<MmaEmitter::RowEnd, 2> ends;
           for (int64_t i = 0; i < 2; ++i) {
             Value sum = fzero;
             for (int64_t w = 0; w < kWarps; ++w)
@@ -301,23 +302,29 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                   b, l, sumS,
                                   ValueRange{e.add(
                                       group, e.index(w * kTileRows + 8 * i))}));
-            const DecodeSplitBlock::LaneRow &row = laneRows[i];
-            e.ifThen(row.real, [&] {
-              MmaEmitter::RowEnd end = e.finishRow(state[i], sum);
-              for (int64_t t = 0; t < warpNTiles; ++t)
-                for (int64_t c = 0; c < 2; ++c) {
-                  Value col = e.add(warpCol0, e.add(e.index(8 * t + c),
-                                                    e.mul(quad, e.index(2))));
-                  e.storeF32(e.mulf(state[4 + 4 * t + 2 * i + c], end.inverse),
-                             block.part,
-                             {block.req, row.query, row.head, block.split, col});
-                }
-              e.ifThen(writesLse, [&] {
-                e.storeF32(end.lse, block.partLse,
-                           {block.req, row.query, row.head, block.split});
-              });
-            });
+            ends.push_back(e.finishRow(state[i], sum));
           }
+          block.writeResults([&](const SplitResults &to) {
+            for (int64_t i = 0; i < 2; ++i) {
+              const DecodeSplitBlock::LaneRow &row = laneRows[i];
+              const MmaEmitter::RowEnd &end = ends[i];
+              e.ifThen(row.real, [&] {
+                for (int64_t t = 0; t < warpNTiles; ++t)
+                  for (int64_t c = 0; c < 2; ++c) {
+                    Value col = e.add(warpCol0, e.add(e.index(8 * t + c),
+                                                      e.mul(quad, e.index(2))));
+                    SmallVector<Value, 5> at = to.rowIndex(row.query, row.head);
+                    at.push_back(col);
+                    e.storeF32(
+                        e.mulf(state[4 + 4 * t + 2 * i + c], end.inverse),
+                        to.values, at);
+                  }
+                e.ifThen(writesLse, [&] {
+                  e.storeF32(end.lse, to.lse, to.lseIndex(row.query, row.head));
+                });
+              });
+            }
+          });
         });
       });
   launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,

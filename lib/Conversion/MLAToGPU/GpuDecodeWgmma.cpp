@@ -105,7 +105,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         OpBuilder &b = e.builder();
         Location l = e.location();
         DecodeSplitBlock block(e, op, schedule, a, kTileRows);
-        Value part = block.part, partLse = block.partLse;
+        Value part = block.part;
         Value req = block.req, tileRow0 = block.tileRow0, split = block.split;
         Value zero = e.index(0);
 
@@ -342,32 +342,29 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           Value groupCol0 = e.mul(group, e.index(halfColumns));
           // out = O / l per lane row: (scale, O column of accumulator
           // 4 j + 2 i + c).
-          SmallVector<Value, 2> inverses;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value sum = sums[i];
-            const DecodeSplitBlock::LaneRow &row = laneRows[i];
-            MmaEmitter::RowEnd end = e.finishRow(state[i], sum);
-            inverses.push_back(end.inverse);
-            e.ifThen(e.andi(row.real, writesLse), [&] {
-              e.storeF32(end.lse, partLse, {req, row.query, row.head, split});
-            });
-          }
+          SmallVector<MmaEmitter::RowEnd, 2> ends;
+          for (int64_t i = 0; i < 2; ++i)
+            ends.push_back(e.finishRow(state[i], sums[i]));
           auto column = [&](int64_t j, int64_t c) {
             return e.add(groupCol0,
                          e.add(e.index(8 * j + c), e.mul(quad, e.index(2))));
           };
-          // Element by element into the partials.
-          auto storeDirect = [&] {
-            for (int64_t i = 0; i < 2; ++i)
-              e.ifThen(laneRows[i].real, [&] {
+          // Element by element into the results (final or partial).
+          auto storeDirect = [&](const SplitResults &to) {
+            for (int64_t i = 0; i < 2; ++i) {
+              const DecodeSplitBlock::LaneRow &row = laneRows[i];
+              e.ifThen(row.real, [&] {
                 for (int64_t j = 0; j < halfColumns / 8; ++j)
-                  for (int64_t c = 0; c < 2; ++c)
+                  for (int64_t c = 0; c < 2; ++c) {
+                    SmallVector<Value, 5> at =
+                        to.rowIndex(row.query, row.head);
+                    at.push_back(column(j, c));
                     e.storeF32(
-                        e.mulf(state[4 + 4 * j + 2 * i + c], inverses[i]),
-                        part,
-                        {req, laneRows[i].query, laneRows[i].head, split,
-                         column(j, c)});
+                        e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse),
+                        to.values, at);
+                  }
               });
+            }
           };
           // Staged as f32 rows in shared memory (the tiles are dead: every
           // thread is past the row-sum barrier), then one bulk copy a row
@@ -382,8 +379,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 Value v = vector::FromElementsOp::create(
                     b, l, pair,
                     ValueRange{
-                        e.mulf(state[4 + 4 * j + 2 * i], inverses[i]),
-                        e.mulf(state[4 + 4 * j + 2 * i + 1], inverses[i])});
+                        e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse),
+                        e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse)});
                 vector::StoreOp::create(
                     b, l, v, staging,
                     ValueRange{laneRows[i].local, column(j, 0)},
@@ -414,10 +411,20 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                      });
             e.waitBulkReads();
           };
-          if (GpuEmitter::hasVectorRows(part))
-            e.ifThenElse(e.vectorAligned({part}), storeBulk, storeDirect);
-          else
-            storeDirect();
+          block.writeResults([&](const SplitResults &to) {
+            for (int64_t i = 0; i < 2; ++i) {
+              const DecodeSplitBlock::LaneRow &row = laneRows[i];
+              e.ifThen(e.andi(row.real, writesLse), [&] {
+                e.storeF32(ends[i].lse, to.lse,
+                           to.lseIndex(row.query, row.head));
+              });
+            }
+            if (to.partial && GpuEmitter::hasVectorRows(part))
+              e.ifThenElse(e.vectorAligned({part}), storeBulk,
+                           [&] { storeDirect(to); });
+            else
+              storeDirect(to);
+          });
         });
       },
       kThreads);

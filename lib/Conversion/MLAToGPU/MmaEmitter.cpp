@@ -69,9 +69,6 @@ Value MmaEmitter::maxf(Value a, Value c) {
 Value MmaEmitter::andi(Value a, Value c) {
   return arith::AndIOp::create(b, loc, a, c);
 }
-Value MmaEmitter::eqIndex(Value a, int64_t v) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, index(v));
-}
 Value MmaEmitter::isNegInf(Value x) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf());
 }

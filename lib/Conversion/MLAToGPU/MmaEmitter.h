@@ -51,7 +51,6 @@ public:
   /// Whether `pred` (i1) holds in any lane of the (whole, converged) warp.
   mlir::Value warpAny(mlir::Value pred);
   mlir::Value andi(mlir::Value a, mlir::Value c);
-  mlir::Value eqIndex(mlir::Value a, int64_t v);
   /// Whether the f32 `x` is -inf.
   mlir::Value isNegInf(mlir::Value x);
 

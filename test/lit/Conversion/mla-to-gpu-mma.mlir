@@ -42,7 +42,7 @@
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[ROWS]], %c16{{.*}} : index
 // CHECK: %[[SMEM:.+]] = arith.constant 96256 : i32
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%[[B]], %[[TILES]], %[[S]]) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size %[[SMEM]]
-// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[C]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[L]] : memref<?xi32>, %[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>)
+// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[C]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[L]] : memref<?xi32>, %[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>, %{{.+}} : memref<?x?x16x512xbf16>, %{{.+}} : memref<?x16x?xf32>)
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in
 // CHECK-SAME: args(%[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>,
 // CHECK: gpu.func @decode_attention_split_mma_0(
@@ -103,12 +103,17 @@
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.barrier
 // CHECK-NEXT: scf.yield
-// The row sums across warps, then the partials of real rows.
+// The row sums across warps, then the real rows: out and lse for a
+// request of one split, else the partials.
 // CHECK: memref.store %{{.+}}, %[[SUM]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SUM]]
-// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x16x?x512xf32>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: scf.if %{{.+}} {
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x16x512xbf16>
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<?x16x?xf32>
+// CHECK: } else {
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x16x?x512xf32>
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x16x?xf32>
 // CHECK: gpu.func @decode_attention_combine_1(
 func.func @decode_bf16_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,

@@ -7,8 +7,9 @@
 // 256 output columns, V read N-major (B layout row). Launched on grid (B,
 // ceil(Sq * N / 64), S) with 231424 bytes: Q, two KV stages (3 x 73728),
 // P 8192, row maxima and sums 1024, 1024 of alignment slack. Fewer heads
-// keep the mma-sync kernel, other dtypes the generic one. The partial
-// outputs leave through shared memory by bulk copies (cp.async.bulk).
+// keep the mma-sync kernel, other dtypes the generic one. A request of
+// one split writes out and lse directly; the partial outputs of the others
+// leave through shared memory by bulk copies (cp.async.bulk).
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
 
@@ -41,7 +42,12 @@
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
-// The output: staged in shared memory, one bulk copy of 2048 bytes a row.
+// One split: element stores into out. Else the partials: staged in shared
+// memory, one bulk copy of 2048 bytes a row.
+// CHECK: scf.if %{{.+}} {
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<?x128x?xf32>
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x128x512xbf16>
+// CHECK: } else {
 // CHECK: nvvm.fence.proxy
 // CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c2048_i32 : <1>, <3>
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group

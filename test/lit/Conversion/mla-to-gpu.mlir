@@ -92,18 +92,19 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: %[[PART_LSE:.+]] = gpu.alloc (%[[B]], %[[SQ]], %[[SPLITS]]) : memref<?x?x16x?xf32>
 // CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
-// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>)
-// The combine kernel: one block per (row, head, 128-column chunk), 2064
-// bytes of shared memory (4 reduction slots, 4 warps x 128 column sums).
+// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
+// The combine kernel: one block of 256 threads per (row, head, 128-column
+// chunk), 5152 bytes of shared memory (8 reduction slots, 256 split
+// weights, 8 warps x 128 column sums).
 // CHECK: %[[ROWS2:.+]] = arith.muli %{{.+}}, %{{.+}} : index
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c2064_i32
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c256{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c5152_i32
 // CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NEXT: gpu.dealloc %[[PART]] : memref<?x?x16x?x512xf32>
 // CHECK-NEXT: gpu.dealloc %[[PART_LSE]] : memref<?x?x16x?xf32>
 // CHECK-NEXT: return
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // The split kernel: head = 4 * block_id.y + warp (guarded), split = block_id.z.
-// CHECK-NEXT: gpu.func @decode_attention_split_0(%{{.+}}: memref<?x?x16x576xbf16>, %{{.+}}: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %[[KPART:.+]]: memref<?x?x16x?x512xf32>, %[[KPART_LSE:.+]]: memref<?x?x16x?xf32>)
+// CHECK-NEXT: gpu.func @decode_attention_split_0(%{{.+}}: memref<?x?x16x576xbf16>, %{{.+}}: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %[[KPART:.+]]: memref<?x?x16x?x512xf32>, %[[KPART_LSE:.+]]: memref<?x?x16x?xf32>, %[[KFOUT:.+]]: memref<?x?x16x512xbf16>, %[[KFLSE:.+]]: memref<?x16x?xf32>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK: %[[BY:.+]] = gpu.block_id y
 // CHECK: %[[H0:.+]] = arith.muli %[[BY]], %c4 : index
@@ -117,30 +118,46 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: scf.yield
+// A request of one split (here: the grid has one) writes out and lse;
+// others their partials.
+// CHECK: %[[S1:.+]] = memref.dim %[[KPART_LSE]], %c3 : memref<?x?x16x?xf32>
+// CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %[[S1]], %c1{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[SINGLE]] {
+// CHECK: memref.store %{{.+}}, %[[KFOUT]][%{{.+}}, %{{.+}}, %[[H]], %{{.+}}] : memref<?x?x16x512xbf16>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: memref.store %{{.+}}, %[[KFLSE]][%{{.+}}, %[[H]], %{{.+}}] : memref<?x16x?xf32>
+// CHECK: } else {
 // CHECK: memref.store %{{.+}}, %[[KPART]][%{{.+}}, %{{.+}}, %[[H]], %[[SPLIT]], %{{.+}}] : memref<?x?x16x?x512xf32>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: memref.store %{{.+}}, %[[KPART_LSE]][%{{.+}}, %{{.+}}, %[[H]], %[[SPLIT]]] : memref<?x?x16x?xf32>
 // CHECK: gpu.return
-// The combine kernel: the splits weighted by exp(lse - max); the block
-// reduces the split LSEs (max, then the sum of weights); each warp takes
-// every fourth split, eight per step, 4 columns a lane; the warps' sums are
-// added through shared memory.
-// CHECK: gpu.func @decode_attention_combine_1(%{{.+}}: memref<?x?x16x?x512xf32>, %{{.+}}: memref<?x?x16x?xf32>, %[[KOUT:.+]]: memref<?x?x16x512xbf16>, %[[KLSE:.+]]: memref<?x16x?xf32>)
-// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+// The combine kernel: requests of one split skipped; the block reduces
+// the split LSEs to their max, then per window of 256 splits stores their
+// weights exp(lse - max) in shared memory, and each warp takes every
+// eighth split, eight per step, a 16-byte vector of 4 columns a lane; the
+// warps' sums are added through shared memory. (The second copy, for
+// misaligned partials, loads element by element.)
+// CHECK: gpu.func @decode_attention_combine_1(%{{.+}}: memref<?x?x16x?x512xf32>, %[[KCSL:.+]]: memref<?x?x16x?xf32>, %[[KOUT:.+]]: memref<?x?x16x512xbf16>, %[[KLSE:.+]]: memref<?x16x?xf32>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+// CHECK: %[[CN1:.+]] = memref.dim %[[KCSL]], %c3 : memref<?x?x16x?xf32>
 // CHECK: gpu.dynamic_shared_memory
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c128
+// CHECK: %[[MERGES:.+]] = arith.cmpi ne, %[[CN1]], %c1{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[MERGES]] {
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c256
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: gpu.barrier
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c256{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32) {
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
-// CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c32{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32) {
-// CHECK-COUNT-4: llvm.call_intrinsic "llvm.fma.f32"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
-// CHECK-COUNT-4: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32) {
+// CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x16x?x512xf32>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: memref.store %{{.+}}, %[[KOUT]][{{.+}}] : memref<?x?x16x512xbf16>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: memref.store %{{.+}}, %[[KLSE]][{{.+}}] : memref<?x16x?xf32>
+// CHECK: } else {
 // CHECK: gpu.return
 func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
                   %bt: memref<?x?xi32>, %lens: memref<?xi32>,
@@ -173,14 +190,14 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in ({{[^)]+}})
-// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>)
+// CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%{{.+}}, %c16, %c4{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: return
 // The split kernel: n = clamp(num_splits[req], 1, S); splits >= n exit.
-// CHECK: gpu.func @decode_attention_split_0(%{{.+}}: memref<?x?x16x576xbf16>, %{{.+}}: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %[[KLENS:.+]]: memref<?xi32>, %[[KNS:.+]]: memref<?xi32>, %[[KSO:.+]]: memref<?x?x16x?x512xf32>, %[[KSL:.+]]: memref<?x?x16x?xf32>)
+// CHECK: gpu.func @decode_attention_split_0(%{{.+}}: memref<?x?x16x576xbf16>, %{{.+}}: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %[[KLENS:.+]]: memref<?xi32>, %[[KNS:.+]]: memref<?xi32>, %[[KSO:.+]]: memref<?x?x16x?x512xf32>, %[[KSL:.+]]: memref<?x?x16x?xf32>, %{{.+}}: memref<?x?x16x512xbf16>, %{{.+}}: memref<?x16x?xf32>)
 // CHECK: %[[REQ:.+]] = arith.divui %{{.+}}, %{{.+}} : index
 // CHECK: %[[SPLIT:.+]] = gpu.block_id z
 // CHECK: %[[HEAD_OK:.+]] = arith.cmpi slt, %{{.+}}, %c16 : index
@@ -207,19 +224,24 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: %[[FIRST:.+]] = arith.muli %[[FB]], %c64{{(_[0-9]+)?}} : index
 // CHECK: %[[LAST:.+]] = arith.muli %[[EB]], %c64{{(_[0-9]+)?}} : index
 // CHECK: scf.for %{{.+}} = %[[FIRST]] to %{{.+}} step
+// One split (n = 1): out and lse; else the partials.
+// CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %{{.+}}, %c1{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[SINGLE]] {
+// CHECK: } else {
 // CHECK: memref.store %{{.+}}, %[[KSO]][%[[REQ]], %{{.+}}, %{{.+}}, %[[SPLIT]], %{{.+}}] : memref<?x?x16x?x512xf32>
 // CHECK: memref.store %{{.+}}, %[[KSL]][%[[REQ]], %{{.+}}, %{{.+}}, %[[SPLIT]]] : memref<?x?x16x?xf32>
 // CHECK: gpu.return
-// The combine kernel: the first n partials only.
+// The combine kernel: the first n partials only, and nothing for n = 1.
 // CHECK: gpu.func @decode_attention_combine_1(%[[CNS:.+]]: memref<?xi32>, %{{.+}}: memref<?x?x16x?x512xf32>, %[[CSL:.+]]: memref<?x?x16x?xf32>, %{{.+}}: memref<?x?x16x512xbf16>, %{{.+}}: memref<?x16x?xf32>)
 // CHECK: %[[CS:.+]] = memref.dim %[[CSL]], %c3 : memref<?x?x16x?xf32>
 // CHECK: %[[CRAW:.+]] = memref.load %[[CNS]][%{{.+}}] : memref<?xi32>
 // CHECK: %[[CIDX:.+]] = arith.index_cast %[[CRAW]] : i32 to index
 // CHECK: %[[CLO:.+]] = arith.maxsi %[[CIDX]], %c1{{(_[0-9]+)?}} : index
 // CHECK: %[[CN:.+]] = arith.minsi %[[CLO]], %[[CS]] : index
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c128
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c128
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c32{{(_[0-9]+)?}}
+// CHECK: %[[CMERGES:.+]] = arith.cmpi ne, %[[CN]], %c1{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[CMERGES]] {
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c256
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c256
 // CHECK: gpu.return
 func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,
