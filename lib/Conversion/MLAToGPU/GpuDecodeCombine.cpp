@@ -5,21 +5,26 @@
 // active splits, and lse = max + log Σ_j exp(lse_j - max). A request of
 // one split is skipped: its split kernel wrote out and lse itself.
 //
-// The kernel reads what the split kernel just wrote (mostly from L2), and
-// is latency-bound: a small batch with a long context has few rows and
-// many splits (one request, 16 heads, 128 splits: 16 rows of 128 x 512 f32
-// partials), so the time of a row is its chain of dependent loads. It is
-// built to keep that chain short and the loads wide:
-//  - a block of eight warps merges one row's 128-column chunk (grid: rows x
-//    heads x ceil(Lkv / 128));
-//  - the split weights are computed once per block, 256 splits at a time,
-//    into shared memory (the LSEs are read once for the max, once for the
-//    weights);
-//  - the warps take every eighth split, eight splits per step, each lane
-//    4 adjacent columns in one 16-byte load (a warp reads whole 512-byte
-//    rows): 8 independent loads in flight per lane, 512 splits in two
-//    steps' chains;
-//  - the warps' column sums are added through shared memory.
+// The kernel reads what the split kernel just wrote (mostly from L2) and
+// is latency-bound, so its shape follows the workspace's split count S
+// (known on the host, which launches one of two kernels):
+//  - S <= 4 (a large batch: each request's splits are few and short): a
+//    warp merges a (row, head) row over all its columns, its lanes 4
+//    adjacent columns of each 128 in 16-byte loads; the S splits are
+//    unrolled (clamped to n - 1 and weighted 0 past n), so every load is
+//    in flight at once and there is no block barrier (grid: rows x
+//    ceil(N / 4), four warps a block);
+//  - else (a small batch with a long context: few rows, many splits; one
+//    request, 16 heads, 128 splits: 16 rows of 128 x 512 f32 partials) the
+//    chain of dependent loads of a row is kept short by spreading it over
+//    a block: eight warps merge one row's 128-column chunk (grid: rows x
+//    heads x ceil(Lkv / 128)); the split weights are computed once per
+//    block, 256 splits at a time, into shared memory; the warps take every
+//    eighth split, eight splits per step, each lane 4 adjacent columns in
+//    one 16-byte load: 8 independent loads in flight per lane, 512 splits
+//    in two steps' chains; the warps' column sums are added through shared
+//    memory.
+// Partial rows that are not 16-byte aligned are read element by element.
 // A row with no keys (every split LSE -inf, or no split) gets out = 0 and
 // lse = -inf.
 //
@@ -40,6 +45,11 @@ namespace mla::gpu {
 
 namespace {
 
+/// The most splits a workspace may have for the narrow kernel.
+constexpr int64_t kNarrowMaxSplits = 4;
+/// Warps of a narrow block: a (row, head) row each.
+constexpr int64_t kNarrowWarps = 4;
+
 constexpr int64_t kWarps = 8;
 constexpr int64_t kThreads = kWarps * kWarpSize;
 /// Adjacent columns of a lane: one 16-byte load of f32.
@@ -57,6 +67,37 @@ constexpr int64_t kReduceBytes = kWarps * 4;
 constexpr int64_t kWeightsOffset = kReduceBytes;
 constexpr int64_t kSumsOffset = kWeightsOffset + kWindow * 4;
 constexpr int64_t kSharedBytes = kSumsOffset + kWarps * kChunkColumns * 4;
+
+/// Columns [first, first + kLaneColumns) of partial row `row` (the
+/// partial's indices but the column): one 16-byte load where
+/// `vectorLoads` (the caller checked alignment; Lkv is then a multiple of
+/// 8), else element by element. Columns past Lkv are clamped into the row
+/// (the callers never write them out).
+SmallVector<Value, kLaneColumns> loadLaneColumns(GpuEmitter &e, Value part,
+                                                 ValueRange row, Value first,
+                                                 int64_t latent,
+                                                 bool vectorLoads) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  SmallVector<Value> idx(row.begin(), row.end());
+  SmallVector<Value, kLaneColumns> values;
+  if (vectorLoads) {
+    idx.push_back(e.minIndex(first, e.index(latent - kLaneColumns)));
+    auto type = VectorType::get({kLaneColumns}, b.getF32Type());
+    Value v = vector::LoadOp::create(b, l, type, part, idx,
+                                     /*nontemporal=*/false,
+                                     llvm::MaybeAlign(kLaneColumns * 4));
+    for (int64_t k = 0; k < kLaneColumns; ++k)
+      values.push_back(vector::ExtractOp::create(b, l, v, k));
+    return values;
+  }
+  idx.push_back(Value());
+  for (int64_t k = 0; k < kLaneColumns; ++k) {
+    idx.back() = e.minIndex(e.add(first, e.index(k)), e.index(latent - 1));
+    values.push_back(e.loadF32(part, idx));
+  }
+  return values;
+}
 
 /// `value` reduced (max or sum) over the block, in every thread. `slots`
 /// holds one f32 per warp; it is free again when this returns.
@@ -162,8 +203,10 @@ public:
                       b, l, e.lessThan(j, inWindow),
                       memref::LoadOp::create(b, l, weights, ValueRange{jc}),
                       fzero);
-                  SmallVector<Value, kLaneColumns> v =
-                      loadLane(e.add(window, jc), vectorLoads);
+                  SmallVector<Value, kLaneColumns> v = loadLaneColumns(
+                      e, part, {req, s, h, e.add(window, jc)},
+                      e.add(chunkColumn0, e.mul(lane, e.index(kLaneColumns))),
+                      latent, vectorLoads);
                   for (int64_t k = 0; k < kLaneColumns; ++k)
                     next[k] = math::FmaOp::create(b, l, w, v[k], next[k]);
                 }
@@ -216,34 +259,115 @@ public:
   int64_t latent;
   Value part, partLse, out, lse, req, s, h, chunk, n, tid, warp, lane;
   Value slots, weights, sums, chunkColumn0;
-
-private:
-  /// The lane's kLaneColumns columns of partial row `split`. Columns past
-  /// Lkv (the last chunk of an Lkv that is not a whole number of chunks)
-  /// are clamped into the row and never written out.
-  SmallVector<Value, kLaneColumns> loadLane(Value split, bool vectorLoads) {
-    Value first = e.add(chunkColumn0, e.mul(lane, e.index(kLaneColumns)));
-    SmallVector<Value, kLaneColumns> values;
-    if (vectorLoads) {
-      // Lkv is a multiple of 8 here (hasVectorRows), so a clamped vector
-      // stays inside the row.
-      Value c = e.minIndex(first, e.index(latent - kLaneColumns));
-      auto type = VectorType::get({kLaneColumns}, b.getF32Type());
-      Value v = vector::LoadOp::create(b, l, type, part,
-                                       ValueRange{req, s, h, split, c},
-                                       /*nontemporal=*/false,
-                                       llvm::MaybeAlign(kLaneColumns * 4));
-      for (int64_t k = 0; k < kLaneColumns; ++k)
-        values.push_back(vector::ExtractOp::create(b, l, v, k));
-      return values;
-    }
-    for (int64_t k = 0; k < kLaneColumns; ++k) {
-      Value c = e.minIndex(e.add(first, e.index(k)), e.index(latent - 1));
-      values.push_back(e.loadF32(part, {req, s, h, split, c}));
-    }
-    return values;
-  }
 };
+
+/// Emits `merge(vectorLoads)` for the rows of requests of more than one
+/// split, with 16-byte loads where the partials allow them.
+void forMergedRequests(GpuEmitter &e, Value n, Value part,
+                       const std::function<void(bool)> &merge) {
+  // A request of one split has its results already.
+  Value merges = arith::CmpIOp::create(e.builder(), e.location(),
+                                       arith::CmpIPredicate::ne, n,
+                                       e.index(1));
+  e.ifThen(merges, [&] {
+    if (GpuEmitter::hasVectorRows(part))
+      e.ifThenElse(
+          e.vectorAligned({part}), [&] { merge(true); },
+          [&] { merge(false); });
+    else
+      merge(false);
+  });
+}
+
+/// The narrow kernel's warp: (row, head) = (block x, 4 block y + warp),
+/// all kNarrowMaxSplits splits unrolled.
+void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
+                       ValueRange a, int64_t heads, int64_t latent) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  Value numSplits = schedule.planned ? a.front() : Value();
+  a = a.take_back(4);
+  Value part = a[0], partLse = a[1], out = a[2], lse = a[3];
+  Value sq = e.dim(out, 1);
+  Value row = e.blockId(Dimension::x);
+  Value req = arith::DivUIOp::create(b, l, row, sq);
+  Value s = arith::RemUIOp::create(b, l, row, sq);
+  Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kNarrowWarps)),
+                  e.warpId());
+  Value lane = e.laneId();
+  e.ifThen(e.lessThan(h, e.index(heads)), [&] {
+    // n <= S <= kNarrowMaxSplits: splits past n are clamped to n - 1 and
+    // weighted 0.
+    Value n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+    forMergedRequests(e, n, part, [&](bool vectorLoads) {
+      Value fzero = e.f32(0.0);
+      Value lastSplit = e.maxIndex(e.sub(n, e.index(1)), e.index(0));
+      SmallVector<Value, kNarrowMaxSplits> splitLse, live;
+      Value max = e.negInf();
+      for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
+        Value jc = e.minIndex(e.index(j), lastSplit);
+        live.push_back(e.lessThan(e.index(j), n));
+        splitLse.push_back(arith::SelectOp::create(
+            b, l, live.back(), e.loadF32(partLse, {req, s, h, jc}),
+            e.negInf()));
+        max = arith::MaximumFOp::create(b, l, max, splitLse.back());
+      }
+      Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                          max, e.negInf());
+      Value safeMax = arith::SelectOp::create(b, l, empty, fzero, max);
+      Value sum = fzero;
+      SmallVector<Value, kNarrowMaxSplits> weight;
+      for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
+        weight.push_back(arith::SelectOp::create(
+            b, l, live[j],
+            math::ExpOp::create(
+                b, l, arith::SubFOp::create(b, l, splitLse[j], safeMax)),
+            fzero));
+        sum = arith::AddFOp::create(b, l, sum, weight[j]);
+      }
+      Value hasKeys =
+          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, fzero);
+      Value inverse = arith::SelectOp::create(
+          b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+      // 128-column groups: the lane's 4 columns of each. Every load is
+      // issued before the first store (which the compiler may not move
+      // them past).
+      int64_t groups = (latent + kChunkColumns - 1) / kChunkColumns;
+      SmallVector<SmallVector<Value>> sums;
+      for (int64_t group = 0; group < groups; ++group) {
+        Value first = e.add(e.mul(lane, e.index(kLaneColumns)),
+                            e.index(group * kChunkColumns));
+        SmallVector<Value> acc(kLaneColumns, fzero);
+        for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
+          Value jc = e.minIndex(e.index(j), lastSplit);
+          SmallVector<Value, kLaneColumns> v = loadLaneColumns(
+              e, part, {req, s, h, jc}, first, latent, vectorLoads);
+          for (int64_t k = 0; k < kLaneColumns; ++k)
+            acc[k] = math::FmaOp::create(b, l, weight[j], v[k], acc[k]);
+        }
+        sums.push_back(acc);
+      }
+      for (int64_t group = 0; group < groups; ++group) {
+        Value first = e.add(e.mul(lane, e.index(kLaneColumns)),
+                            e.index(group * kChunkColumns));
+        const SmallVector<Value> &acc = sums[group];
+        for (int64_t k = 0; k < kLaneColumns; ++k) {
+          Value column = e.add(first, e.index(k));
+          e.ifThen(e.lessThan(column, e.index(latent)), [&] {
+            e.storeF32(arith::MulFOp::create(b, l, acc[k], inverse), out,
+                       {req, s, h, column});
+          });
+        }
+      }
+      e.ifThen(e.eqIndex(lane, 0), [&] {
+        Value merged = arith::AddFOp::create(b, l, safeMax,
+                                             math::LogOp::create(b, l, sum));
+        e.storeF32(arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
+                   lse, {req, h, s});
+      });
+    });
+  });
+}
 
 } // namespace
 
@@ -251,32 +375,43 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
                          const DecodeSchedule &schedule, OpBuilder &host,
                          ValueRange combineArgs) {
   const int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank();
-  auto kernel = kernels.create(
-      "decode_attention_combine", combineArgs.getTypes(),
-      [&](GpuEmitter &e, ValueRange a) {
-        CombineBlock block(e, schedule, a, latent);
-        // A request of one split has its results already.
-        Value merges = arith::CmpIOp::create(e.builder(), e.location(),
-                                             arith::CmpIPredicate::ne, block.n,
-                                             e.index(1));
-        e.ifThen(merges, [&] {
-          if (GpuEmitter::hasVectorRows(block.part))
-            e.ifThenElse(
-                e.vectorAligned({block.part}), [&] { block.emit(true); },
-                [&] { block.emit(false); });
-          else
-            block.emit(false);
-        });
-      },
-      kThreads);
   Location loc = op.getLoc();
-  LoopBuilder hb(host, loc);
+  GpuEmitter hb(host, loc);
   Value rows = hb.mul(hb.dim(op.getQ(), 0), hb.dim(op.getQ(), 1));
-  KernelFactory::launch(
-      host, loc, kernel,
-      {rows, hb.index(heads),
-       hb.index((latent + kChunkColumns - 1) / kChunkColumns)},
-      combineArgs, kSharedBytes);
+  Value capacity = hb.dim(combineArgs[combineArgs.size() - 3], 3);
+  hb.ifThenElse(
+      hb.lessThan(capacity, hb.index(kNarrowMaxSplits + 1)),
+      [&] {
+        auto kernel = kernels.create(
+            "decode_attention_combine_narrow", combineArgs.getTypes(),
+            [&](GpuEmitter &e, ValueRange a) {
+              emitNarrowCombine(e, schedule, a, heads, latent);
+            });
+        static_assert(kNarrowWarps == kBlockWarps,
+                      "the narrow kernel has the default block");
+        KernelFactory::launch(
+            host, loc, kernel,
+            {rows, hb.index((heads + kNarrowWarps - 1) / kNarrowWarps),
+             hb.index(1)},
+            combineArgs);
+      },
+      [&] {
+        auto kernel = kernels.create(
+            "decode_attention_combine", combineArgs.getTypes(),
+            [&](GpuEmitter &e, ValueRange a) {
+              CombineBlock block(e, schedule, a, latent);
+              forMergedRequests(e, block.n, block.part,
+                                [&](bool vectorLoads) {
+                                  block.emit(vectorLoads);
+                                });
+            },
+            kThreads);
+        KernelFactory::launch(
+            host, loc, kernel,
+            {rows, hb.index(heads),
+             hb.index((latent + kChunkColumns - 1) / kChunkColumns)},
+            combineArgs, kSharedBytes);
+      });
 }
 
 } // namespace mla::gpu

@@ -43,7 +43,7 @@
 // CHECK: %[[SMEM:.+]] = arith.constant 96256 : i32
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%[[B]], %[[TILES]], %[[S]]) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[C]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[L]] : memref<?xi32>, %[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>, %{{.+}} : memref<?x?x16x512xbf16>, %{{.+}} : memref<?x16x?xf32>)
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in
 // CHECK-SAME: args(%[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>,
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>}
@@ -115,7 +115,7 @@
 // CHECK: } else {
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x16x?x512xf32>
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x16x?xf32>
-// CHECK: gpu.func @decode_attention_combine_1(
+// CHECK: gpu.func @decode_attention_combine_narrow_1(
 func.func @decode_bf16_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
                                 %bt: memref<?x?xi32>, %lens: memref<?xi32>,
                                 %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
@@ -128,10 +128,11 @@ func.func @decode_bf16_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64
 
 // -----
 
-// 128 heads, Sq 1: 8 tiles of 16 rows; 2048 tokens a split (1 for 10 pages).
+// 128 heads, Sq 1: 8 tiles of 16 rows; 2048 tokens a split (1 for 10 pages),
+// so the host launches the narrow combine (32 blocks of 4 heads a row).
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq1(
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c8, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c3, %c128, %c4)
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%c3, %c32, %c1)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq1(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: nvvm.mma.sync
@@ -150,7 +151,7 @@ func.func @decode_bf16_128_heads_sq1(%q: memref<3x1x128x576xbf16>, %cache: memre
 // 128 heads, Sq 2: 16 tiles; causal.
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq2(
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%c6, %c128, %c4)
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%c6, %c32, %c1)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq2(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: nvvm.mma.sync
@@ -221,8 +222,8 @@ func.func @decode_f16_scheduled(%q: memref<?x2x16x576xf16>, %cache: memref<?x16x
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in
 // CHECK-NOT: dynamic_shared_memory_size
 // CHECK-SAME: args(
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_2 blocks in
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_3 blocks in
 // CHECK-NOT: dynamic_shared_memory_size
 // CHECK-SAME: args(
 // CHECK-NOT: nvvm.mma.sync

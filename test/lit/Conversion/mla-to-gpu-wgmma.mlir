@@ -26,7 +26,8 @@
 // CHECK: %[[ROWS:.+]] = arith.muli %[[SQ]], %c128
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[ROWS]], %c64
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_0 blocks in (%[[B]], %[[TILES]], %[[S]]) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2
 // CHECK: gpu.func @decode_attention_split_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK: nvgpu.device_async_copy
@@ -52,7 +53,7 @@
 // CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c2048_i32 : <1>, <3>
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
-// CHECK: gpu.func @decode_attention_combine_1(
+// CHECK: gpu.func @decode_attention_combine_narrow_1(
 func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,
                             %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {

@@ -93,12 +93,21 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
-// The combine kernel: one block of 256 threads per (row, head, 128-column
-// chunk), 5152 bytes of shared memory (8 reduction slots, 256 split
-// weights, 8 warps x 128 column sums).
+// The combine kernel, by the workspace's split count S: up to 4, the
+// narrow one (a warp per (row, head): grid rows x 4, 128 threads); else
+// one block of 256 threads per (row, head, 128-column chunk), 5152 bytes of
+// shared memory (8 reduction slots, 256 split weights, 8 warps x 128
+// column sums).
 // CHECK: %[[ROWS2:.+]] = arith.muli %{{.+}}, %{{.+}} : index
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c256{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c5152_i32
+// CHECK: %[[S2:.+]] = memref.dim %[[PART_LSE]], %c3 : memref<?x?x16x?xf32>
+// CHECK: %[[FEW:.+]] = arith.cmpi slt, %[[S2]], %c5 : index
+// CHECK: scf.if %[[FEW]] {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%[[ROWS2]], %c4{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
+// CHECK-NEXT: } else {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c256{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c5152_i32
+// CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
+// CHECK-NEXT: }
 // CHECK-NEXT: gpu.dealloc %[[PART]] : memref<?x?x16x?x512xf32>
 // CHECK-NEXT: gpu.dealloc %[[PART_LSE]] : memref<?x?x16x?xf32>
 // CHECK-NEXT: return
@@ -131,13 +140,30 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: memref.store %{{.+}}, %[[KPART_LSE]][%{{.+}}, %{{.+}}, %[[H]], %[[SPLIT]]] : memref<?x?x16x?xf32>
 // CHECK: gpu.return
-// The combine kernel: requests of one split skipped; the block reduces
+// The narrow combine: requests of one split skipped; the 4 splits
+// unrolled, their LSEs, then 4 x 4 16-byte loads of partials (4 column
+// groups x 4 splits) before any store; no barrier.
+// CHECK: gpu.func @decode_attention_combine_narrow_1(%{{.+}}: memref<?x?x16x?x512xf32>, %[[NCSL:.+]]: memref<?x?x16x?xf32>, %[[NOUT:.+]]: memref<?x?x16x512xbf16>, %[[NLSE:.+]]: memref<?x16x?xf32>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+// CHECK: %[[NH_OK:.+]] = arith.cmpi slt, %{{.+}}, %c16 : index
+// CHECK: scf.if %[[NH_OK]] {
+// CHECK: %[[NMERGES:.+]] = arith.cmpi ne, %{{.+}}, %c1{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[NMERGES]] {
+// CHECK-COUNT-4: memref.load %[[NCSL]]
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-16: vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x16x?x512xf32>, vector<4xf32>
+// CHECK-NOT: vector.load
+// CHECK: memref.store %{{.+}}, %[[NOUT]]
+// CHECK: memref.store %{{.+}}, %[[NLSE]]
+// CHECK: } else {
+// CHECK: gpu.return
+// The wide combine: requests of one split skipped; the block reduces
 // the split LSEs to their max, then per window of 256 splits stores their
 // weights exp(lse - max) in shared memory, and each warp takes every
 // eighth split, eight per step, a 16-byte vector of 4 columns a lane; the
 // warps' sums are added through shared memory. (The second copy, for
 // misaligned partials, loads element by element.)
-// CHECK: gpu.func @decode_attention_combine_1(%{{.+}}: memref<?x?x16x?x512xf32>, %[[KCSL:.+]]: memref<?x?x16x?xf32>, %[[KOUT:.+]]: memref<?x?x16x512xbf16>, %[[KLSE:.+]]: memref<?x16x?xf32>)
+// CHECK: gpu.func @decode_attention_combine_2(%{{.+}}: memref<?x?x16x?x512xf32>, %[[KCSL:.+]]: memref<?x?x16x?xf32>, %[[KOUT:.+]]: memref<?x?x16x512xbf16>, %[[KLSE:.+]]: memref<?x16x?xf32>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
 // CHECK: %[[CN1:.+]] = memref.dim %[[KCSL]], %c3 : memref<?x?x16x?xf32>
 // CHECK: gpu.dynamic_shared_memory
@@ -192,7 +218,9 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in ({{[^)]+}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NOT: gpu.{{(de)?}}alloc
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_1 blocks in (%{{.+}}, %c16, %c4{{(_[0-9]+)?}})
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%{{.+}}, %c4{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
+// CHECK-SAME: args(%[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2 blocks in (%{{.+}}, %c16, %c4{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: return
@@ -231,8 +259,9 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: memref.store %{{.+}}, %[[KSO]][%[[REQ]], %{{.+}}, %{{.+}}, %[[SPLIT]], %{{.+}}] : memref<?x?x16x?x512xf32>
 // CHECK: memref.store %{{.+}}, %[[KSL]][%[[REQ]], %{{.+}}, %{{.+}}, %[[SPLIT]]] : memref<?x?x16x?xf32>
 // CHECK: gpu.return
-// The combine kernel: the first n partials only, and nothing for n = 1.
-// CHECK: gpu.func @decode_attention_combine_1(%[[CNS:.+]]: memref<?xi32>, %{{.+}}: memref<?x?x16x?x512xf32>, %[[CSL:.+]]: memref<?x?x16x?xf32>, %{{.+}}: memref<?x?x16x512xbf16>, %{{.+}}: memref<?x16x?xf32>)
+// The combine kernels: the first n partials only, and nothing for n = 1.
+// CHECK: gpu.func @decode_attention_combine_narrow_1(%{{.+}}: memref<?xi32>
+// CHECK: gpu.func @decode_attention_combine_2(%[[CNS:.+]]: memref<?xi32>, %{{.+}}: memref<?x?x16x?x512xf32>, %[[CSL:.+]]: memref<?x?x16x?xf32>, %{{.+}}: memref<?x?x16x512xbf16>, %{{.+}}: memref<?x16x?xf32>)
 // CHECK: %[[CS:.+]] = memref.dim %[[CSL]], %c3 : memref<?x?x16x?xf32>
 // CHECK: %[[CRAW:.+]] = memref.load %[[CNS]][%{{.+}}] : memref<?xi32>
 // CHECK: %[[CIDX:.+]] = arith.index_cast %[[CRAW]] : i32 to index

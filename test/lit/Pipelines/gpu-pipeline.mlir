@@ -22,28 +22,32 @@
 // ONLY-LLVM-NOT: {{(^ *|= )"?gpu\.(alloc|dealloc|memcpy|wait|module|func|return|thread_id|block_id|block_dim|grid_dim|shuffle)}}
 
 // CHECK: module attributes {gpu.container_module, mla.target = {chip = "sm_80", ptx_features = "+ptx70", strategy = "generic"}} {
-// Decode: the split partials allocated on the device, the two kernels, the partials freed.
+// Decode: the split partials allocated on the device, the split kernel and
+// one of the two combine kernels (by the split count), the partials freed.
 // CHECK-LABEL: llvm.func @decode(
 // CHECK: llvm.call @mgpuMemAlloc(
 // CHECK: llvm.call @mgpuMemAlloc(
 // CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_0 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_1 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_narrow_1 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_2 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
 // CHECK: llvm.call @mgpuMemFree(
 // CHECK: llvm.call @mgpuMemFree(
 // CHECK: llvm.return
 // CHECK-NEXT: }
 // CHECK-LABEL: llvm.func @merge(
 // CHECK-NOT: mgpuMemAlloc
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@merge_attn_states_2 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@merge_attn_states_3 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK: llvm.return
 // CHECK-NEXT: }
 // Decode with a split schedule: the partials are the caller's workspaces,
 // nothing allocated or freed (a call can be captured in a CUDA graph).
 // CHECK-LABEL: llvm.func @decode_scheduled(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_3 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_narrow_5 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK-NOT: mgpuMem{{(Alloc|Free)}}
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_6 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
 // CHECK: llvm.return
 // CHECK-NEXT: }
@@ -52,10 +56,12 @@
 // CHECK-SAME: assembly = "
 // CHECK-SAME: \0A.version 7.0\0A.target sm_80\0A.address_size 64\0A
 // CHECK-SAME: .visible .entry decode_attention_split_0(
-// CHECK-SAME: .visible .entry decode_attention_combine_1(
-// CHECK-SAME: .visible .entry merge_attn_states_2(
-// CHECK-SAME: .visible .entry decode_attention_split_3(
-// CHECK-SAME: .visible .entry decode_attention_combine_4(
+// CHECK-SAME: .visible .entry decode_attention_combine_narrow_1(
+// CHECK-SAME: .visible .entry decode_attention_combine_2(
+// CHECK-SAME: .visible .entry merge_attn_states_3(
+// CHECK-SAME: .visible .entry decode_attention_split_4(
+// CHECK-SAME: .visible .entry decode_attention_combine_narrow_5(
+// CHECK-SAME: .visible .entry decode_attention_combine_6(
 // CHECK-NOT: .entry
 // CHECK-NOT: gpu.binary
 

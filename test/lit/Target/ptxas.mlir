@@ -23,7 +23,7 @@
 // RUN: %ptxas -arch=sm_90a %t.sm_90a.ptx -o %t.sm_90a.cubin
 // RUN: FileCheck %s --check-prefixes=PTX,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_90a.ptx
 //
-// Register use of every kernel: twenty-four "Function properties" blocks, each
+// Register use of every kernel: twenty-eight "Function properties" blocks, each
 // with a zero stack frame and no spills; any other stack-frame line (a
 // nonzero one) fails.
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
@@ -62,31 +62,37 @@
 // SM90A: {{^}}.version 8.0{{$}}
 // SM90A-NEXT: {{^}}.target sm_90a{{$}}
 
-// One entry per kernel, in the order the ops appear; nothing else is an entry.
+// One entry per kernel, in the order the ops appear (a decode has two
+// combine kernels, the host launching one by its split count); nothing
+// else is an entry.
 // PTX: {{^}}.visible .entry prefill_attention_0(
 // PTX: {{^}}.visible .entry prefill_attention_1(
 // PTX: {{^}}.visible .entry decode_attention_split_2(
-// PTX: {{^}}.visible .entry decode_attention_combine_3(
-// PTX: {{^}}.visible .entry decode_attention_split_4(
-// PTX: {{^}}.visible .entry decode_attention_combine_5(
-// PTX: {{^}}.visible .entry decode_attention_split_6(
+// PTX: {{^}}.visible .entry decode_attention_combine_narrow_3(
+// PTX: {{^}}.visible .entry decode_attention_combine_4(
+// PTX: {{^}}.visible .entry decode_attention_split_5(
+// PTX: {{^}}.visible .entry decode_attention_combine_narrow_6(
 // PTX: {{^}}.visible .entry decode_attention_combine_7(
 // PTX: {{^}}.visible .entry decode_attention_split_8(
-// PTX: {{^}}.visible .entry decode_attention_combine_9(
-// PTX: {{^}}.visible .entry merge_attn_states_10(
-// PTX: {{^}}.visible .entry merge_attn_states_11(
-// PTX: {{^}}.visible .entry gather_cache_12(
-// PTX: {{^}}.visible .entry concat_and_cache_13(
-// PTX: {{^}}.visible .entry kv_up_proj_14(
-// PTX: {{^}}.visible .entry q_absorb_15(
-// PTX: {{^}}.visible .entry v_up_proj_16(
-// PTX: {{^}}.visible .entry q_absorb_17(
+// PTX: {{^}}.visible .entry decode_attention_combine_narrow_9(
+// PTX: {{^}}.visible .entry decode_attention_combine_10(
+// PTX: {{^}}.visible .entry decode_attention_split_11(
+// PTX: {{^}}.visible .entry decode_attention_combine_narrow_12(
+// PTX: {{^}}.visible .entry decode_attention_combine_13(
+// PTX: {{^}}.visible .entry merge_attn_states_14(
+// PTX: {{^}}.visible .entry merge_attn_states_15(
+// PTX: {{^}}.visible .entry gather_cache_16(
+// PTX: {{^}}.visible .entry concat_and_cache_17(
 // PTX: {{^}}.visible .entry kv_up_proj_18(
-// PTX: {{^}}.visible .entry prefill_attention_19(
-// PTX: {{^}}.visible .entry gather_cache_20(
-// PTX: {{^}}.visible .entry kv_up_proj_21(
-// PTX: {{^}}.visible .entry prefill_attention_22(
-// PTX: {{^}}.visible .entry merge_attn_states_23(
+// PTX: {{^}}.visible .entry q_absorb_19(
+// PTX: {{^}}.visible .entry v_up_proj_20(
+// PTX: {{^}}.visible .entry q_absorb_21(
+// PTX: {{^}}.visible .entry kv_up_proj_22(
+// PTX: {{^}}.visible .entry prefill_attention_23(
+// PTX: {{^}}.visible .entry gather_cache_24(
+// PTX: {{^}}.visible .entry kv_up_proj_25(
+// PTX: {{^}}.visible .entry prefill_attention_26(
+// PTX: {{^}}.visible .entry merge_attn_states_27(
 
 // With mma-sync, the same kernels but for the bf16 decode split kernels
 // and prefills. The dynamic shared memory the tensor-core kernels address
@@ -107,28 +113,32 @@
 // MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // MMA-DAG: ex2.approx.f32
-// MMA: {{^}}.visible .entry decode_attention_combine_3(
-// MMA: {{^}}.visible .entry decode_attention_split_4(
-// MMA: {{^}}.visible .entry decode_attention_combine_5(
-// MMA: {{^}}.visible .entry decode_attention_split_mma_6(
-// MMA: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// MMA: {{^}}.visible .entry decode_attention_combine_narrow_3(
+// MMA: {{^}}.visible .entry decode_attention_combine_4(
+// MMA: {{^}}.visible .entry decode_attention_split_5(
+// MMA: {{^}}.visible .entry decode_attention_combine_narrow_6(
 // MMA: {{^}}.visible .entry decode_attention_combine_7(
-// MMA: {{^}}.visible .entry decode_attention_split_8(
-// MMA: {{^}}.visible .entry decode_attention_combine_9(
-// MMA: {{^}}.visible .entry merge_attn_states_10(
-// MMA: {{^}}.visible .entry merge_attn_states_11(
-// MMA: {{^}}.visible .entry gather_cache_12(
-// MMA: {{^}}.visible .entry concat_and_cache_13(
-// MMA: {{^}}.visible .entry kv_up_proj_14(
-// MMA: {{^}}.visible .entry q_absorb_15(
-// MMA: {{^}}.visible .entry v_up_proj_16(
-// MMA: {{^}}.visible .entry q_absorb_17(
+// MMA: {{^}}.visible .entry decode_attention_split_mma_8(
+// MMA: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// MMA: {{^}}.visible .entry decode_attention_combine_narrow_9(
+// MMA: {{^}}.visible .entry decode_attention_combine_10(
+// MMA: {{^}}.visible .entry decode_attention_split_11(
+// MMA: {{^}}.visible .entry decode_attention_combine_narrow_12(
+// MMA: {{^}}.visible .entry decode_attention_combine_13(
+// MMA: {{^}}.visible .entry merge_attn_states_14(
+// MMA: {{^}}.visible .entry merge_attn_states_15(
+// MMA: {{^}}.visible .entry gather_cache_16(
+// MMA: {{^}}.visible .entry concat_and_cache_17(
 // MMA: {{^}}.visible .entry kv_up_proj_18(
-// MMA: {{^}}.visible .entry prefill_attention_mma_19(
-// MMA: {{^}}.visible .entry gather_cache_20(
-// MMA: {{^}}.visible .entry kv_up_proj_21(
-// MMA: {{^}}.visible .entry prefill_attention_22(
-// MMA: {{^}}.visible .entry merge_attn_states_23(
+// MMA: {{^}}.visible .entry q_absorb_19(
+// MMA: {{^}}.visible .entry v_up_proj_20(
+// MMA: {{^}}.visible .entry q_absorb_21(
+// MMA: {{^}}.visible .entry kv_up_proj_22(
+// MMA: {{^}}.visible .entry prefill_attention_mma_23(
+// MMA: {{^}}.visible .entry gather_cache_24(
+// MMA: {{^}}.visible .entry kv_up_proj_25(
+// MMA: {{^}}.visible .entry prefill_attention_26(
+// MMA: {{^}}.visible .entry merge_attn_states_27(
 
 // With wgmma, the bf16 prefills: two warpgroups, scores by m64n64k16 and
 // PV by m64n128k16 (B N-major) wgmma from shared memory, a named barrier
@@ -160,33 +170,37 @@
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
 // WGMMA-DAG: cp.async.bulk.global.shared::cta.bulk_group [{{.+}}], [{{.+}}], {{.+}};
 // WGMMA-DAG: cp.async.bulk.wait_group.read 0;
-// WGMMA: {{^}}.visible .entry decode_attention_combine_5(
-// WGMMA: {{^}}.visible .entry decode_attention_split_6(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_7(
-// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_8(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_5(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_6(
+// WGMMA: {{^}}.visible .entry decode_attention_split_7(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_8(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_9(
-// WGMMA: {{^}}.visible .entry decode_attention_split_10(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_11(
-// WGMMA: {{^}}.visible .entry merge_attn_states_12(
-// WGMMA: {{^}}.visible .entry merge_attn_states_13(
-// WGMMA: {{^}}.visible .entry gather_cache_14(
-// WGMMA: {{^}}.visible .entry concat_and_cache_15(
-// WGMMA: {{^}}.visible .entry kv_up_proj_16(
-// WGMMA: {{^}}.visible .entry q_absorb_17(
-// WGMMA: {{^}}.visible .entry v_up_proj_18(
-// WGMMA: {{^}}.visible .entry q_absorb_19(
+// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_10(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_11(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_12(
+// WGMMA: {{^}}.visible .entry decode_attention_split_13(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_14(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_15(
+// WGMMA: {{^}}.visible .entry merge_attn_states_16(
+// WGMMA: {{^}}.visible .entry merge_attn_states_17(
+// WGMMA: {{^}}.visible .entry gather_cache_18(
+// WGMMA: {{^}}.visible .entry concat_and_cache_19(
 // WGMMA: {{^}}.visible .entry kv_up_proj_20(
-// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_21(
-// WGMMA: {{^}}.visible .entry prefill_attention_22(
-// WGMMA: {{^}}.visible .entry gather_cache_23(
+// WGMMA: {{^}}.visible .entry q_absorb_21(
+// WGMMA: {{^}}.visible .entry v_up_proj_22(
+// WGMMA: {{^}}.visible .entry q_absorb_23(
 // WGMMA: {{^}}.visible .entry kv_up_proj_24(
-// WGMMA: {{^}}.visible .entry prefill_attention_25(
-// WGMMA: {{^}}.visible .entry merge_attn_states_26(
+// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_25(
+// WGMMA: {{^}}.visible .entry prefill_attention_26(
+// WGMMA: {{^}}.visible .entry gather_cache_27(
+// WGMMA: {{^}}.visible .entry kv_up_proj_28(
+// WGMMA: {{^}}.visible .entry prefill_attention_29(
+// WGMMA: {{^}}.visible .entry merge_attn_states_30(
 
-// RESOURCES-COUNT-24: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
-// With wgmma, 27 kernels: each wgmma prefill comes with the generic one
+// RESOURCES-COUNT-28: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// With wgmma, 31 kernels: each wgmma prefill comes with the generic one
 // its launch takes for misaligned operands.
-// RESOURCES-WGMMA-COUNT-27: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// RESOURCES-WGMMA-COUNT-31: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
                    %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
