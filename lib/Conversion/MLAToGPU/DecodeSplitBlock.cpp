@@ -32,8 +32,8 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
   partLse = args[args.size() - 3];
   out = args[args.size() - 2];
   lse = args[args.size() - 1];
-  req = e.blockId(Dimension::x);
-  tileRow0 = e.mul(e.blockId(Dimension::y), e.index(tileRows));
+  tileRow0 = e.mul(e.blockId(Dimension::x), e.index(tileRows));
+  req = e.blockId(Dimension::y);
   split = e.blockId(Dimension::z);
   queryLen = e.dim(q, 1);
   rows = e.mul(queryLen, e.index(heads));
@@ -105,8 +105,10 @@ void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,
   LoopBuilder hb(host, op.getLoc());
   Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
   Value rows = hb.mul(queryLen, hb.index(op.getNumHeads()));
+  // The row tiles of a request are adjacent blocks, so that they run
+  // together and the later ones read its KV tiles from L2.
   KernelFactory::launch(host, op.getLoc(), kernel,
-                        {batch, hb.ceilDiv(rows, tileRows), splits}, splitArgs,
+                        {hb.ceilDiv(rows, tileRows), batch, splits}, splitArgs,
                         sharedBytes);
 }
 

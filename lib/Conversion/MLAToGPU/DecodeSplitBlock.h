@@ -20,7 +20,7 @@ namespace mla::gpu {
 /// tensor-core split kernels take).
 bool hasSameTwoByteTypes(DecodeAttentionOp op);
 
-/// One block of a tensor-core split kernel: grid (request, row tile,
+/// One block of a tensor-core split kernel: grid (row tile, request,
 /// split), operands as launchDecodeSplit passes them (the split kernel's
 /// operands of GpuDecode.h, out and lse last).
 class DecodeSplitBlock {
@@ -70,8 +70,8 @@ private:
   mlir::Value numSplits, capacity, lastBlock, splitCount;
 };
 
-/// Launches a split kernel from `host` on grid (B, ceil(Sq * N /
-/// tileRows), splits).
+/// Launches a split kernel from `host` on grid (ceil(Sq * N / tileRows),
+/// B, splits).
 void launchDecodeSplit(DecodeAttentionOp op, mlir::OpBuilder &host,
                        mlir::gpu::GPUFuncOp kernel, mlir::ValueRange splitArgs,
                        mlir::Value splits, int64_t tileRows,

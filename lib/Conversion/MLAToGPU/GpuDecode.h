@@ -95,7 +95,7 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 
 /// Creates the tensor-core split kernel for `op` and launches it from
-/// `host` on grid (B, ceil(Sq * N / 16), splits). `splitArgs` are the
+/// `host` on grid (ceil(Sq * N / 16), B, splits). `splitArgs` are the
 /// split kernel's operands: q, cache, block_table, seq_lens, [num_splits,]
 /// partial out, partial lse, out, lse.
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
@@ -108,7 +108,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
 bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 
 /// Creates the wgmma split kernel for `op` and launches it from `host` on
-/// grid (B, ceil(Sq * N / 64), splits) with the same operands as
+/// grid (ceil(Sq * N / 64), B, splits) with the same operands as
 /// launchMmaDecodeSplit.
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule,

@@ -2,7 +2,7 @@
 // gets the tensor-core split kernel (16-row tiles of a request's (query,
 // head) rows, four warps sharing each 64-token KV tile through dynamic
 // shared memory, m16n8k16 nvvm.mma.sync with ldmatrix operands), launched on
-// grid (B, ceil(Sq * N / 16), S) with 96256 bytes of dynamic shared memory;
+// grid (ceil(Sq * N / 16), B, S) with 96256 bytes of dynamic shared memory;
 // the combine kernel is the generic one. Other dtypes keep the generic split
 // kernel.
 //
@@ -34,14 +34,14 @@
 // CHECK: %[[S:.+]] = arith.ceildivsi %{{.+}}, %c256 : index
 // CHECK: %[[PO:.+]] = gpu.alloc (%{{.+}}, %{{.+}}, %[[S]]) : memref<?x?x16x?x512xf32>
 // CHECK: %[[PL:.+]] = gpu.alloc (%{{.+}}, %{{.+}}, %[[S]]) : memref<?x?x16x?xf32>
-// Grid (B, ceil(Sq * 16 / 16), S), 128 threads, 96256 bytes: Q 16 x 584,
+// Grid (ceil(Sq * 16 / 16), B, S), 128 threads, 96256 bytes: Q 16 x 584,
 // KV 64 x 584, P 16 x 72 (bf16), 2 x 64 f32.
 // CHECK: %[[B:.+]] = memref.dim %[[Q]], %c0{{.*}} : memref<?x?x16x576xbf16>
 // CHECK: %[[SQ:.+]] = memref.dim %[[Q]], %c1{{.*}} : memref<?x?x16x576xbf16>
 // CHECK: %[[ROWS:.+]] = arith.muli %[[SQ]], %c16{{.*}} : index
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[ROWS]], %c16{{.*}} : index
 // CHECK: %[[SMEM:.+]] = arith.constant 96256 : i32
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%[[B]], %[[TILES]], %[[S]]) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%[[TILES]], %[[B]], %[[S]]) threads in (%c128{{.*}}, %c1{{.*}}, %c1{{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[C]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[L]] : memref<?xi32>, %[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>, %{{.+}} : memref<?x?x16x512xbf16>, %{{.+}} : memref<?x16x?xf32>)
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in
 // CHECK-SAME: args(%[[PO]] : memref<?x?x16x?x512xf32>, %[[PL]] : memref<?x?x16x?xf32>,
@@ -131,7 +131,7 @@ func.func @decode_bf16_16_heads(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64
 // 128 heads, Sq 1: 8 tiles of 16 rows; 2048 tokens a split (1 for 10 pages),
 // so the host launches the narrow combine (32 blocks of 4 heads a row).
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq1(
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c8, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c8, %c3, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%c3, %c32, %c1)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq1(
 // CHECK: gpu.func @decode_attention_split_mma_0(
@@ -150,7 +150,7 @@ func.func @decode_bf16_128_heads_sq1(%q: memref<3x1x128x576xbf16>, %cache: memre
 
 // 128 heads, Sq 2: 16 tiles; causal.
 // GRID-LABEL: func.func @decode_bf16_128_heads_sq2(
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c16, %c3, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
 // GRID: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%c6, %c32, %c1)
 // CHECK-LABEL: func.func @decode_bf16_128_heads_sq2(
 // CHECK: gpu.func @decode_attention_split_mma_0(
@@ -169,7 +169,7 @@ func.func @decode_bf16_128_heads_sq2(%q: memref<3x2x128x576xbf16>, %cache: memre
 
 // 16 heads, Sq 1: a single tile.
 // GRID-LABEL: func.func @decode_bf16_16_heads_sq1(
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c3, %c1, %c3) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c1, %c3, %c3) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
 // CHECK-LABEL: func.func @decode_bf16_16_heads_sq1(
 // CHECK: nvvm.mma.sync
 func.func @decode_bf16_16_heads_sq1(%q: memref<3x1x16x576xbf16>, %cache: memref<40x64x576xbf16>,
@@ -190,7 +190,7 @@ func.func @decode_bf16_16_heads_sq1(%q: memref<3x1x16x576xbf16>, %cache: memref<
 // GRID-SAME: %[[SL:[a-z0-9]+]]: memref<?x2x16x?xf32>, %{{[a-z0-9]+}}: memref<?x2x16x512xf16>
 // GRID: %[[S:.+]] = memref.dim %[[SL]], %c3 : memref<?x2x16x?xf32>
 // GRID: %[[B:.+]] = memref.dim %arg0, %c0 : memref<?x2x16x576xf16>
-// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%[[B]], %c2, %[[S]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
+// GRID: gpu.launch_func @mla_kernels::@decode_attention_split_mma_0 blocks in (%c2, %[[B]], %[[S]]) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96256_i32
 // CHECK-LABEL: func.func @decode_f16_scheduled(
 // CHECK: gpu.func @decode_attention_split_mma_0(
 // CHECK: %[[SPLIT:.+]] = gpu.block_id z

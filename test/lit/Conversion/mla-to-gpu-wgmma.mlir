@@ -4,8 +4,8 @@
 // threads) sharing each 64-token KV tile in 128-byte-swizzled dynamic
 // shared memory; 36 wgmma m64n32k16 score a warpgroup's 32 tokens (the
 // first with the accumulator zeroed), 4 wgmma m64n256k16 add P V into its
-// 256 output columns, V read N-major (B layout row). Launched on grid (B,
-// ceil(Sq * N / 64), S) with 231424 bytes: Q, two KV stages (3 x 73728),
+// 256 output columns, V read N-major (B layout row). Launched on grid
+// (ceil(Sq * N / 64), B, S) with 231424 bytes: Q, two KV stages (3 x 73728),
 // P 8192, row maxima and sums 1024, 1024 of alignment slack. Fewer heads
 // keep the mma-sync kernel, other dtypes the generic one. A request of
 // one split writes out and lse directly; the partial outputs of the others
@@ -25,7 +25,7 @@
 // CHECK: %[[SQ:.+]] = memref.dim %[[Q]], %c1
 // CHECK: %[[ROWS:.+]] = arith.muli %[[SQ]], %c128
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[ROWS]], %c64
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_0 blocks in (%[[B]], %[[TILES]], %[[S]]) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_0 blocks in (%[[TILES]], %[[B]], %[[S]]) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2
 // CHECK: gpu.func @decode_attention_split_wgmma_0(
