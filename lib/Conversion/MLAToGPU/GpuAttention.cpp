@@ -288,12 +288,99 @@ std::pair<Value, Value> DecodeSchedule::tokenRange(GpuEmitter &e, Value split,
   return {e.mul(firstBlock, pageSize), e.mul(endBlock, pageSize)};
 }
 
-void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
+namespace {
+
+/// The CUDA-core split kernel of `op` (a warp per (row, head), four heads a
+/// block), launched from `host` on grid (B * Sq, ceil(N / 4), splits) with
+/// the split kernel's operands `splitArgs`.
+void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
+                              const DecodeSchedule &schedule, OpBuilder &host,
+                              ValueRange splitArgs, Value splits) {
   int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
           page = op.getBlockSize();
   int64_t qkDim = latent + op.getRopeDim();
   float scale = op.getSoftmaxScale().convertToFloat();
   bool causal = op.getCausal();
+  Location loc = op.getLoc();
+  LoopBuilder hb(host, loc);
+  Value batch = hb.dim(op.getQ(), 0), queryLen = hb.dim(op.getQ(), 1);
+  auto splitKernel = kernels.create(
+      "decode_attention_split", ValueRange(splitArgs).getTypes(),
+      [&](GpuEmitter &e, ValueRange a) {
+        Value q = a[0], cache = a[1], table = a[2], lens = a[3];
+        Value numSplits = schedule.planned ? a[4] : Value();
+        Value part = a[a.size() - 4], partLse = a[a.size() - 3],
+              out = a[a.size() - 2], lse = a[a.size() - 1];
+        OpBuilder &b = e.builder();
+        Location l = e.location();
+        Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
+        Value sq = e.dim(q, 1);
+        Value row = e.blockId(Dimension::x);
+        Value req = arith::DivUIOp::create(b, l, row, sq);
+        Value s = arith::RemUIOp::create(b, l, row, sq);
+        Value h =
+            e.add(e.mul(e.blockId(Dimension::y), e.index(kBlockWarps)),
+                  e.warpId());
+        Value split = e.blockId(Dimension::z);
+        Value capacity = e.pagedCapacity(table, cache, pageSize);
+        Value lastBlock = e.sub(e.dim(cache, 0), one);
+        Value active = e.lessThan(h, e.index(heads));
+        Value n;
+        if (schedule.planned) {
+          // A split past the request's count writes nothing: the combine
+          // reads only the first n partials.
+          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+          active =
+              arith::AndIOp::create(b, l, active, e.lessThan(split, n));
+        }
+        e.ifThen(active, [&] {
+          Value seqLen =
+              e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+          Value visible = e.visibleKeys(causal, s, sq, seqLen);
+          auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
+          Value end = e.clampIndex(last, zero, visible);
+          auto cacheRow = [&](Value j) {
+            Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);
+            Value offset = arith::RemUIOp::create(b, l, j, pageSize);
+            Value blockId = e.clampIndex(e.loadIndex(table, {req, blockIdx}),
+                                         zero, lastBlock);
+            return RowRef{cache, {blockId, offset}};
+          };
+          WarpAttention w{RowRef{q, {req, s, h}},
+                          qkDim,
+                          latent,
+                          scale,
+                          first,
+                          end,
+                          cacheRow,
+                          cacheRow};
+          RowState state = emitWarpAttention(e, w);
+          Value single = hasSingleSplit(e, schedule, numSplits, req,
+                                        e.dim(partLse, 3));
+          writeSplitResults(
+              e, single, req, split, part, partLse, out, lse,
+              [&](const SplitResults &to) {
+                emitRowOutput(e, state, latent,
+                              RowRef{to.values, to.rowIndex(s, h)},
+                              [&](Value rowLse) {
+                                e.storeF32(rowLse, to.lse,
+                                           to.lseIndex(s, h));
+                              });
+              });
+        });
+      });
+  KernelFactory::launch(
+      host, loc, splitKernel,
+      {hb.mul(batch, queryLen),
+       hb.index((heads + kBlockWarps - 1) / kBlockWarps), splits},
+      splitArgs);
+}
+
+} // namespace
+
+void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
+  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
+          page = op.getBlockSize();
   DecodeSchedule schedule{op.hasSplitPlan(), decodeSplitTokens(heads), page};
   Location loc = op.getLoc();
   OpBuilder host(op);
@@ -338,82 +425,26 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   llvm::append_range(splitArgs, plan);
   splitArgs.append({partial, partialLse, op.getOut(), op.getLse()});
   if (useWgmmaDecodeSplit(op, kernels.target())) {
-    // Hopper: 64 head rows of a request share each KV tile.
-    launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
+    // Hopper: 64 head rows of a request share each KV tile. The kernel
+    // copies q and the cache in 16-byte vectors only: where either is not
+    // 16-byte aligned (rare) the host launches the generic kernel, which
+    // follows the same schedule and writes the same partials.
+    GpuEmitter h(host, loc);
+    h.ifThenElse(
+        h.vectorAligned({op.getQ(), op.getKvCache()}),
+        [&] {
+          launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs,
+                                 splits);
+        },
+        [&] {
+          launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs,
+                                   splits);
+        });
   } else if (useMmaDecodeSplit(op, kernels.target())) {
     // Tensor cores: the head rows of a request share each KV tile.
     launchMmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
   } else {
-    auto splitKernel = kernels.create(
-        "decode_attention_split", ValueRange(splitArgs).getTypes(),
-        [&](GpuEmitter &e, ValueRange a) {
-          Value q = a[0], cache = a[1], table = a[2], lens = a[3];
-          Value numSplits = schedule.planned ? a[4] : Value();
-          Value part = a[a.size() - 4], partLse = a[a.size() - 3],
-                out = a[a.size() - 2], lse = a[a.size() - 1];
-          OpBuilder &b = e.builder();
-          Location l = e.location();
-          Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
-          Value sq = e.dim(q, 1);
-          Value row = e.blockId(Dimension::x);
-          Value req = arith::DivUIOp::create(b, l, row, sq);
-          Value s = arith::RemUIOp::create(b, l, row, sq);
-          Value h =
-              e.add(e.mul(e.blockId(Dimension::y), e.index(kBlockWarps)),
-                    e.warpId());
-          Value split = e.blockId(Dimension::z);
-          Value capacity = e.pagedCapacity(table, cache, pageSize);
-          Value lastBlock = e.sub(e.dim(cache, 0), one);
-          Value active = e.lessThan(h, e.index(heads));
-          Value n;
-          if (schedule.planned) {
-            // A split past the request's count writes nothing: the combine
-            // reads only the first n partials.
-            n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-            active =
-                arith::AndIOp::create(b, l, active, e.lessThan(split, n));
-          }
-          e.ifThen(active, [&] {
-            Value seqLen =
-                e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
-            Value visible = e.visibleKeys(causal, s, sq, seqLen);
-            auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
-            Value end = e.clampIndex(last, zero, visible);
-            auto cacheRow = [&](Value j) {
-              Value blockIdx = arith::DivUIOp::create(b, l, j, pageSize);
-              Value offset = arith::RemUIOp::create(b, l, j, pageSize);
-              Value blockId = e.clampIndex(e.loadIndex(table, {req, blockIdx}),
-                                           zero, lastBlock);
-              return RowRef{cache, {blockId, offset}};
-            };
-            WarpAttention w{RowRef{q, {req, s, h}},
-                            qkDim,
-                            latent,
-                            scale,
-                            first,
-                            end,
-                            cacheRow,
-                            cacheRow};
-            RowState state = emitWarpAttention(e, w);
-            Value single = hasSingleSplit(e, schedule, numSplits, req,
-                                          e.dim(partLse, 3));
-            writeSplitResults(
-                e, single, req, split, part, partLse, out, lse,
-                [&](const SplitResults &to) {
-                  emitRowOutput(e, state, latent,
-                                RowRef{to.values, to.rowIndex(s, h)},
-                                [&](Value rowLse) {
-                                  e.storeF32(rowLse, to.lse,
-                                             to.lseIndex(s, h));
-                                });
-                });
-          });
-        });
-    KernelFactory::launch(
-        host, loc, splitKernel,
-        {hb.mul(batch, queryLen),
-         hb.index((heads + kBlockWarps - 1) / kBlockWarps), splits},
-        splitArgs);
+    launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
   }
 
   // The combine merges the requests of several splits (those of one got

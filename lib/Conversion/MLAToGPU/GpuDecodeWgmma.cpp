@@ -34,10 +34,14 @@
 // PV in flight across the loop's back edge makes ptxas serialize every
 // wgmma (C7514), which the ptxas lit test refuses.
 // out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
-// go to the split partials of the real rows, as every split kernel writes
-// them: out staged as f32 rows in shared memory and written by one bulk
-// copy (cp.async.bulk) a row, or element by element where the partials are
-// not 32-byte aligned (the vector alignment the lowering checks).
+// go to out and lse for a request of one split, else to the split partials
+// of the real rows, as every split kernel writes them: staged as f32 rows
+// in shared memory and written by one bulk copy (cp.async.bulk) a row, or
+// element by element where the partials are not 32-byte aligned (the
+// vector alignment the lowering checks). Q and the cache are copied in
+// 16-byte vectors only: the host launches the generic split kernel where
+// either is not 16-byte aligned (element-by-element copies doubled this
+// kernel's code and compile time).
 //
 //===----------------------------------------------------------------------===//
 
@@ -176,8 +180,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           };
           const int64_t warps = kThreads / kWarpSize;
           // The Q tile (padding rows zero).
+          // 16-byte copies only (no `aligned` branch): see the file comment.
           e.copyTile(
-              block.aligned, tiles, block.q, kTileRows, vectorsPerRow, warp,
+              Value(), tiles, block.q, kTileRows, vectorsPerRow, warp,
               lane, [&](Value row) { return block.queryRow(row); }, warps,
               swizzledAt(layout.q, Value()));
           // KV tile t (tokens from first + 64 t) into its stage.
@@ -188,7 +193,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
             Value tile = e.add(first, e.mul(t, e.index(kTileTokens)));
             Value stageOffset = e.mul(stageOf(t), e.index(layout.kvStage / 2));
             e.copyTile(
-                block.aligned, tiles, block.cache, kTileTokens, vectorsPerRow,
+                Value(), tiles, block.cache, kTileTokens, vectorsPerRow,
                 warp, lane,
                 [&](Value row) { return block.cacheRow(tile, row); }, warps,
                 swizzledAt(layout.kv, stageOffset));

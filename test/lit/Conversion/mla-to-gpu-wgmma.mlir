@@ -21,15 +21,23 @@
 // CHECK: %[[S:.+]] = arith.ceildivsi %{{.+}}, %c2048 : index
 // CHECK: gpu.alloc (%{{.+}}, %{{.+}}, %[[S]]) : memref<?x?x128x?x512xf32>
 // CHECK: gpu.alloc
+// q and the cache 16-byte aligned: the wgmma kernel; else the generic one.
+// CHECK: memref.extract_aligned_pointer_as_index %[[Q]]
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: scf.if %{{.+}} {
 // CHECK: %[[B:.+]] = memref.dim %[[Q]], %c0
 // CHECK: %[[SQ:.+]] = memref.dim %[[Q]], %c1
 // CHECK: %[[ROWS:.+]] = arith.muli %[[SQ]], %c128
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[ROWS]], %c64
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_0 blocks in (%[[TILES]], %[[B]], %[[S]]) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2
+// CHECK: } else {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_1
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_2
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_3
 // CHECK: gpu.func @decode_attention_split_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// No element-by-element copies: no scalar loads of q or the cache.
+// CHECK-NOT: memref.load %{{.+}} : memref<?x{{(\?x128|64)}}x576xbf16>
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.wgmma.fence.aligned
@@ -53,7 +61,7 @@
 // CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c2048_i32 : <1>, <3>
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
-// CHECK: gpu.func @decode_attention_combine_narrow_1(
+// CHECK: gpu.func @decode_attention_combine_narrow_2(
 func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,
                             %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {

@@ -90,7 +90,7 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: %[[SPLITS:.+]] = arith.ceildivsi %[[CAP]], %c256 : index
 // CHECK: %[[PART:.+]] = gpu.alloc (%[[B]], %[[SQ]], %[[SPLITS]]) : memref<?x?x16x?x512xf32>
 // CHECK: %[[PART_LSE:.+]] = gpu.alloc (%[[B]], %[[SQ]], %[[SPLITS]]) : memref<?x?x16x?xf32>
-// CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
+// CHECK: %[[ROWS:.+]] = arith.muli %{{.+}}, %{{.+}} : index
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // The combine kernel, by the workspace's split count S: up to 4, the
@@ -213,7 +213,7 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: %[[SPLITS:.+]] = memref.dim %[[SL]], %c3 : memref<?x?x16x?xf32>
 // CHECK-NOT: gpu.{{(de)?}}alloc
-// CHECK: %[[ROWS:.+]] = arith.muli %[[B]], %[[SQ]] : index
+// CHECK: %[[ROWS:.+]] = arith.muli %{{.+}}, %{{.+}} : index
 // CHECK-NOT: gpu.{{(de)?}}alloc
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_0 blocks in (%[[ROWS]], %c4, %[[SPLITS]]) threads in ({{[^)]+}})
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[NS]] : memref<?xi32>, %[[SO]] : memref<?x?x16x?x512xf32>, %[[SL]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)

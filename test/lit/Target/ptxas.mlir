@@ -170,37 +170,39 @@
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
 // WGMMA-DAG: cp.async.bulk.global.shared::cta.bulk_group [{{.+}}], [{{.+}}], {{.+}};
 // WGMMA-DAG: cp.async.bulk.wait_group.read 0;
-// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_5(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_6(
-// WGMMA: {{^}}.visible .entry decode_attention_split_7(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_8(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_9(
-// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_10(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_11(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_12(
-// WGMMA: {{^}}.visible .entry decode_attention_split_13(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_14(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_15(
-// WGMMA: {{^}}.visible .entry merge_attn_states_16(
-// WGMMA: {{^}}.visible .entry merge_attn_states_17(
-// WGMMA: {{^}}.visible .entry gather_cache_18(
-// WGMMA: {{^}}.visible .entry concat_and_cache_19(
-// WGMMA: {{^}}.visible .entry kv_up_proj_20(
-// WGMMA: {{^}}.visible .entry q_absorb_21(
-// WGMMA: {{^}}.visible .entry v_up_proj_22(
+// WGMMA: {{^}}.visible .entry decode_attention_split_5(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_6(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_7(
+// WGMMA: {{^}}.visible .entry decode_attention_split_8(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_9(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_10(
+// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_11(
+// WGMMA: {{^}}.visible .entry decode_attention_split_12(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_13(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_14(
+// WGMMA: {{^}}.visible .entry decode_attention_split_15(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_16(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_17(
+// WGMMA: {{^}}.visible .entry merge_attn_states_18(
+// WGMMA: {{^}}.visible .entry merge_attn_states_19(
+// WGMMA: {{^}}.visible .entry gather_cache_20(
+// WGMMA: {{^}}.visible .entry concat_and_cache_21(
+// WGMMA: {{^}}.visible .entry kv_up_proj_22(
 // WGMMA: {{^}}.visible .entry q_absorb_23(
-// WGMMA: {{^}}.visible .entry kv_up_proj_24(
-// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_25(
-// WGMMA: {{^}}.visible .entry prefill_attention_26(
-// WGMMA: {{^}}.visible .entry gather_cache_27(
-// WGMMA: {{^}}.visible .entry kv_up_proj_28(
-// WGMMA: {{^}}.visible .entry prefill_attention_29(
-// WGMMA: {{^}}.visible .entry merge_attn_states_30(
+// WGMMA: {{^}}.visible .entry v_up_proj_24(
+// WGMMA: {{^}}.visible .entry q_absorb_25(
+// WGMMA: {{^}}.visible .entry kv_up_proj_26(
+// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_27(
+// WGMMA: {{^}}.visible .entry prefill_attention_28(
+// WGMMA: {{^}}.visible .entry gather_cache_29(
+// WGMMA: {{^}}.visible .entry kv_up_proj_30(
+// WGMMA: {{^}}.visible .entry prefill_attention_31(
+// WGMMA: {{^}}.visible .entry merge_attn_states_32(
 
 // RESOURCES-COUNT-28: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
-// With wgmma, 31 kernels: each wgmma prefill comes with the generic one
-// its launch takes for misaligned operands.
-// RESOURCES-WGMMA-COUNT-31: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// With wgmma, 33 kernels: each wgmma prefill and decode split kernel
+// comes with the generic one its launch takes for misaligned operands.
+// RESOURCES-WGMMA-COUNT-33: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
                    %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
