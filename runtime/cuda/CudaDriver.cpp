@@ -61,9 +61,6 @@ Driver::initialize(void *handle, llvm::StringRef libraryPath) {
     missing = resolve(handle, libraryPath, driver->fn.name, symbol, fallback);
 #define MLA_CUDA_SYMBOL(name, symbol, params)                                  \
   MLA_CUDA_SYMBOL_WITH_FALLBACK(name, symbol, nullptr, params)
-#define MLA_CUDA_OPTIONAL_SYMBOL(name, symbol, params)                         \
-  driver->fn.name = reinterpret_cast<decltype(driver->fn.name)>(               \
-      dlsym(handle, symbol));
 #include "mla/Runtime/CudaSymbols.def"
   if (missing) {
     // Not a driver, or one too old: none of its code ran, so it can go.

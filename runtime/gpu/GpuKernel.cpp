@@ -10,8 +10,6 @@
 
 #include "mlir/IR/DialectRegistry.h"
 
-#include <cstdlib>
-
 using namespace mlir;
 
 namespace mla {
@@ -33,13 +31,6 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target) {
   recipe.optLevel = 2;
   recipe.failureMessage = "lowering for " + target.chip() + " failed";
   return recipe;
-}
-
-/// Programmatic dependent launches unless MLA_DEPENDENT_LAUNCH=0 (to
-/// compare with plain stream order).
-static bool dependentLaunchesEnabled() {
-  const char *value = std::getenv("MLA_DEPENDENT_LAUNCH");
-  return !(value && llvm::StringRef(value) == "0");
 }
 
 GpuKernel::~GpuKernel() {
@@ -80,9 +71,6 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   kernel->optIns = std::make_unique<gpu::SharedMemoryOptIns>();
   kernel->gpuTarget = *target;
   kernel->compiled = std::move(*compiled);
-  kernel->dependentLaunches = target->waitsForPreviousGrid() &&
-                              device.driver().fn.cuLaunchKernelEx &&
-                              dependentLaunchesEnabled();
 
   // The module's constructors load the kernels on the current context.
   if (llvm::Error error = device.makeCurrent())
@@ -103,7 +91,6 @@ llvm::Error GpuKernel::run(const std::vector<BufferView> &args,
     return error;
   gpu::GpuCall call(device->driver(), stream);
   call.optIns = optIns.get();
-  call.dependentLaunches = dependentLaunches;
   if (llvm::Error error = compiled.entry.invoke(compiled.packed, args))
     return error;
   return call.takeError();

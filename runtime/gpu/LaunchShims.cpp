@@ -110,24 +110,6 @@ void *mlaModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
-/// Launches `f` as `config` says, with programmatic stream serialization
-/// where the call asks for it (see GpuCall::dependentLaunches).
-CUresult launch(CUfunction f, CUlaunchConfig config, void **params,
-                void **extra) {
-  if (!activeCall->dependentLaunches)
-    return fn().cuLaunchKernel(f, config.gridDimX, config.gridDimY,
-                               config.gridDimZ, config.blockDimX,
-                               config.blockDimY, config.blockDimZ,
-                               config.sharedMemBytes, config.hStream, params,
-                               extra);
-  CUlaunchAttribute attribute{};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attribute.value.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return fn().cuLaunchKernelEx(&config, f, params, extra);
-}
-
 void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                      intptr_t blockZ, int32_t sharedBytes, void *stream,
@@ -170,13 +152,10 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     if (!(optIns ? optIns->ensure(f, sharedBytes, optIn) : optIn(sharedBytes)))
       return;
   }
-  if (failed(launch(f, {unsigned(gridX), unsigned(gridY), unsigned(gridZ),
-                        unsigned(blockX), unsigned(blockY), unsigned(blockZ),
-                        unsigned(sharedBytes), static_cast<CUstream>(stream),
-                        nullptr, 0},
-                    params, extra),
-             activeCall->dependentLaunches ? "cuLaunchKernelEx"
-                                           : "cuLaunchKernel"))
+  if (failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY,
+                                 blockZ, sharedBytes,
+                                 static_cast<CUstream>(stream), params, extra),
+             "cuLaunchKernel"))
     activeCall->error += " (kernel '" +
                          std::string(activeCall->kernel ? activeCall->kernel
                                                         : "?") +

@@ -64,11 +64,6 @@ public:
   const char *kernel = nullptr;
   /// The calling kernel's opt-ins (none: ask the driver every launch).
   SharedMemoryOptIns *optIns = nullptr;
-  /// Launch with programmatic stream serialization (cuLaunchKernelEx):
-  /// the kernels begin with griddepcontrol.wait (GpuTarget::
-  /// waitsForPreviousGrid), so a kernel may start while the one before it
-  /// in the stream drains.
-  bool dependentLaunches = false;
 
 private:
   GpuCall *previous;

@@ -104,31 +104,6 @@ enum CUjit_option : int {
   CU_JIT_LOG_VERBOSE = 12,
 };
 
-/// Launch attributes of cuLaunchKernelEx (layouts as in cuda.h).
-enum CUlaunchAttributeID : int {
-  /// The kernel may start before the previous kernel in the stream ends;
-  /// it must wait for it (griddepcontrol.wait) before touching its results.
-  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
-};
-union CUlaunchAttributeValue {
-  char pad[64];
-  int programmaticStreamSerializationAllowed;
-};
-struct CUlaunchAttribute {
-  CUlaunchAttributeID id;
-  char pad[8 - sizeof(CUlaunchAttributeID)];
-  CUlaunchAttributeValue value;
-};
-struct CUlaunchConfig {
-  unsigned int gridDimX, gridDimY, gridDimZ;
-  unsigned int blockDimX, blockDimY, blockDimZ;
-  unsigned int sharedMemBytes;
-  CUstream hStream;
-  CUlaunchAttribute *attrs;
-  unsigned int numAttrs;
-};
-static_assert(sizeof(CUlaunchAttribute) == 72, "cuda.h's layout");
-
 /// Flags of cuEventCreate.
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
@@ -154,7 +129,7 @@ class Driver {
 public:
   /// One function pointer per entry point of CudaSymbols.def, named like the
   /// API function (cuMemAlloc, not cuMemAlloc_v2). All are non-null in a
-  /// loaded driver but the optional ones (null where the driver is older).
+  /// loaded driver.
   struct Symbols {
 #define MLA_CUDA_SYMBOL(name, symbol, params) CUresult (*name) params = nullptr;
 #include "mla/Runtime/CudaSymbols.def"

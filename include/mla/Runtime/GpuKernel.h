@@ -71,9 +71,6 @@ private:
   /// Shared-memory opt-ins of the module's kernels, so that a launch above
   /// 48 KiB asks the driver only the first time.
   std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
-  /// Whether launches use programmatic stream serialization (the kernels
-  /// wait for the previous grid themselves; see GpuTarget).
-  bool dependentLaunches = false;
 };
 
 /// The recipe of the GPU pipeline for `target` (kernels) and this host

@@ -38,12 +38,6 @@ struct GpuTarget {
   /// Why `strategy` cannot run on this chip (wgmma needs sm_90a), or
   /// success.
   llvm::Error checkStrategy() const;
-  /// Whether every kernel begins by waiting for the grid before it in the
-  /// stream (griddepcontrol.wait, sm_90 and later) and then lets the next
-  /// one launch: the runtime may then launch kernels with programmatic
-  /// stream serialization, each one's launch overlapping the previous
-  /// one's drain.
-  bool waitsForPreviousGrid() const { return major >= 9; }
   /// The PTX ISA version the chip needs, as an NVPTX feature ("+ptx80").
   std::string ptxFeature() const;
   int ptxVersion() const;

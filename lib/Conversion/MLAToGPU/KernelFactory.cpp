@@ -3,7 +3,6 @@
 #include "GpuKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
 
@@ -27,15 +26,6 @@ mlir::gpu::GPUFuncOp KernelFactory::create(
   b.setInsertionPointToStart(&entry);
   mlir::gpu::ReturnOp::create(b, loc);
   b.setInsertionPointToStart(&entry);
-  if (gpuTarget.waitsForPreviousGrid()) {
-    // Before anything is read: the grid before this one in the stream may
-    // still be running when the runtime launches this one as its
-    // programmatic dependent. Then the next grid may launch (its blocks
-    // wait the same way), hiding its launch behind this one's work.
-    NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
-    NVVM::GriddepcontrolOp::create(b, loc,
-                                   NVVM::GridDepActionKind::launch_dependents);
-  }
   GpuEmitter e(b, loc);
   body(e, entry.getArguments());
   return kernel;

@@ -9,7 +9,7 @@
 // from the compiler, and no __nv_ function may appear in the PTX.
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
 // RUN: %ptxas -arch=sm_80 %t.sm_80.ptx -o %t.sm_80.cubin
-// RUN: FileCheck %s --check-prefixes=PTX,SM80 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local --implicit-check-not=griddepcontrol < %t.sm_80.ptx
+// RUN: FileCheck %s --check-prefixes=PTX,SM80 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_80.ptx
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_86 --mla-print-ptx=output=%t.sm_86.ptx -o /dev/null
 // RUN: %ptxas -arch=sm_86 %t.sm_86.ptx -o %t.sm_86.cubin
 // RUN: FileCheck %s --check-prefixes=PTX,SM86 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_86.ptx
@@ -22,15 +22,6 @@
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.sm_90a.ptx -o /dev/null
 // RUN: %ptxas -arch=sm_90a %t.sm_90a.ptx -o %t.sm_90a.cubin
 // RUN: FileCheck %s --check-prefixes=PTX,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_90a.ptx
-//
-// On sm_90 and later every kernel begins with griddepcontrol.wait, before
-// any global load, store or copy, then griddepcontrol.launch_dependents:
-// the runtime launches them as programmatic dependents of the kernel
-// before them in the stream. Printed: kernels, waits, memory accesses
-// before their kernel's wait.
-// RUN: awk -f %S/Inputs/griddep.awk %t.sm_90a.ptx | FileCheck %s --check-prefix=GRIDDEP
-// RUN: awk -f %S/Inputs/griddep.awk %t.sm_90.ptx | FileCheck %s --check-prefix=GRIDDEP
-// GRIDDEP: kernels 28 waits 28 launches 28 early-accesses 0
 //
 // Register use of every kernel: twenty-eight "Function properties" blocks, each
 // with a zero stack frame and no spills; any other stack-frame line (a
@@ -56,8 +47,6 @@
 // (wgmma serialized because other instructions touch its accumulators).
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.wgmma.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefix=WGMMA --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.wgmma.ptx
-// RUN: awk -f %S/Inputs/griddep.awk %t.wgmma.ptx | FileCheck %s --check-prefix=GRIDDEP-WGMMA
-// GRIDDEP-WGMMA: kernels 33 waits 33 launches 33 early-accesses 0
 // RUN: %ptxas -arch=sm_90a -v %t.wgmma.ptx -o %t.wgmma.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES-WGMMA --implicit-check-not="bytes stack frame" --implicit-check-not=error --implicit-check-not="Performance Loss"
 
 // The only libdevice function is fmaf, declared extern and called.
