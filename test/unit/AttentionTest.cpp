@@ -575,6 +575,15 @@ TEST(DecodeScheduled, WorkspaceWiderThanPlan) {
                512, 64, DecodeSchedule{16, 32, 64, 5, {}, 2}});
 }
 
+TEST(DecodeScheduled, FewSplitsWithARaggedLatentWidth) {
+  // At most 4 splits a request (the plan's most is 3: the narrow combine,
+  // a warp per row, the splits unrolled) over an Lkv of 320, two and a half 128-column groups;
+  // the empty and 5-token requests keep one split (written by the split
+  // kernel, skipped by the combine).
+  checkDecode({DType::BF16, DType::BF16, 16, 1, 16, false, {700, 5, 300, 0},
+               320, 64, DecodeSchedule{6, 16, 16, 0, {}, 3}});
+}
+
 TEST(DecodeScheduled, BadSplitCountsAreClamped) {
   // num_splits of 0 and negative are read as 1, one beyond S as S: the
   // kernels stay inside the workspaces and the result is unchanged.
