@@ -10,7 +10,7 @@
 // (known on the host, which launches one of two kernels):
 //  - S <= 4 (a large batch: each request's splits are few and short): a
 //    warp merges a (row, head) row over all its columns, its lanes 4
-//    adjacent columns of each 128 in 16-byte loads; the S splits are
+//    adjacent columns of each 128 in 16-byte loads; 4 splits are
 //    unrolled (clamped to n - 1 and weighted 0 past n), so every load is
 //    in flight at once and there is no block barrier (grid: rows x
 //    ceil(N / 4), four warps a block);
@@ -21,9 +21,9 @@
 //    heads x ceil(Lkv / 128)); the split weights are computed once per
 //    block, 256 splits at a time, into shared memory; the warps take every
 //    eighth split, eight splits per step, each lane 4 adjacent columns in
-//    one 16-byte load: 8 independent loads in flight per lane, 512 splits
-//    in two steps' chains; the warps' column sums are added through shared
-//    memory.
+//    one 16-byte load: 8 independent loads in flight per lane, a window of
+//    256 splits in 4 dependent steps; the warps' column sums are added
+//    through shared memory.
 // Partial rows that are not 16-byte aligned are read element by element.
 // A row with no keys (every split LSE -inf, or no split) gets out = 0 and
 // lse = -inf.
@@ -50,6 +50,7 @@ constexpr int64_t kNarrowMaxSplits = 4;
 /// Warps of a narrow block: a (row, head) row each.
 constexpr int64_t kNarrowWarps = 4;
 
+/// Warps and threads of a wide block.
 constexpr int64_t kWarps = 8;
 constexpr int64_t kThreads = kWarps * kWarpSize;
 /// Adjacent columns of a lane: one 16-byte load of f32.
@@ -121,10 +122,10 @@ Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
   return total;
 }
 
-/// One block of the combine kernel.
-class CombineBlock {
+/// One block of the wide combine kernel.
+class WideCombineBlock {
 public:
-  CombineBlock(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a,
+  WideCombineBlock(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a,
                int64_t latent)
       : e(e), b(e.builder()), l(e.location()), latent(latent) {
     Value numSplits = schedule.planned ? a.front() : Value();
@@ -399,7 +400,7 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
         auto kernel = kernels.create(
             "decode_attention_combine", combineArgs.getTypes(),
             [&](GpuEmitter &e, ValueRange a) {
-              CombineBlock block(e, schedule, a, latent);
+              WideCombineBlock block(e, schedule, a, latent);
               forMergedRequests(e, block.n, block.part,
                                 [&](bool vectorLoads) {
                                   block.emit(vectorLoads);
