@@ -577,11 +577,19 @@ TEST(DecodeScheduled, WorkspaceWiderThanPlan) {
 
 TEST(DecodeScheduled, FewSplitsWithARaggedLatentWidth) {
   // At most 4 splits a request (the plan's most is 3: the narrow combine,
-  // a warp per row, the splits unrolled) over an Lkv of 320, two and a half 128-column groups;
-  // the empty and 5-token requests keep one split (written by the split
-  // kernel, skipped by the combine).
-  checkDecode({DType::BF16, DType::BF16, 16, 1, 16, false, {700, 5, 300, 0},
-               320, 64, DecodeSchedule{6, 16, 16, 0, {}, 3}});
+  // a warp per row, the splits unrolled) over an Lkv of 320, two and a half
+  // 128-column groups; the empty and 5-token requests keep one split (written
+  // by the split kernel, skipped by the combine).
+  checkDecode({DType::BF16,
+               DType::BF16,
+               16,
+               1,
+               16,
+               false,
+               {700, 5, 300, 0},
+               320,
+               64,
+               DecodeSchedule{6, 16, 16, 0, {}, 3}});
 }
 
 TEST(DecodeScheduled, BadSplitCountsAreClamped) {

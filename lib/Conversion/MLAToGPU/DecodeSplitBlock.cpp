@@ -82,8 +82,8 @@ DecodeSplitBlock::LaneRow DecodeSplitBlock::laneRow(Value local) {
 
 void DecodeSplitBlock::writeResults(
     const std::function<void(const SplitResults &)> &write) {
-  writeSplitResults(e, e.eqIndex(splitCount, 1), req, split, part, partLse,
-                    out, lse, write);
+  writeSplitResults(e, e.eqIndex(splitCount, 1), req, split, part, partLse, out,
+                    lse, write);
 }
 
 Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
@@ -95,8 +95,13 @@ void writeSplitResults(GpuEmitter &e, Value single, Value req, Value split,
                        Value part, Value partLse, Value out, Value lse,
                        const std::function<void(const SplitResults &)> &write) {
   e.ifThenElse(
-      single, [&] { write(SplitResults{out, lse, req, split, false}); },
-      [&] { write(SplitResults{part, partLse, req, split, true}); });
+      single,
+      [&] {
+        write(SplitResults{out, lse, req, split, false});
+      },
+      [&] {
+        write(SplitResults{part, partLse, req, split, true});
+      });
 }
 
 void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,

@@ -318,9 +318,8 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value row = e.blockId(Dimension::x);
         Value req = arith::DivUIOp::create(b, l, row, sq);
         Value s = arith::RemUIOp::create(b, l, row, sq);
-        Value h =
-            e.add(e.mul(e.blockId(Dimension::y), e.index(kBlockWarps)),
-                  e.warpId());
+        Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kBlockWarps)),
+                        e.warpId());
         Value split = e.blockId(Dimension::z);
         Value capacity = e.pagedCapacity(table, cache, pageSize);
         Value lastBlock = e.sub(e.dim(cache, 0), one);
@@ -330,12 +329,10 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           // A split past the request's count writes nothing: the combine
           // reads only the first n partials.
           n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-          active =
-              arith::AndIOp::create(b, l, active, e.lessThan(split, n));
+          active = arith::AndIOp::create(b, l, active, e.lessThan(split, n));
         }
         e.ifThen(active, [&] {
-          Value seqLen =
-              e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+          Value seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
           Value visible = e.visibleKeys(causal, s, sq, seqLen);
           auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
           Value end = e.clampIndex(last, zero, visible);
@@ -355,25 +352,24 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           cacheRow,
                           cacheRow};
           RowState state = emitWarpAttention(e, w);
-          Value single = hasSingleSplit(e, schedule, numSplits, req,
-                                        e.dim(partLse, 3));
+          Value single =
+              hasSingleSplit(e, schedule, numSplits, req, e.dim(partLse, 3));
           writeSplitResults(
               e, single, req, split, part, partLse, out, lse,
               [&](const SplitResults &to) {
                 emitRowOutput(e, state, latent,
                               RowRef{to.values, to.rowIndex(s, h)},
                               [&](Value rowLse) {
-                                e.storeF32(rowLse, to.lse,
-                                           to.lseIndex(s, h));
+                                e.storeF32(rowLse, to.lse, to.lseIndex(s, h));
                               });
               });
         });
       });
-  KernelFactory::launch(
-      host, loc, splitKernel,
-      {hb.mul(batch, queryLen),
-       hb.index((heads + kBlockWarps - 1) / kBlockWarps), splits},
-      splitArgs);
+  KernelFactory::launch(host, loc, splitKernel,
+                        {hb.mul(batch, queryLen),
+                         hb.index((heads + kBlockWarps - 1) / kBlockWarps),
+                         splits},
+                        splitArgs);
 }
 
 } // namespace

@@ -77,8 +77,8 @@ mlir::Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
 /// Emits `write` for the final results (out, lse) where `single`, else for
 /// the partials (part, partLse) of split `split`.
 void writeSplitResults(GpuEmitter &e, mlir::Value single, mlir::Value req,
-                       mlir::Value split, mlir::Value part,
-                       mlir::Value partLse, mlir::Value out, mlir::Value lse,
+                       mlir::Value split, mlir::Value part, mlir::Value partLse,
+                       mlir::Value out, mlir::Value lse,
                        const std::function<void(const SplitResults &)> &write);
 
 /// The combine kernel (GpuDecodeCombine.cpp): merges the split partials

@@ -126,7 +126,7 @@ Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
 class WideCombineBlock {
 public:
   WideCombineBlock(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a,
-               int64_t latent)
+                   int64_t latent)
       : e(e), b(e.builder()), l(e.location()), latent(latent) {
     Value numSplits = schedule.planned ? a.front() : Value();
     a = a.take_back(4);
@@ -147,8 +147,8 @@ public:
     Value raw = e.dynamicShared();
     slots = e.sharedView(raw, 0, {kWarps}, b.getF32Type());
     weights = e.sharedView(raw, kWeightsOffset, {kWindow}, b.getF32Type());
-    sums = e.sharedView(raw, kSumsOffset, {kWarps, kChunkColumns},
-                        b.getF32Type());
+    sums =
+        e.sharedView(raw, kSumsOffset, {kWarps, kChunkColumns}, b.getF32Type());
     chunkColumn0 = e.mul(chunk, e.index(kChunkColumns));
   }
 
@@ -156,9 +156,7 @@ public:
   /// `vectorLoads` (the caller checked their alignment).
   void emit(bool vectorLoads) {
     Value fzero = e.f32(0.0);
-    auto splitLse = [&](Value i) {
-      return e.loadF32(partLse, {req, s, h, i});
-    };
+    auto splitLse = [&](Value i) { return e.loadF32(partLse, {req, s, h, i}); };
     // The largest split LSE.
     Value localMax = e.forLoop(
         tid, n, kThreads, {e.negInf()},
@@ -182,9 +180,8 @@ public:
               b, l, e.lessThan(i, n),
               math::ExpOp::create(
                   b, l,
-                  arith::SubFOp::create(b, l,
-                                        splitLse(e.minIndex(i, lastSplit)),
-                                        safeMax)),
+                  arith::SubFOp::create(
+                      b, l, splitLse(e.minIndex(i, lastSplit)), safeMax)),
               fzero);
           memref::StoreOp::create(b, l, weight, weights, ValueRange{tid});
           e.barrier();
@@ -228,12 +225,13 @@ public:
     for (int64_t k = 0; k < kLaneColumns; ++k)
       memref::StoreOp::create(
           b, l, acc[k], sums,
-          ValueRange{warp, e.add(e.mul(lane, e.index(kLaneColumns)),
-                                 e.index(k))});
+          ValueRange{warp,
+                     e.add(e.mul(lane, e.index(kLaneColumns)), e.index(k))});
     e.barrier();
     // Thread t < 128 writes column t of the chunk.
     Value column = e.add(chunkColumn0, tid);
-    e.ifThen(arith::AndIOp::create(b, l, e.lessThan(tid, e.index(kChunkColumns)),
+    e.ifThen(arith::AndIOp::create(b, l,
+                                   e.lessThan(tid, e.index(kChunkColumns)),
                                    e.lessThan(column, e.index(latent))),
              [&] {
                Value total = fzero;
@@ -245,13 +243,14 @@ public:
                e.storeF32(arith::MulFOp::create(b, l, total, inverse), out,
                           {req, s, h, column});
              });
-    e.ifThen(arith::AndIOp::create(b, l, e.eqIndex(tid, 0), e.eqIndex(chunk, 0)),
-             [&] {
-      Value merged =
-          arith::AddFOp::create(b, l, safeMax, math::LogOp::create(b, l, sum));
-      e.storeF32(arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
-                 lse, {req, h, s});
-    });
+    e.ifThen(
+        arith::AndIOp::create(b, l, e.eqIndex(tid, 0), e.eqIndex(chunk, 0)),
+        [&] {
+          Value merged = arith::AddFOp::create(b, l, safeMax,
+                                               math::LogOp::create(b, l, sum));
+          e.storeF32(arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
+                     lse, {req, h, s});
+        });
   }
 
   GpuEmitter &e;
@@ -268,13 +267,11 @@ void forMergedRequests(GpuEmitter &e, Value n, Value part,
                        const std::function<void(bool)> &merge) {
   // A request of one split has its results already.
   Value merges = arith::CmpIOp::create(e.builder(), e.location(),
-                                       arith::CmpIPredicate::ne, n,
-                                       e.index(1));
+                                       arith::CmpIPredicate::ne, n, e.index(1));
   e.ifThen(merges, [&] {
     if (GpuEmitter::hasVectorRows(part))
       e.ifThenElse(
-          e.vectorAligned({part}), [&] { merge(true); },
-          [&] { merge(false); });
+          e.vectorAligned({part}), [&] { merge(true); }, [&] { merge(false); });
     else
       merge(false);
   });
@@ -293,8 +290,8 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
   Value row = e.blockId(Dimension::x);
   Value req = arith::DivUIOp::create(b, l, row, sq);
   Value s = arith::RemUIOp::create(b, l, row, sq);
-  Value h = e.add(e.mul(e.blockId(Dimension::y), e.index(kNarrowWarps)),
-                  e.warpId());
+  Value h =
+      e.add(e.mul(e.blockId(Dimension::y), e.index(kNarrowWarps)), e.warpId());
   Value lane = e.laneId();
   e.ifThen(e.lessThan(h, e.index(heads)), [&] {
     // n <= S <= kNarrowMaxSplits: splits past n are clamped to n - 1 and
@@ -313,8 +310,8 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
             e.negInf()));
         max = arith::MaximumFOp::create(b, l, max, splitLse.back());
       }
-      Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                          max, e.negInf());
+      Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max,
+                                          e.negInf());
       Value safeMax = arith::SelectOp::create(b, l, empty, fzero, max);
       Value sum = fzero;
       SmallVector<Value, kNarrowMaxSplits> weight;
@@ -401,10 +398,9 @@ void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
             "decode_attention_combine", combineArgs.getTypes(),
             [&](GpuEmitter &e, ValueRange a) {
               WideCombineBlock block(e, schedule, a, latent);
-              forMergedRequests(e, block.n, block.part,
-                                [&](bool vectorLoads) {
-                                  block.emit(vectorLoads);
-                                });
+              forMergedRequests(e, block.n, block.part, [&](bool vectorLoads) {
+                block.emit(vectorLoads);
+              });
             },
             kThreads);
         KernelFactory::launch(

@@ -182,8 +182,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           // The Q tile (padding rows zero).
           // 16-byte copies only (no `aligned` branch): see the file comment.
           e.copyTile(
-              Value(), tiles, block.q, kTileRows, vectorsPerRow, warp,
-              lane, [&](Value row) { return block.queryRow(row); }, warps,
+              Value(), tiles, block.q, kTileRows, vectorsPerRow, warp, lane,
+              [&](Value row) { return block.queryRow(row); }, warps,
               swizzledAt(layout.q, Value()));
           // KV tile t (tokens from first + 64 t) into its stage.
           auto stageOf = [&](Value t) {
@@ -193,10 +193,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
             Value tile = e.add(first, e.mul(t, e.index(kTileTokens)));
             Value stageOffset = e.mul(stageOf(t), e.index(layout.kvStage / 2));
             e.copyTile(
-                Value(), tiles, block.cache, kTileTokens, vectorsPerRow,
-                warp, lane,
-                [&](Value row) { return block.cacheRow(tile, row); }, warps,
-                swizzledAt(layout.kv, stageOffset));
+                Value(), tiles, block.cache, kTileTokens, vectorsPerRow, warp,
+                lane, [&](Value row) { return block.cacheRow(tile, row); },
+                warps, swizzledAt(layout.kv, stageOffset));
           };
           if (layout.stages == 2) {
             e.ifThen(e.lessThan(zero, numTiles), [&] { copyKv(zero); });
@@ -361,8 +360,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
               e.ifThen(row.real, [&] {
                 for (int64_t j = 0; j < halfColumns / 8; ++j)
                   for (int64_t c = 0; c < 2; ++c) {
-                    SmallVector<Value, 5> at =
-                        to.rowIndex(row.query, row.head);
+                    SmallVector<Value, 5> at = to.rowIndex(row.query, row.head);
                     at.push_back(column(j, c));
                     e.storeF32(
                         e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse),
