@@ -69,6 +69,9 @@ struct SplitResults {
   }
 };
 
+// The two below are shared by every split kernel, the generic one
+// included (defined in DecodeSplitBlock.cpp).
+
 /// i1: request `req` has one split (`activeSplits` == 1), in every thread.
 mlir::Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
                            mlir::Value numSplits, mlir::Value req,
@@ -81,10 +84,12 @@ void writeSplitResults(GpuEmitter &e, mlir::Value single, mlir::Value req,
                        mlir::Value out, mlir::Value lse,
                        const std::function<void(const SplitResults &)> &write);
 
-/// The combine kernel (GpuDecodeCombine.cpp): merges the split partials
-/// of `combineArgs` (the plan's num_splits if any, the partials and their
+/// The combine (GpuDecodeCombine.cpp): merges the split partials of
+/// `combineArgs` (the plan's num_splits if any, the partials and their
 /// LSEs, out and lse) into the op's results, for the requests of more
-/// than one split (the split kernel wrote the others').
+/// than one split (the split kernel wrote the others'). The host launches
+/// the narrow kernel where the workspace has at most 4 splits, else the
+/// wide one.
 void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
                          const DecodeSchedule &schedule, mlir::OpBuilder &host,
                          mlir::ValueRange combineArgs);
