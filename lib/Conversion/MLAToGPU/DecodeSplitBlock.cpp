@@ -42,20 +42,18 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
 }
 
 void DecodeSplitBlock::run(const std::function<void()> &body) {
-  Value n;
+  splitCount = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
   auto withBounds = [&] {
-    splitCount = n ? n : e.dim(partLse, 3);
     Value zero = e.index(0);
     seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
-    std::tie(first, last) = schedule.tokenRange(e, split, n, seqLen);
+    std::tie(first, last) = schedule.tokenRange(e, split, splitCount, seqLen);
     kvEnd = e.clampIndex(last, zero, seqLen);
     aligned = e.vectorAligned({q, cache});
     body();
   };
   if (!schedule.planned)
     return withBounds();
-  n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
-  e.ifThen(e.lessThan(split, n), withBounds);
+  e.ifThen(e.lessThan(split, splitCount), withBounds);
 }
 
 MmaEmitter::SourceRow DecodeSplitBlock::queryRow(Value row) {
@@ -84,11 +82,6 @@ void DecodeSplitBlock::writeResults(
     const std::function<void(const SplitResults &)> &write) {
   writeSplitResults(e, e.eqIndex(splitCount, 1), req, split, part, partLse, out,
                     lse, write);
-}
-
-Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
-                     Value numSplits, Value req, Value capacity) {
-  return e.eqIndex(schedule.activeSplits(e, numSplits, req, capacity), 1);
 }
 
 void writeSplitResults(GpuEmitter &e, Value single, Value req, Value split,

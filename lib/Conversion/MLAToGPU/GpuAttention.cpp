@@ -324,11 +324,10 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         Value capacity = e.pagedCapacity(table, cache, pageSize);
         Value lastBlock = e.sub(e.dim(cache, 0), one);
         Value active = e.lessThan(h, e.index(heads));
-        Value n;
+        Value n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
         if (schedule.planned) {
           // A split past the request's count writes nothing: the combine
           // reads only the first n partials.
-          n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
           active = arith::AndIOp::create(b, l, active, e.lessThan(split, n));
         }
         e.ifThen(active, [&] {
@@ -352,10 +351,8 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           cacheRow,
                           cacheRow};
           RowState state = emitWarpAttention(e, w);
-          Value single =
-              hasSingleSplit(e, schedule, numSplits, req, e.dim(partLse, 3));
           writeSplitResults(
-              e, single, req, split, part, partLse, out, lse,
+              e, e.eqIndex(n, 1), req, split, part, partLse, out, lse,
               [&](const SplitResults &to) {
                 emitRowOutput(e, state, latent,
                               RowRef{to.values, to.rowIndex(s, h)},

@@ -69,16 +69,10 @@ struct SplitResults {
   }
 };
 
-// The two below are shared by every split kernel, the generic one
-// included (defined in DecodeSplitBlock.cpp).
-
-/// i1: request `req` has one split (`activeSplits` == 1), in every thread.
-mlir::Value hasSingleSplit(GpuEmitter &e, const DecodeSchedule &schedule,
-                           mlir::Value numSplits, mlir::Value req,
-                           mlir::Value capacity);
-
-/// Emits `write` for the final results (out, lse) where `single`, else for
-/// the partials (part, partLse) of split `split`.
+/// Emits `write` for the final results (out, lse) where `single` (the
+/// request's activeSplits is 1), else for the partials (part, partLse) of
+/// split `split`. Shared by every split kernel, the generic one included
+/// (defined in DecodeSplitBlock.cpp).
 void writeSplitResults(GpuEmitter &e, mlir::Value single, mlir::Value req,
                        mlir::Value split, mlir::Value part, mlir::Value partLse,
                        mlir::Value out, mlir::Value lse,

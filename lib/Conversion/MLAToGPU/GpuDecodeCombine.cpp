@@ -122,12 +122,17 @@ Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
   return total;
 }
 
-/// One block of the wide combine kernel.
-class WideCombineBlock {
-public:
-  WideCombineBlock(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a,
-                   int64_t latent)
-      : e(e), b(e.builder()), l(e.location()), latent(latent) {
+/// The combine's operands (the split kernel's order: the plan's num_splits
+/// if any, the partials and their LSEs, out and lse) and the (request,
+/// query) row block x merges.
+struct CombineRow {
+  Value part, partLse, out, lse, req, s;
+  /// The request's active splits.
+  Value n;
+
+  CombineRow(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a) {
+    OpBuilder &b = e.builder();
+    Location l = e.location();
     Value numSplits = schedule.planned ? a.front() : Value();
     a = a.take_back(4);
     part = a[0];
@@ -138,9 +143,49 @@ public:
     Value row = e.blockId(Dimension::x);
     req = arith::DivUIOp::create(b, l, row, sq);
     s = arith::RemUIOp::create(b, l, row, sq);
+    n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
+  }
+};
+
+/// The largest split LSE, or 0 when every one is -inf (no keys), so that
+/// the weights exp(lse_i - max) stay finite.
+Value safeMaxOf(GpuEmitter &e, Value max) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  Value empty =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max, e.negInf());
+  return arith::SelectOp::create(b, l, empty, e.f32(0.0), max);
+}
+
+/// A merged row's 1 / Σ w (0 without keys) and its LSE, safeMax + log Σ w
+/// (-inf without keys).
+struct MergedRow {
+  Value inverse, lse;
+};
+MergedRow mergedRow(GpuEmitter &e, Value safeMax, Value sum) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  Value fzero = e.f32(0.0);
+  Value hasKeys =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, fzero);
+  Value inverse = arith::SelectOp::create(
+      b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+  Value lse = arith::SelectOp::create(
+      b, l, hasKeys,
+      arith::AddFOp::create(b, l, safeMax, math::LogOp::create(b, l, sum)),
+      e.negInf());
+  return {inverse, lse};
+}
+
+/// One block of the wide combine kernel.
+class WideCombineBlock : public CombineRow {
+public:
+  WideCombineBlock(GpuEmitter &e, const DecodeSchedule &schedule, ValueRange a,
+                   int64_t latent)
+      : CombineRow(e, schedule, a), e(e), b(e.builder()), l(e.location()),
+        latent(latent) {
     h = e.blockId(Dimension::y);
     chunk = e.blockId(Dimension::z);
-    n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
     tid = e.threadId();
     warp = e.warpId();
     lane = e.laneId();
@@ -163,10 +208,8 @@ public:
         [&](Value i, ValueRange it) -> SmallVector<Value> {
           return {arith::MaximumFOp::create(b, l, it[0], splitLse(i))};
         })[0];
-    Value max = blockReduce(e, localMax, true, slots, warp, lane);
-    Value empty =
-        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max, e.negInf());
-    Value safeMax = arith::SelectOp::create(b, l, empty, fzero, max);
+    Value safeMax =
+        safeMaxOf(e, blockReduce(e, localMax, true, slots, warp, lane));
 
     // Windows of kWindow splits: their weights into shared memory, then
     // the warps' weighted sums of the window's partial rows.
@@ -216,11 +259,8 @@ public:
               arith::AddFOp::create(b, l, it[kLaneColumns], weight));
           return columns;
         });
-    Value sum = blockReduce(e, acc[kLaneColumns], false, slots, warp, lane);
-    Value hasKeys =
-        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, fzero);
-    Value inverse = arith::SelectOp::create(
-        b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+    MergedRow merged = mergedRow(
+        e, safeMax, blockReduce(e, acc[kLaneColumns], false, slots, warp, lane));
 
     for (int64_t k = 0; k < kLaneColumns; ++k)
       memref::StoreOp::create(
@@ -240,24 +280,19 @@ public:
                      b, l, total,
                      memref::LoadOp::create(b, l, sums,
                                             ValueRange{e.index(w), tid}));
-               e.storeF32(arith::MulFOp::create(b, l, total, inverse), out,
-                          {req, s, h, column});
+               e.storeF32(arith::MulFOp::create(b, l, total, merged.inverse),
+                          out, {req, s, h, column});
              });
     e.ifThen(
         arith::AndIOp::create(b, l, e.eqIndex(tid, 0), e.eqIndex(chunk, 0)),
-        [&] {
-          Value merged = arith::AddFOp::create(b, l, safeMax,
-                                               math::LogOp::create(b, l, sum));
-          e.storeF32(arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
-                     lse, {req, h, s});
-        });
+        [&] { e.storeF32(merged.lse, lse, {req, h, s}); });
   }
 
   GpuEmitter &e;
   OpBuilder &b;
   Location l;
   int64_t latent;
-  Value part, partLse, out, lse, req, s, h, chunk, n, tid, warp, lane;
+  Value h, chunk, tid, warp, lane;
   Value slots, weights, sums, chunkColumn0;
 };
 
@@ -283,20 +318,15 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
                        ValueRange a, int64_t heads, int64_t latent) {
   OpBuilder &b = e.builder();
   Location l = e.location();
-  Value numSplits = schedule.planned ? a.front() : Value();
-  a = a.take_back(4);
-  Value part = a[0], partLse = a[1], out = a[2], lse = a[3];
-  Value sq = e.dim(out, 1);
-  Value row = e.blockId(Dimension::x);
-  Value req = arith::DivUIOp::create(b, l, row, sq);
-  Value s = arith::RemUIOp::create(b, l, row, sq);
+  CombineRow row(e, schedule, a);
+  Value part = row.part, partLse = row.partLse, out = row.out, lse = row.lse,
+        req = row.req, s = row.s, n = row.n;
   Value h =
       e.add(e.mul(e.blockId(Dimension::y), e.index(kNarrowWarps)), e.warpId());
   Value lane = e.laneId();
   e.ifThen(e.lessThan(h, e.index(heads)), [&] {
     // n <= S <= kNarrowMaxSplits: splits past n are clamped to n - 1 and
     // weighted 0.
-    Value n = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
     forMergedRequests(e, n, part, [&](bool vectorLoads) {
       Value fzero = e.f32(0.0);
       Value lastSplit = e.maxIndex(e.sub(n, e.index(1)), e.index(0));
@@ -310,9 +340,7 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
             e.negInf()));
         max = arith::MaximumFOp::create(b, l, max, splitLse.back());
       }
-      Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max,
-                                          e.negInf());
-      Value safeMax = arith::SelectOp::create(b, l, empty, fzero, max);
+      Value safeMax = safeMaxOf(e, max);
       Value sum = fzero;
       SmallVector<Value, kNarrowMaxSplits> weight;
       for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
@@ -323,10 +351,7 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
             fzero));
         sum = arith::AddFOp::create(b, l, sum, weight[j]);
       }
-      Value hasKeys =
-          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, fzero);
-      Value inverse = arith::SelectOp::create(
-          b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
+      MergedRow merged = mergedRow(e, safeMax, sum);
       // 128-column groups: the lane's 4 columns of each. Every load is
       // issued before the first store (which the compiler may not move
       // them past).
@@ -352,17 +377,13 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
         for (int64_t k = 0; k < kLaneColumns; ++k) {
           Value column = e.add(first, e.index(k));
           e.ifThen(e.lessThan(column, e.index(latent)), [&] {
-            e.storeF32(arith::MulFOp::create(b, l, acc[k], inverse), out,
-                       {req, s, h, column});
+            e.storeF32(arith::MulFOp::create(b, l, acc[k], merged.inverse),
+                       out, {req, s, h, column});
           });
         }
       }
-      e.ifThen(e.eqIndex(lane, 0), [&] {
-        Value merged = arith::AddFOp::create(b, l, safeMax,
-                                             math::LogOp::create(b, l, sum));
-        e.storeF32(arith::SelectOp::create(b, l, hasKeys, merged, e.negInf()),
-                   lse, {req, h, s});
-      });
+      e.ifThen(e.eqIndex(lane, 0),
+               [&] { e.storeF32(merged.lse, lse, {req, h, s}); });
     });
   });
 }

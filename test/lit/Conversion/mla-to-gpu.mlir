@@ -120,6 +120,8 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: %[[H:.+]] = arith.addi %[[H0]], %{{.+}} : index
 // CHECK: %[[SPLIT:.+]] = gpu.block_id z
 // CHECK: %[[HEAD_OK:.+]] = arith.cmpi slt, %[[H]], %c16 : index
+// The request's splits: here all S (the grid has one for each).
+// CHECK: %[[S1:.+]] = memref.dim %[[KPART_LSE]], %c3 : memref<?x?x16x?xf32>
 // CHECK: scf.if %[[HEAD_OK]] {
 // CHECK: %[[FIRST:.+]] = arith.muli %[[SPLIT]], %c256 : index
 // Max, sum and 16 of the 512 latent columns per lane.
@@ -127,9 +129,8 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: scf.yield
-// A request of one split (here: the grid has one) writes out and lse;
-// others their partials.
-// CHECK: %[[S1:.+]] = memref.dim %[[KPART_LSE]], %c3 : memref<?x?x16x?xf32>
+// A request of one split (here: S is 1) writes out and lse; others their
+// partials.
 // CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %[[S1]], %c1{{(_[0-9]+)?}} : index
 // CHECK: scf.if %[[SINGLE]] {
 // CHECK: memref.store %{{.+}}, %[[KFOUT]][%{{.+}}, %{{.+}}, %[[H]], %{{.+}}] : memref<?x?x16x512xbf16>
@@ -180,8 +181,8 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x16x?x512xf32>, vector<4xf32>
 // CHECK: gpu.barrier
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: memref.store %{{.+}}, %[[KOUT]][{{.+}}] : memref<?x?x16x512xbf16>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: memref.store %{{.+}}, %[[KOUT]][{{.+}}] : memref<?x?x16x512xbf16>
 // CHECK: memref.store %{{.+}}, %[[KLSE]][{{.+}}] : memref<?x16x?xf32>
 // CHECK: } else {
 // CHECK: gpu.return
