@@ -259,8 +259,9 @@ public:
               arith::AddFOp::create(b, l, it[kLaneColumns], weight));
           return columns;
         });
-    MergedRow merged = mergedRow(
-        e, safeMax, blockReduce(e, acc[kLaneColumns], false, slots, warp, lane));
+    MergedRow merged =
+        mergedRow(e, safeMax,
+                  blockReduce(e, acc[kLaneColumns], false, slots, warp, lane));
 
     for (int64_t k = 0; k < kLaneColumns; ++k)
       memref::StoreOp::create(
@@ -285,7 +286,9 @@ public:
              });
     e.ifThen(
         arith::AndIOp::create(b, l, e.eqIndex(tid, 0), e.eqIndex(chunk, 0)),
-        [&] { e.storeF32(merged.lse, lse, {req, h, s}); });
+        [&] {
+          e.storeF32(merged.lse, lse, {req, h, s});
+        });
   }
 
   GpuEmitter &e;
@@ -377,13 +380,14 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
         for (int64_t k = 0; k < kLaneColumns; ++k) {
           Value column = e.add(first, e.index(k));
           e.ifThen(e.lessThan(column, e.index(latent)), [&] {
-            e.storeF32(arith::MulFOp::create(b, l, acc[k], merged.inverse),
-                       out, {req, s, h, column});
+            e.storeF32(arith::MulFOp::create(b, l, acc[k], merged.inverse), out,
+                       {req, s, h, column});
           });
         }
       }
-      e.ifThen(e.eqIndex(lane, 0),
-               [&] { e.storeF32(merged.lse, lse, {req, h, s}); });
+      e.ifThen(e.eqIndex(lane, 0), [&] {
+        e.storeF32(merged.lse, lse, {req, h, s});
+      });
     });
   });
 }
