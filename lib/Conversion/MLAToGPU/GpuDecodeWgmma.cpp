@@ -65,8 +65,27 @@ using namespace wgmma_decode;
 constexpr int64_t kBlockBytes = kTileRows * kRowBytes;
 static_assert(kTileTokens == kTileRows,
               "Q and KV tiles share the column-block size");
-/// Tokens each warpgroup scores.
+static_assert(kWarpgroups == 2, "the schedules pair two warpgroups");
+/// Tokens each warpgroup scores in the one-tile schedule.
 constexpr int64_t kHalfTokens = kTileTokens / kWarpgroups;
+/// Named barriers of the seesaw schedule (0 is the block's, 1 and 2 each
+/// warpgroup's own: WgmmaEmitter::warpgroupBarrier). Each is arrived at by
+/// one warpgroup and waited at by the other (256 threads).
+constexpr int64_t kPublishedA = 3; ///< P_A, m_A and alpha_A are written
+constexpr int64_t kPublishedB = 4; ///< P_B, m_B, alpha_B; stage A is free
+constexpr int64_t kStageBFree = 5; ///< warpgroup 0 is done with stage B
+constexpr int64_t kStageAFree = 6; ///< warpgroup 1 is done with stage A
+constexpr int64_t kAllThreads = 7; ///< the results' barriers
+/// f32 row stride of the output staging: 32 bytes of padding shift each
+/// row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
+/// distinct banks (and rows stay 16-byte aligned for the bulk copies).
+constexpr int64_t kStagingStride(int64_t latent) { return latent + 8; }
+/// Whether a block runs the seesaw schedule: two KV stages, and a rope
+/// column block in each to take its tile's P once scored (rope dims are
+/// positive multiples of 64 here: takesDims).
+bool usesSeesaw(const SharedLayout &layout, int64_t ropeDim) {
+  return layout.stages == 2 && ropeDim >= kAtomColumns;
+}
 } // namespace
 
 bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
@@ -78,356 +97,596 @@ bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
          GpuEmitter::hasVectorRows(op.getKvCache());
 }
 
+namespace {
+
+/// The body of one block of the wgmma split kernel: what both schedules
+/// share (the Q tile, KV tile copies, scores, exponentials, P V, the
+/// results) and the two schedules. A schedule returns the lane's state:
+/// the running max of its two rows, its warpgroup's partial row sums (of
+/// the tokens it exponentiated), and its O accumulators, all relative to
+/// the same max in both warpgroups.
+class SplitBody {
+public:
+  SplitBody(WgmmaEmitter &e, DecodeSplitBlock &block, DecodeAttentionOp op,
+            const SharedLayout &layout)
+      : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
+        heads(op.getNumHeads()), latent(op.getKvLoraRank()),
+        qkDim(latent + op.getRopeDim()),
+        halfColumns(latent / kWarpgroups),
+        oRegs(kTileRows * halfColumns / 128), kSteps(qkDim / 16),
+        scaleLog2(op.getSoftmaxScale().convertToDouble() * M_LOG2E),
+        thread(e.warpgroupThread()) {
+    zero = e.index(0);
+    raw = e.dynamicShared();
+    WgmmaEmitter::AlignedShared aligned1k = e.alignedShared(raw);
+    pad = aligned1k.offset;
+    base = aligned1k.address;
+    tiles = e.sharedView(raw, pad, {layout.max / 2}, e.element);
+    numTiles = e.ceilDiv(e.maxIndex(e.sub(block.kvEnd, block.first), zero),
+                         kTileTokens);
+    // The lane's two rows of the tile: 16 w + g and + 8.
+    for (int64_t i = 0; i < 2; ++i)
+      laneRows.push_back(block.laneRow(
+          e.add(e.mul(thread.groupWarp, e.index(16)),
+                e.add(thread.laneGroup, e.index(8 * i)))));
+    leader = e.eqIndex(thread.quad, 0);
+    descQ = e.descriptor(e.add(base, e.index(layout.q)), 16, kAtomBytes);
+  }
+
+  /// The one-tile schedule (one KV stage): both warpgroups score half of
+  /// each tile's tokens, exchange row maxima, write P, and add P V into
+  /// their output halves; four block barriers a tile.
+  SmallVector<Value> oneTileSchedule();
+  /// The seesaw schedule (two stages and a rope block to hold P; see the
+  /// file comment), calling `finish` with each warpgroup's final state in
+  /// its own branch.
+  void seesawSchedule(const std::function<void(ArrayRef<Value>)> &finish);
+  /// out = O / l and lse, final or partial (see DecodeSplitBlock).
+  void writeResults(ArrayRef<Value> state);
+
+private:
+  WgmmaEmitter &e;
+  OpBuilder &b;
+  Location l;
+  DecodeSplitBlock &block;
+  const SharedLayout &layout;
+  const int64_t heads, latent, qkDim, halfColumns, oRegs, kSteps;
+  const double scaleLog2;
+  WgmmaEmitter::WarpgroupThread thread;
+  Value zero, raw, pad, base, tiles, numTiles, leader, descQ;
+  SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
+
+  /// The initial state: max -inf, sums 0, O 0.
+  SmallVector<Value> initialState() {
+    SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0.0), e.f32(0.0)};
+    init.append(oRegs, e.f32(0.0));
+    return init;
+  }
+  /// The first token of KV tile t.
+  Value tileStart(Value t) {
+    return e.add(block.first, e.mul(t, e.index(kTileTokens)));
+  }
+  /// The shared address and element offset of KV stage `stage`.
+  Value stageAddress(Value stage) {
+    return e.add(base, e.add(e.index(layout.kv),
+                             e.mul(stage, e.index(layout.kvStage))));
+  }
+  /// Element offsets of (row, col) in the swizzled tile at byte offset
+  /// `byteOffset` (+ `stageOffset` elements) of the tile region.
+  MmaEmitter::SharedIndex swizzledAt(Value byteOffset) {
+    return [this, byteOffset](Value row, Value col) {
+      return SmallVector<Value, 2>{
+          e.add(e.divui(byteOffset, 2), e.swizzled(row, col, kTileRows))};
+    };
+  }
+  /// The Q tile (padding rows zero), copied by every thread.
+  void copyQ() {
+    e.copyTile(
+        Value(), tiles, block.q, kTileRows, qkDim / kCopyElems, thread.warp,
+        thread.lane, [&](Value row) { return block.queryRow(row); },
+        kThreads / kWarpSize, swizzledAt(e.index(layout.q)));
+  }
+  /// KV tile t into stage `stage`, copied by `warps` warps (the block's or
+  /// one warpgroup's, `warp` numbering the thread's warp among them).
+  void copyKv(Value t, Value stage, Value warp, int64_t warps) {
+    Value start = tileStart(t);
+    e.copyTile(
+        Value(), tiles, block.cache, kTileTokens, qkDim / kCopyElems, warp,
+        thread.lane, [&](Value row) { return block.cacheRow(start, row); },
+        warps,
+        swizzledAt(e.add(e.index(layout.kv),
+                         e.mul(stage, e.index(layout.kvStage)))));
+  }
+  /// S = Q K^T over `tokens` tokens of the K tile of descriptor `descK`
+  /// (K-major, rows 128 bytes apart in 8-row atoms): Dqk / 16 wgmma,
+  /// waited for.
+  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens) {
+    int64_t regs = kTileRows * tokens / 128;
+    Value acc = e.unsetAccumulator(regs);
+    e.fence();
+    for (int64_t step = 0; step < kSteps; ++step) {
+      int64_t offset = (step / 4) * kBlockBytes + (step % 4) * 32;
+      acc = e.mma(acc, e.advance(descQ, offset), e.advance(descK, offset),
+                  tokens, step > 0, false);
+    }
+    e.commit();
+    e.wait(0);
+    return e.fromAccumulator(acc, regs);
+  }
+  /// The descriptor of a K-major operand (Q, K, P) at shared address
+  /// `address`.
+  Value kMajor(Value address) {
+    return e.descriptor(address, 16, kAtomBytes);
+  }
+  /// The descriptor of the warpgroup's V columns in the KV stage at shared
+  /// address `kv`: N-major, column blocks 8 KiB apart, 8-token atoms 1 KiB
+  /// apart.
+  Value groupV(Value kv) {
+    return e.descriptor(
+        e.add(kv, e.mul(thread.group,
+                        e.index(halfColumns / kAtomColumns * kBlockBytes))),
+        kBlockBytes, kAtomBytes);
+  }
+  /// `descriptor` moved by `bytes` (index, a multiple of 16).
+  Value moved(Value descriptor, Value bytes) {
+    return arith::AddIOp::create(
+        b, l, descriptor,
+        arith::IndexCastUIOp::create(b, l, b.getI64Type(),
+                                     e.divui(bytes, 16)));
+  }
+  /// Scales the scores in place and masks the tokens past a row's end
+  /// (s[4 j + 2 i + c] is lane row i, token `first` + 8 j + 2 quad + c);
+  /// returns the two rows' maxima over the quad.
+  SmallVector<Value> maskedRowMax(MutableArrayRef<Value> s, Value first) {
+    Value tokenBase = e.add(first, e.mul(thread.quad, e.index(2)));
+    Value scale = e.f32(scaleLog2);
+    SmallVector<Value> rowMax;
+    for (int64_t i = 0; i < 2; ++i) {
+      SmallVector<Value> row;
+      for (int64_t j = 0; j < static_cast<int64_t>(s.size()) / 4; ++j)
+        for (int64_t c = 0; c < 2; ++c) {
+          Value token = e.add(tokenBase, e.index(8 * j + c));
+          Value &v = s[4 * j + 2 * i + c];
+          v = e.select(e.lessThan(token, laneRows[i].end), e.mulf(v, scale),
+                       e.negInf());
+          row.push_back(v);
+        }
+      rowMax.push_back(e.quadMax(e.maxTree(row)));
+    }
+    return rowMax;
+  }
+  /// P = exp2(S - safe max) as bf16/f16 into the swizzled 64 x 64 tile at
+  /// byte offset `pTile` of the tile region, at columns `column0` + 8 j +
+  /// 2 quad + c; returns the two rows' sums `sums` * `alpha` + their P.
+  SmallVector<Value> exponentials(ArrayRef<Value> s, ArrayRef<Value> safeMax,
+                                  Value pTile, Value column0,
+                                  ArrayRef<Value> sums,
+                                  ArrayRef<Value> alpha) {
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 2; ++i) {
+      SmallVector<Value> terms{e.mulf(sums[i], alpha[i])};
+      for (int64_t j = 0; j < static_cast<int64_t>(s.size()) / 4; ++j) {
+        Value p0 = e.exp2(e.subf(s[4 * j + 2 * i], safeMax[i]));
+        Value p1 = e.exp2(e.subf(s[4 * j + 2 * i + 1], safeMax[i]));
+        terms.append({p0, p1});
+        Value col = e.add(column0, e.add(e.index(8 * j),
+                                         e.mul(thread.quad, e.index(2))));
+        Value at = e.add(e.divui(pTile, 2),
+                         e.swizzled(laneRows[i].local, col, kTileRows));
+        vector::StoreOp::create(b, l, e.pack(p0, p1), tiles, ValueRange{at},
+                                /*nontemporal=*/false, llvm::MaybeAlign(4));
+      }
+      out.push_back(e.sumTree(terms));
+    }
+    return out;
+  }
+  /// O += P V over the warpgroup's output columns: P (64 x 64) K-major,
+  /// V N-major (descriptors from kMajor and groupV). Issued and committed;
+  /// the caller waits (e.wait) before reading the result.
+  Value issuePv(ArrayRef<Value> o, Value descP, Value descV) {
+    Value acc = e.toAccumulator(o);
+    e.fence();
+    for (int64_t k = 0; k < kTileTokens / 16; ++k)
+      acc = e.mma(acc, e.advance(descP, 32 * k),
+                  e.advance(descV, 2 * kAtomBytes * k), halfColumns, true,
+                  true);
+    e.commit();
+    return acc;
+  }
+  SmallVector<Value> pv(ArrayRef<Value> o, Value descP, Value descV) {
+    Value acc = issuePv(o, descP, descV);
+    e.wait(0);
+    return e.fromAccumulator(acc, oRegs);
+  }
+  /// The lane rows' values `perRow` to `buffer` (f32 at `slot` * 64 +
+  /// row), written by the quad leaders; and back.
+  void publishRows(Value buffer, int64_t slot, ArrayRef<Value> perRow) {
+    e.ifThen(leader, [&] {
+      for (int64_t i = 0; i < 2; ++i)
+        memref::StoreOp::create(
+            b, l, perRow[i], buffer,
+            ValueRange{e.add(e.index(slot * kTileRows), laneRows[i].local)});
+    });
+  }
+  SmallVector<Value> readRows(Value buffer, int64_t slot) {
+    SmallVector<Value> v;
+    for (int64_t i = 0; i < 2; ++i)
+      v.push_back(memref::LoadOp::create(
+          b, l, buffer,
+          ValueRange{e.add(e.index(slot * kTileRows), laneRows[i].local)}));
+    return v;
+  }
+  /// A value per lane row reduced over the two warpgroups through `buffer`
+  /// (one slot per group): each group publishes, a block barrier, every
+  /// lane combines both.
+  SmallVector<Value> acrossGroups(Value buffer, ArrayRef<Value> perRow,
+                                  bool max) {
+    e.ifThen(leader, [&] {
+      for (int64_t i = 0; i < 2; ++i)
+        memref::StoreOp::create(
+            b, l, perRow[i], buffer,
+            ValueRange{e.add(e.mul(thread.group, e.index(kTileRows)),
+                             laneRows[i].local)});
+    });
+    allThreadsBarrier();
+    SmallVector<Value> first = readRows(buffer, 0), second = readRows(buffer, 1);
+    SmallVector<Value> combined;
+    for (int64_t i = 0; i < 2; ++i)
+      combined.push_back(max ? e.maxf(first[i], second[i])
+                             : e.addf(first[i], second[i]));
+    return combined;
+  }
+  Value f32View(int64_t byteOffset, int64_t count) {
+    return e.sharedView(raw, e.add(pad, e.index(byteOffset)), {count},
+                        b.getF32Type());
+  }
+  /// Named barrier `id` of both warpgroups: this one waits at it (sync)
+  /// or only arrives.
+  void syncNamed(int64_t id) { e.namedBarrier(id, kThreads, /*wait=*/true); }
+  void arriveNamed(int64_t id) {
+    e.namedBarrier(id, kThreads, /*wait=*/false);
+  }
+  /// A barrier of all the block's threads that the two warpgroups may
+  /// reach from their own branches of the seesaw schedule (a named barrier
+  /// with a thread count; the block's barrier 0 is for converged code).
+  void allThreadsBarrier() { e.namedBarrier(kAllThreads, kThreads, true); }
+  /// The warpgroup's own copies landed and visible to its wgmma.
+  void ownCopiesLanded(int64_t group) {
+    e.waitAllCopies();
+    e.sharedProxyFence();
+    e.warpgroupBarrier(e.index(group));
+  }
+};
+
+SmallVector<Value> SplitBody::oneTileSchedule() {
+  Value maxS = f32View(layout.max, kWarpgroups * kTileRows);
+  const int64_t warps = kThreads / kWarpSize;
+  copyQ();
+  Value pTile = e.index(layout.p), kv = stageAddress(zero);
+  return e.forLoop(
+      zero, numTiles, e.index(1), initialState(),
+      [&](Value t, ValueRange it) -> SmallVector<Value> {
+        // 1. This tile in shared memory, once every thread is done with
+        // the previous one.
+        e.barrier();
+        copyKv(t, zero, thread.warp, warps);
+        e.waitAllCopies();
+        e.sharedProxyFence();
+        e.barrier();
+        // 2. S = Q K^T over the group's 32 tokens.
+        SmallVector<Value> s = scores(
+            descQ,
+            kMajor(e.add(
+                kv, e.mul(thread.group, e.index(kHalfTokens * kRowBytes)))),
+            kHalfTokens);
+        Value column0 = e.mul(thread.group, e.index(kHalfTokens));
+        SmallVector<Value> groupMax =
+            maskedRowMax(s, e.add(tileStart(t), column0));
+        // 3. Row maxima of both halves.
+        SmallVector<Value> tileMax = acrossGroups(maxS, groupMax, true);
+        SmallVector<Value> next(it.begin(), it.end()), safe, alpha;
+        for (int64_t i = 0; i < 2; ++i) {
+          MmaEmitter::OnlineMax step = e.onlineMax(it[i], tileMax[i]);
+          next[i] = step.max;
+          safe.push_back(step.safe);
+          alpha.push_back(step.alpha);
+        }
+        // 4. P to shared memory, the group's sums, O rescaled.
+        SmallVector<Value> sums =
+            exponentials(s, safe, pTile, column0, {it[2], it[3]}, alpha);
+        next[2] = sums[0];
+        next[3] = sums[1];
+        SmallVector<Value> o = e.rescaleRows(it.slice(4, oRegs), alpha);
+        e.sharedProxyFence();
+        e.barrier();
+        // 5. O += P V over the group's columns.
+        o = pv(o, kMajor(e.add(base, pTile)), groupV(kv));
+        std::copy(o.begin(), o.end(), next.begin() + 4);
+        return next;
+      });
+}
+
+void SplitBody::seesawSchedule(
+    const std::function<void(ArrayRef<Value>)> &finish) {
+  // Stage 0 holds tile A = 2 j, stage 1 tile B = 2 j + 1 of pair j. P_A and
+  // P_B go into their tiles' first rope block once the scores have read
+  // it. An odd tile count gets a last B tile past the split's tokens,
+  // copied as zeros (rows past kvEnd are zero-filled, nothing is read):
+  // its scores are masked, its P is zero, so no step depends on whether a
+  // pair is whole.
+  Value stageA = stageAddress(zero);
+  int64_t ropeBlock = latent / kAtomColumns * kBlockBytes;
+  Value pA = e.index(layout.kv + ropeBlock);
+  Value pB = e.index(layout.kv + layout.kvStage + ropeBlock);
+  const int64_t groupWarps = 4;
+  Value numPairs = e.ceilDiv(numTiles, 2);
+  Value paddedTiles = e.mul(numPairs, e.index(2));
+  auto pairTile = [&](Value j, int64_t k) {
+    return e.add(e.mul(j, e.index(2)), e.index(k));
+  };
+  // Copied by the warpgroup that scores it: this thread's warp among 4.
+  auto copyOwnTile = [&](Value t, int64_t stage) {
+    copyKv(t, e.index(stage), thread.groupWarp, groupWarps);
+  };
+
+  // The descriptors of Q and of stage A's first V columns, read back from
+  // shared memory at each pair, the others derived from them there: the
+  // operands of each wgmma are loop-invariant, and LLVM would hoist their
+  // dozens of 64-bit descriptors out of the loop (spilling).
+  Value descriptorSlots = e.sharedView(
+      raw, e.add(pad, e.index(layout.p + 4 * kTileRows * 4)), {2},
+      b.getI64Type());
+  e.ifThen(e.eqIndex(thread.tid, 0), [&] {
+    memref::StoreOp::create(b, l, descQ, descriptorSlots, ValueRange{zero});
+    memref::StoreOp::create(
+        b, l,
+        e.descriptor(stageA, kBlockBytes, kAtomBytes),
+        descriptorSlots, ValueRange{e.index(1)});
+  });
+  // Q by every thread, tile 0 by warpgroup 0 and tile 1 by warpgroup 1.
+  copyQ();
+  for (int64_t g = 0; g < 2; ++g)
+    e.ifThen(e.andi(e.eqIndex(thread.group, g), e.lessThan(zero, numTiles)),
+             [&] { copyOwnTile(e.index(g), g); });
+  e.waitAllCopies();
+  e.sharedProxyFence();
+  e.barrier();
+
+  // One program for both warpgroups (g = 0 scores A, g = 1 scores B), so
+  // that the accumulators flow through converged code; only barriers and
+  // copies are in branches. (Two branches, one a warpgroup, made ptxas
+  // spill some 600 bytes a thread: LLVM sinks their common tails into one
+  // block, merging 132 values a lane.)
+  Value isA = e.eqIndex(thread.group, 0), isB = e.eqIndex(thread.group, 1);
+  Value qAt = e.add(base, e.index(layout.q));
+  Value ownStage = stageAddress(thread.group);
+  Value ownP = e.add(e.index(layout.kv + ropeBlock),
+                     e.mul(thread.group, e.index(layout.kvStage)));
+  // m and alpha of A's rows (slots 0, 1) and B's (2, 3), 64 f32 each, in
+  // the P region of the one-tile schedule; the descriptors follow.
+  Value exchanges = f32View(layout.p, 4 * kTileRows);
+  auto pick = [&](Value cond, ArrayRef<Value> t, ArrayRef<Value> f) {
+    SmallVector<Value> out;
+    for (size_t i = 0; i < t.size(); ++i)
+      out.push_back(e.select(cond, t[i], f[i]));
+    return out;
+  };
+  SmallVector<Value> finalState = e.forLoop(
+      zero, numPairs, e.index(1), initialState(),
+      [&](Value j, ValueRange it) -> SmallVector<Value> {
+        Value refills = e.lessThan(pairTile(j, 2), paddedTiles);
+        // 1. This group's tile scored.
+        Value q = memref::LoadOp::create(b, l, descriptorSlots,
+                                         ValueRange{zero});
+        Value v = memref::LoadOp::create(b, l, descriptorSlots,
+                                         ValueRange{e.index(1)});
+        // Byte distances from Q's start and stage A's.
+        auto fromQ = [&](Value at) { return moved(q, e.sub(at, qAt)); };
+        Value groupColumns =
+            e.mul(thread.group,
+                  e.index(halfColumns / kAtomColumns * kBlockBytes));
+        Value vA = moved(v, groupColumns);
+        Value vB = moved(v, e.add(groupColumns, e.index(layout.kvStage)));
+        SmallVector<Value> s =
+            scores(q, fromQ(ownStage), kTileTokens);
+        // 2. B's rows continue from A's max: m_A, alpha_A published.
+        e.ifThen(isB, [&] { syncNamed(kPublishedA); });
+        SmallVector<Value> maxA = readRows(exchanges, 0);
+        SmallVector<Value> alphaA = readRows(exchanges, 1);
+        SmallVector<Value> one{e.f32(1.0), e.f32(1.0)};
+        SmallVector<Value> prevMax = pick(isA, {it[0], it[1]}, maxA);
+        SmallVector<Value> prevAlpha = pick(isA, one, alphaA);
+        // 3. Online softmax of the tile, P into its rope block.
+        SmallVector<Value> tileMax = maskedRowMax(
+            s, tileStart(e.add(e.mul(j, e.index(2)), thread.group)));
+        SmallVector<Value> max, safe, alpha;
+        for (int64_t i = 0; i < 2; ++i) {
+          MmaEmitter::OnlineMax step = e.onlineMax(prevMax[i], tileMax[i]);
+          max.push_back(step.max);
+          safe.push_back(step.safe);
+          alpha.push_back(step.alpha);
+        }
+        SmallVector<Value> sums =
+            exponentials(s, safe, ownP, zero,
+                         {e.mulf(it[2], prevAlpha[0]),
+                          e.mulf(it[3], prevAlpha[1])},
+                         alpha);
+        e.ifThenElse(
+            isA,
+            [&] {
+              publishRows(exchanges, 0, max);
+              publishRows(exchanges, 1, alpha);
+              e.sharedProxyFence();
+              arriveNamed(kPublishedA);
+            },
+            [&] {
+              publishRows(exchanges, 2, max);
+              publishRows(exchanges, 3, alpha);
+              e.sharedProxyFence();
+              arriveNamed(kPublishedB);
+            });
+        // 4. O += P_A V_A, O scaled to A's max first.
+        SmallVector<Value> o =
+            pv(e.rescaleRows(it.slice(4, oRegs), pick(isA, alpha, alphaA)),
+               fromQ(e.add(base, pA)), vA);
+        // 5. Group 1 is done with stage A; group 0 waits for P_B.
+        e.ifThenElse(
+            isA, [&] { syncNamed(kPublishedB); },
+            [&] {
+              e.ifThen(refills, [&] { arriveNamed(kStageAFree); });
+            });
+        SmallVector<Value> maxB = readRows(exchanges, 2);
+        SmallVector<Value> alphaB = readRows(exchanges, 3);
+        SmallVector<Value> lastAlpha = pick(isA, alphaB, one);
+        // 6. O += P_B V_B, O scaled to B's max first.
+        o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
+               fromQ(e.add(base, pB)), vB);
+        // 7. Each group refills the stage it scores once the other is done
+        // with it, and waits for its own copies.
+        e.ifThen(refills, [&] {
+          e.ifThenElse(
+              isA,
+              [&] {
+                syncNamed(kStageAFree);
+                copyOwnTile(pairTile(j, 2), 0);
+                arriveNamed(kStageBFree);
+                ownCopiesLanded(0);
+              },
+              [&] {
+                syncNamed(kStageBFree);
+                copyOwnTile(pairTile(j, 3), 1);
+                ownCopiesLanded(1);
+              });
+        });
+        SmallVector<Value> next{maxB[0], maxB[1],
+                                e.mulf(sums[0], lastAlpha[0]),
+                                e.mulf(sums[1], lastAlpha[1])};
+        next.append(o);
+        return next;
+      });
+  finish(finalState);
+}
+
+void SplitBody::writeResults(ArrayRef<Value> state) {
+  Value part = block.part;
+  Value sumS = f32View(layout.sum, kWarpgroups * kTileRows);
+  // Row sums of both halves.
+  SmallVector<Value> groupSum;
+  for (int64_t i = 0; i < 2; ++i)
+    groupSum.push_back(e.quadSum(state[2 + i]));
+  SmallVector<Value> sums = acrossGroups(sumS, groupSum, /*max=*/false);
+  Value writesLse = e.andi(leader, e.eqIndex(thread.group, 0));
+  Value groupCol0 = e.mul(thread.group, e.index(halfColumns));
+  // out = O / l per lane row: (scale, O column of accumulator 4 j + 2 i +
+  // c).
+  SmallVector<MmaEmitter::RowEnd, 2> ends;
+  for (int64_t i = 0; i < 2; ++i)
+    ends.push_back(e.finishRow(state[i], sums[i]));
+  auto column = [&](int64_t j, int64_t c) {
+    return e.add(groupCol0,
+                 e.add(e.index(8 * j + c), e.mul(thread.quad, e.index(2))));
+  };
+  // Element by element into the results (final or partial).
+  auto storeDirect = [&](const SplitResults &to) {
+    for (int64_t i = 0; i < 2; ++i) {
+      const DecodeSplitBlock::LaneRow &row = laneRows[i];
+      e.ifThen(row.real, [&] {
+        for (int64_t j = 0; j < halfColumns / 8; ++j)
+          for (int64_t c = 0; c < 2; ++c) {
+            SmallVector<Value, 5> at = to.rowIndex(row.query, row.head);
+            at.push_back(column(j, c));
+            e.storeF32(e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse),
+                       to.values, at);
+          }
+      });
+    }
+  };
+  // Staged as f32 rows in shared memory (the tiles are dead: every thread
+  // is past the row-sum barrier), then one bulk copy a row
+  // (cp.async.bulk, 16-byte multiples from 16-byte aligned addresses: a
+  // partial row is Lkv f32 of a row-major buffer).
+  auto storeBulk = [&] {
+    Value staging = e.sharedView(raw, pad, {kTileRows, kStagingStride(latent)},
+                                 b.getF32Type());
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < halfColumns / 8; ++j) {
+        auto pair = VectorType::get({2}, b.getF32Type());
+        Value v = vector::FromElementsOp::create(
+            b, l, pair,
+            ValueRange{e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse),
+                       e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse)});
+        vector::StoreOp::create(b, l, v, staging,
+                                ValueRange{laneRows[i].local, column(j, 0)},
+                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+      }
+    e.sharedProxyFence();
+    allThreadsBarrier();
+    // Thread r < 64 copies tile row r = s * N + h, partial row ((req * Sq
+    // + s) * N + h) * S + split = (req * Sq * N + r) * S + split.
+    Value r = e.add(block.tileRow0, thread.tid);
+    e.ifThen(e.andi(e.lessThan(thread.tid, e.index(kTileRows)),
+                    e.lessThan(r, block.rows)),
+             [&] {
+               Value requestRows = e.mul(e.dim(part, 1), e.index(heads));
+               Value partRow = e.add(
+                   e.mul(e.add(e.mul(block.req, requestRows), r),
+                         e.dim(part, 3)),
+                   block.split);
+               Value partBase =
+                   memref::ExtractAlignedPointerAsIndexOp::create(b, l, part);
+               e.bulkCopyToGlobal(
+                   e.add(base,
+                         e.mul(thread.tid, e.index(kStagingStride(latent) * 4))),
+                   e.add(partBase, e.mul(partRow, e.index(latent * 4))),
+                   latent * 4);
+             });
+    e.waitBulkReads();
+  };
+  block.writeResults([&](const SplitResults &to) {
+    for (int64_t i = 0; i < 2; ++i) {
+      const DecodeSplitBlock::LaneRow &row = laneRows[i];
+      e.ifThen(e.andi(row.real, writesLse), [&] {
+        e.storeF32(ends[i].lse, to.lse, to.lseIndex(row.query, row.head));
+      });
+    }
+    if (to.partial && GpuEmitter::hasVectorRows(part))
+      e.ifThenElse(e.vectorAligned({part}), storeBulk,
+                   [&] { storeDirect(to); });
+    else
+      storeDirect(to);
+  });
+}
+
+} // namespace
+
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule, OpBuilder &host,
                             ValueRange splitArgs, Value splits) {
-  int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank();
+  int64_t latent = op.getKvLoraRank();
   int64_t qkDim = latent + op.getRopeDim();
-  double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   SharedLayout layout(
       qkDim, stagesFor(qkDim, kernels.target().maxSharedBytesPerBlock()));
-  const int64_t vectorsPerRow = qkDim / kCopyElems;
-  const int64_t halfColumns = latent / kWarpgroups; // O columns of a group
-  const int64_t sRegs = kTileRows * kHalfTokens / 128;
-  const int64_t oRegs = kTileRows * halfColumns / 128;
-  const int64_t kSteps = qkDim / 16;
-  // f32 row stride of the output staging: 32 bytes of padding shift each
-  // row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
-  // distinct banks (and rows stay 16-byte aligned for the bulk copies).
-  const int64_t kStagingStride = latent + 8;
-  static_assert(kTileRows <= kThreads, "one thread copies each row");
   // The staging reuses the tile region (Q, the KV stages and P), which
   // always holds it for the dims the kernel takes; checked all the same.
-  if (kTileRows * kStagingStride * 4 > layout.max)
+  if (kTileRows * kStagingStride(latent) * 4 > layout.max)
     llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
+  bool seesaw = usesSeesaw(layout, op.getRopeDim());
 
   auto kernel = kernels.create(
       "decode_attention_split_wgmma", splitArgs.getTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
-        OpBuilder &b = e.builder();
-        Location l = e.location();
         DecodeSplitBlock block(e, op, schedule, a, kTileRows);
-        Value part = block.part;
-        Value req = block.req, tileRow0 = block.tileRow0, split = block.split;
-        Value zero = e.index(0);
-
-        WgmmaEmitter::WarpgroupThread thread = e.warpgroupThread();
-        Value tid = thread.tid, warp = thread.warp, lane = thread.lane,
-              group = thread.group, groupWarp = thread.groupWarp,
-              laneGroup = thread.laneGroup, quad = thread.quad;
-
         block.run([&] {
-          Value raw = e.dynamicShared();
-          // Values, not structured bindings: lambdas capture them (C++17).
-          WgmmaEmitter::AlignedShared aligned1k = e.alignedShared(raw);
-          Value pad = aligned1k.offset, base = aligned1k.address;
-          Value tiles = e.sharedView(raw, pad, {layout.max / 2}, element);
-          Value maxS = e.sharedView(raw, e.add(pad, e.index(layout.max)),
-                                    {kWarpgroups * kTileRows}, b.getF32Type());
-          Value sumS = e.sharedView(raw, e.add(pad, e.index(layout.sum)),
-                                    {kWarpgroups * kTileRows}, b.getF32Type());
-
-          Value first = block.first, kvEnd = block.kvEnd;
-          Value numTiles = e.ceilDiv(e.maxIndex(e.sub(kvEnd, first), zero),
-                                     kTileTokens);
-
-          // The lane's two rows of the tile: 16 w + g and + 8.
-          SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
-          for (int64_t i = 0; i < 2; ++i)
-            laneRows.push_back(block.laneRow(
-                e.add(e.mul(groupWarp, e.index(16)),
-                      e.add(laneGroup, e.index(8 * i)))));
-
-          // A value per lane row, reduced over the two warpgroups through
-          // `buffer` (one slot per group and tile row): the quad leaders
-          // store their group's, a barrier, every lane combines both.
-          Value leader = e.eqIndex(quad, 0);
-          auto acrossGroups = [&](Value buffer, ArrayRef<Value> perRow,
-                                  Value start, bool max) {
-            e.ifThen(leader, [&] {
-              for (int64_t i = 0; i < 2; ++i)
-                memref::StoreOp::create(
-                    b, l, perRow[i], buffer,
-                    ValueRange{e.add(e.mul(group, e.index(kTileRows)),
-                                     laneRows[i].local)});
-            });
-            e.barrier();
-            SmallVector<Value, 2> combined;
-            for (int64_t i = 0; i < 2; ++i) {
-              Value v = start;
-              for (int64_t g = 0; g < kWarpgroups; ++g) {
-                Value other = memref::LoadOp::create(
-                    b, l, buffer,
-                    ValueRange{e.add(e.index(g * kTileRows),
-                                     laneRows[i].local)});
-                v = max ? e.maxf(v, other) : e.addf(v, other);
-              }
-              combined.push_back(v);
-            }
-            return combined;
-          };
-
-          auto swizzledAt = [&](int64_t byteOffset, Value stageOffset) {
-            return [&, byteOffset, stageOffset](Value row, Value col) {
-              Value at = e.add(e.index(byteOffset / 2),
-                               e.swizzled(row, col, kTileRows));
-              if (stageOffset)
-                at = e.add(at, stageOffset);
-              return SmallVector<Value, 2>{at};
-            };
-          };
-          const int64_t warps = kThreads / kWarpSize;
-          // The Q tile (padding rows zero).
-          // 16-byte copies only (no `aligned` branch): see the file comment.
-          e.copyTile(
-              Value(), tiles, block.q, kTileRows, vectorsPerRow, warp, lane,
-              [&](Value row) { return block.queryRow(row); }, warps,
-              swizzledAt(layout.q, Value()));
-          // KV tile t (tokens from first + 64 t) into its stage.
-          auto stageOf = [&](Value t) {
-            return layout.stages == 2 ? e.remui(t, 2) : zero;
-          };
-          auto copyKv = [&](Value t) {
-            Value tile = e.add(first, e.mul(t, e.index(kTileTokens)));
-            Value stageOffset = e.mul(stageOf(t), e.index(layout.kvStage / 2));
-            e.copyTile(
-                Value(), tiles, block.cache, kTileTokens, vectorsPerRow, warp,
-                lane, [&](Value row) { return block.cacheRow(tile, row); },
-                warps, swizzledAt(layout.kv, stageOffset));
-          };
-          if (layout.stages == 2) {
-            e.ifThen(e.lessThan(zero, numTiles), [&] { copyKv(zero); });
-            e.commitCopies();
-          }
-
-          Value descQ = e.descriptor(e.add(base, e.index(layout.q)), 16,
-                                     kAtomBytes);
-          Value descP = e.descriptor(e.add(base, e.index(layout.p)), 16,
-                                     kAtomBytes);
-          Value negInf = e.negInf(), fzero = e.f32(0.0);
-          SmallVector<Value> init{negInf, negInf, fzero, fzero};
-          init.append(oRegs, fzero);
-          SmallVector<Value> state = e.forLoop(
-              zero, numTiles, e.index(1), init,
-              [&](Value t, ValueRange it) -> SmallVector<Value> {
-                Value tile = e.add(first, e.mul(t, e.index(kTileTokens)));
-                // 1. This tile in shared memory (one stage: copied now).
-                // Past the barrier every thread is done with the previous
-                // tile, so its stage takes the next one while this one is
-                // computed.
-                if (layout.stages == 1) {
-                  e.barrier();
-                  copyKv(t);
-                }
-                e.waitAllCopies();
-                e.sharedProxyFence();
-                e.barrier();
-                if (layout.stages == 2) {
-                  Value next = e.add(t, e.index(1));
-                  e.ifThen(e.lessThan(next, numTiles), [&] { copyKv(next); });
-                }
-                Value kvAddress =
-                    e.add(base, e.add(e.index(layout.kv),
-                                      e.mul(stageOf(t),
-                                            e.index(layout.kvStage))));
-
-                // 2. S = Q K^T over the group's 32 tokens.
-                Value descK = e.descriptor(
-                    e.add(kvAddress,
-                          e.mul(group, e.index(kHalfTokens * kRowBytes))),
-                    16, kAtomBytes);
-                // Built before the fence: no register of a wgmma operand is
-                // written between the fence and the wgmma.
-                Value acc =
-                    e.toAccumulator(SmallVector<Value>(sRegs, fzero));
-                e.fence();
-                for (int64_t k = 0; k < kSteps; ++k) {
-                  int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
-                  acc = e.mma(acc, e.advance(descQ, offset),
-                              e.advance(descK, offset), kHalfTokens, k > 0,
-                              false);
-                }
-                e.commit();
-                e.wait(0);
-                SmallVector<Value> s = e.fromAccumulator(acc, sRegs);
-
-                // Scaled, masked scores: s[4 j + 2 i + c] is row i of the
-                // lane, token 32 g + 8 j + 2 quad + c.
-                Value tokenBase = e.add(
-                    tile, e.add(e.mul(group, e.index(kHalfTokens)),
-                                e.mul(quad, e.index(2))));
-                Value scale = e.f32(scaleLog2);
-                SmallVector<Value> localMax{negInf, negInf};
-                for (int64_t j = 0; j < kHalfTokens / 8; ++j)
-                  for (int64_t c = 0; c < 2; ++c) {
-                    Value token = e.add(tokenBase, e.index(8 * j + c));
-                    for (int64_t i = 0; i < 2; ++i) {
-                      int64_t at = 4 * j + 2 * i + c;
-                      s[at] = e.select(e.lessThan(token, laneRows[i].end),
-                                       e.mulf(s[at], scale), negInf);
-                      localMax[i] = e.maxf(localMax[i], s[at]);
-                    }
-                  }
-                // 3. Row maxima of both halves.
-                SmallVector<Value> groupMax;
-                for (int64_t i = 0; i < 2; ++i)
-                  groupMax.push_back(e.quadMax(localMax[i]));
-                SmallVector<Value, 2> tileMax =
-                    acrossGroups(maxS, groupMax, negInf, /*max=*/true);
-                SmallVector<Value> next(it.begin(), it.end());
-                SmallVector<Value> alpha, rowMax;
-                for (int64_t i = 0; i < 2; ++i) {
-                  MmaEmitter::OnlineMax step = e.onlineMax(it[i], tileMax[i]);
-                  next[i] = step.max;
-                  rowMax.push_back(step.safe);
-                  alpha.push_back(step.alpha);
-                }
-                // 4. P = exp2(S - m) to shared memory, the group's sums, O
-                // rescaled.
-                for (int64_t i = 0; i < 2; ++i) {
-                  Value sum = e.mulf(it[2 + i], alpha[i]);
-                  SmallVector<Value> p(2 * (kHalfTokens / 8));
-                  for (int64_t j = 0; j < kHalfTokens / 8; ++j) {
-                    for (int64_t c = 0; c < 2; ++c) {
-                      p[2 * j + c] =
-                          e.exp2(e.subf(s[4 * j + 2 * i + c], rowMax[i]));
-                      sum = e.addf(sum, p[2 * j + c]);
-                    }
-                    Value col = e.add(e.mul(group, e.index(kHalfTokens)),
-                                      e.add(e.index(8 * j),
-                                            e.mul(quad, e.index(2))));
-                    Value at = e.add(e.index(layout.p / 2),
-                                     e.swizzled(laneRows[i].local, col,
-                                                kTileRows));
-                    vector::StoreOp::create(
-                        b, l, e.pack(p[2 * j], p[2 * j + 1]), tiles,
-                        ValueRange{at}, /*nontemporal=*/false,
-                        llvm::MaybeAlign(4));
-                  }
-                  next[2 + i] = sum;
-                }
-                SmallVector<Value> scaledO =
-                    e.rescaleRows(ValueRange(it).slice(4, oRegs), alpha);
-                std::copy(scaledO.begin(), scaledO.end(), next.begin() + 4);
-                e.sharedProxyFence();
-                e.barrier();
-
-                // 5. O += P V over the group's columns: V N-major, column
-                // blocks 8 KiB apart, 8-token atoms 1 KiB apart.
-                Value descV = e.descriptor(
-                    e.add(kvAddress,
-                          e.mul(group, e.index(halfColumns / kAtomColumns *
-                                               kBlockBytes))),
-                    kBlockBytes, kAtomBytes);
-                e.fence();
-                Value o = e.toAccumulator(ArrayRef<Value>(next).drop_front(4));
-                for (int64_t k = 0; k < kTileTokens / 16; ++k)
-                  o = e.mma(o, e.advance(descP, 32 * k),
-                            e.advance(descV, 2 * kAtomBytes * k), halfColumns,
-                            true, true);
-                e.commit();
-                e.wait(0);
-                SmallVector<Value> out = e.fromAccumulator(o, oRegs);
-                std::copy(out.begin(), out.end(), next.begin() + 4);
-                return next;
-              });
-          // Copies still in flight when no tile ran (the Q tile).
+          SplitBody body(e, block, op, layout);
+          if (seesaw)
+            return body.seesawSchedule(
+                [&](ArrayRef<Value> state) { body.writeResults(state); });
+          SmallVector<Value> state = body.oneTileSchedule();
+          // The Q tile's copies, when no tile ran.
           e.waitAllCopies();
-
-          // Row sums of both halves.
-          SmallVector<Value> groupSum;
-          for (int64_t i = 0; i < 2; ++i)
-            groupSum.push_back(e.quadSum(state[2 + i]));
-          SmallVector<Value, 2> sums =
-              acrossGroups(sumS, groupSum, fzero, /*max=*/false);
-          Value writesLse = e.andi(leader, e.eqIndex(group, 0));
-          Value groupCol0 = e.mul(group, e.index(halfColumns));
-          // out = O / l per lane row: (scale, O column of accumulator
-          // 4 j + 2 i + c).
-          SmallVector<MmaEmitter::RowEnd, 2> ends;
-          for (int64_t i = 0; i < 2; ++i)
-            ends.push_back(e.finishRow(state[i], sums[i]));
-          auto column = [&](int64_t j, int64_t c) {
-            return e.add(groupCol0,
-                         e.add(e.index(8 * j + c), e.mul(quad, e.index(2))));
-          };
-          // Element by element into the results (final or partial).
-          auto storeDirect = [&](const SplitResults &to) {
-            for (int64_t i = 0; i < 2; ++i) {
-              const DecodeSplitBlock::LaneRow &row = laneRows[i];
-              e.ifThen(row.real, [&] {
-                for (int64_t j = 0; j < halfColumns / 8; ++j)
-                  for (int64_t c = 0; c < 2; ++c) {
-                    SmallVector<Value, 5> at = to.rowIndex(row.query, row.head);
-                    at.push_back(column(j, c));
-                    e.storeF32(
-                        e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse),
-                        to.values, at);
-                  }
-              });
-            }
-          };
-          // Staged as f32 rows in shared memory (the tiles are dead: every
-          // thread is past the row-sum barrier), then one bulk copy a row
-          // (cp.async.bulk, 16-byte multiples from 16-byte aligned
-          // addresses: a partial row is Lkv f32 of a row-major buffer).
-          auto storeBulk = [&] {
-            Value staging = e.sharedView(raw, pad, {kTileRows, kStagingStride},
-                                         b.getF32Type());
-            for (int64_t i = 0; i < 2; ++i)
-              for (int64_t j = 0; j < halfColumns / 8; ++j) {
-                auto pair = VectorType::get({2}, b.getF32Type());
-                Value v = vector::FromElementsOp::create(
-                    b, l, pair,
-                    ValueRange{
-                        e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse),
-                        e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse)});
-                vector::StoreOp::create(
-                    b, l, v, staging,
-                    ValueRange{laneRows[i].local, column(j, 0)},
-                    /*nontemporal=*/false, llvm::MaybeAlign(8));
-              }
-            e.sharedProxyFence();
-            e.barrier();
-            // Thread r < 64 copies tile row r = s * N + h, partial row
-            // ((req * Sq + s) * N + h) * S + split = (req * Sq * N + r) * S
-            // + split.
-            Value r = e.add(tileRow0, tid);
-            e.ifThen(e.andi(e.lessThan(tid, e.index(kTileRows)),
-                            e.lessThan(r, block.rows)),
-                     [&] {
-                       Value requestRows =
-                           e.mul(e.dim(part, 1), e.index(heads));
-                       Value partRow = e.add(
-                           e.mul(e.add(e.mul(req, requestRows), r),
-                                 e.dim(part, 3)),
-                           split);
-                       Value partBase =
-                           memref::ExtractAlignedPointerAsIndexOp::create(
-                               b, l, part);
-                       e.bulkCopyToGlobal(
-                           e.add(base, e.mul(tid, e.index(kStagingStride * 4))),
-                           e.add(partBase, e.mul(partRow, e.index(latent * 4))),
-                           latent * 4);
-                     });
-            e.waitBulkReads();
-          };
-          block.writeResults([&](const SplitResults &to) {
-            for (int64_t i = 0; i < 2; ++i) {
-              const DecodeSplitBlock::LaneRow &row = laneRows[i];
-              e.ifThen(e.andi(row.real, writesLse), [&] {
-                e.storeF32(ends[i].lse, to.lse,
-                           to.lseIndex(row.query, row.head));
-              });
-            }
-            if (to.partial && GpuEmitter::hasVectorRows(part))
-              e.ifThenElse(e.vectorAligned({part}), storeBulk,
-                           [&] { storeDirect(to); });
-            else
-              storeDirect(to);
-          });
+          body.writeResults(state);
         });
       },
       kThreads);

@@ -165,6 +165,16 @@ void WgmmaEmitter::warpgroupBarrier(Value group) {
                           NVVM::BarrierReductionAttr(), Value());
 }
 
+void WgmmaEmitter::namedBarrier(int64_t id, int64_t threads, bool wait) {
+  Value idValue = arith::ConstantIntOp::create(b, loc, id, 32);
+  Value count = arith::ConstantIntOp::create(b, loc, threads, 32);
+  if (wait)
+    NVVM::BarrierOp::create(b, loc, Type(), idValue, count,
+                            NVVM::BarrierReductionAttr(), Value());
+  else
+    NVVM::BarrierArriveOp::create(b, loc, idValue, count);
+}
+
 void WgmmaEmitter::sharedProxyFence() {
   NVVM::FenceProxyOp::create(
       b, loc,

@@ -96,6 +96,11 @@ public:
   /// bar.sync of warpgroup `group`'s 128 threads alone (named barrier
   /// 1 + group; barrier 0 is the block's).
   void warpgroupBarrier(mlir::Value group);
+  /// Named barrier `id` (1-15) of `threads` threads: bar.sync (`wait`) or
+  /// bar.arrive, which signals without waiting (a producer's half of a
+  /// handoff whose consumer syncs). Both order the thread's earlier memory
+  /// accesses before the barrier's completion.
+  void namedBarrier(int64_t id, int64_t threads, bool wait);
   /// fence.proxy.async on shared memory: makes the generic proxy's writes
   /// (stores, cp.async) visible to wgmma's and bulk copies' reads.
   void sharedProxyFence();

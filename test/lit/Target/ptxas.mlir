@@ -164,7 +164,8 @@
 // WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
 // WGMMA-DAG: fence.proxy.async.shared::cta;
 // WGMMA-DAG: wgmma.fence.sync.aligned;
-// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
+// WGMMA-DAG: bar.arrive {{%r[0-9]+}}, {{%r[0-9]+}};
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
 // WGMMA-DAG: wgmma.commit_group.sync.aligned;
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
