@@ -3,45 +3,55 @@
 // The `wgmma` strategy's split kernel of mla.decode_attention (sm_90a), for
 // bf16 or f16 queries over a cache of the same type and 16 or more heads:
 // one block reads a request's KV tiles for 64 of its rows (the 16-row
-// mma.sync kernel pulls every tile from L2 once per 16 rows) and keeps
-// two tiles in flight. A block handles a 64-row M tile of one request and one
-// split (rows r = s * N + h in [64 tile, 64 tile + 64); rows past Sq * N
-// are padding: zero queries, results dropped) with two warpgroups (256
-// threads) sharing each 64-token KV tile:
-//  - S = Q K^T: warpgroup g scores tokens [32 g, 32 g + 32) against all 64
-//    rows, (Lkv + R) / 16 wgmma m64n32k16 with Q and K read from shared
-//    memory through descriptors;
-//  - online softmax in base 2: row maxima of both halves meet in shared
-//    memory, so both warpgroups hold the same running max; each keeps the
-//    sums of its own tokens (added at the end);
-//  - P = exp2(S - m) goes to shared memory (wgmma takes A from shared
-//    memory only in MLIR 22's NVVM dialect), each warpgroup writing its 32
-//    token columns;
-//  - O += P V: warpgroup g owns output columns [g Lkv/2, (g + 1) Lkv/2)
-//    (Lkv = 512: 128 f32 per thread), 4 wgmma m64n(Lkv/2)k16 with V read
-//    N-major straight from the KV tile.
+// mma.sync kernel pulls every tile from L2 once per 16 rows). A block
+// handles a 64-row M tile of one request and one split (rows r = s * N + h
+// in [64 tile, 64 tile + 64); rows past Sq * N are padding: zero queries,
+// results dropped) with two warpgroups (256 threads); warpgroup g owns
+// output columns [g Lkv/2, (g + 1) Lkv/2) (Lkv = 512: 128 f32 a thread).
 // Shared memory, all tiles in the 128-byte-swizzled layout
-// (mla/Target/WgmmaDecodeShape.h): Q 64 x (Lkv + R), two KV stages of
-// 64 x (Lkv + R) (one where they do not fit), P 64 x 64, row maxima and
-// sums. KV tiles come in with 16-byte cp.async (page lookups per row, as
-// in the mma.sync kernel); fence.proxy.async makes the copies and P
-// visible to wgmma. Three block barriers a tile: (A) the tile has landed
-// and every thread is past the previous tile, whose stage then takes the
-// next tile's copy, in flight while this one is computed; (B) the row
-// maxima are exchanged; (C) P is written. (With one stage, for qk dims past
-// 576, a fourth barrier precedes each tile's copy, which then overlaps
-// nothing.) Each wgmma group is waited for before the next phase: keeping
-// PV in flight across the loop's back edge makes ptxas serialize every
-// wgmma (C7514), which the ptxas lit test refuses.
-// out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
-// go to out and lse for a request of one split, else to the split partials
-// of the real rows, as every split kernel writes them: staged as f32 rows
-// in shared memory and written by one bulk copy (cp.async.bulk) a row, or
-// element by element where the partials are not 32-byte aligned (the
-// vector alignment the lowering checks). Q and the cache are copied in
-// 16-byte vectors only: the host launches the generic split kernel where
-// either is not 16-byte aligned (element-by-element copies doubled this
-// kernel's code and compile time).
+// (mla/Target/WgmmaDecodeShape.h): Q 64 x (Lkv + R), KV stages of 64 tokens
+// x (Lkv + R), a P tile, row maxima and sums. KV tiles come in with 16-byte
+// cp.async (page lookups per row, as in the mma.sync kernel);
+// fence.proxy.async makes the copies and P visible to wgmma. The online
+// softmax is in base 2.
+//
+// Seesaw schedule (two KV stages, every DeepSeek-like dims): tiles come in
+// pairs, A = 2 j in stage 0 and B = 2 j + 1 in stage 1, and warpgroup 0
+// scores A while warpgroup 1 scores B, each with the full Dqk contraction
+// (Dqk / 16 wgmma m64n64k16: Q is read from shared memory once a tile, not
+// once per warpgroup). Warpgroup 0 publishes A's row max m_A, its factor
+// alpha_A and P_A; warpgroup 1 continues B's online softmax from m_A and
+// publishes m_B, alpha_B and P_B. Each then adds P_A V_A and P_B V_B into
+// its half of O (4 wgmma m64n(Lkv/2)k16 each, V read N-major from the
+// tile), rescaled by alpha_A before the first and alpha_B before the
+// second, so both halves end relative to m_B. P goes into its tile's first
+// rope column block, dead once the tile is scored (the 8 KiB the shared
+// memory has no room for). The handoffs are named barriers, one warpgroup
+// arriving and the other waiting, so the two drift apart: both score at
+// once, and warpgroup 0 adds P_A V_A during B's softmax, warpgroup 1 P_A
+// V_A during warpgroup 0's P_B V_B. At the end of a pair each warpgroup
+// refills the stage it scores once the other is done with it and waits
+// for its copy, which overlaps only the other warpgroup's work (finer,
+// per-column-block refills would hide more of it). An odd tile count gets a zero-filled B
+// tile (masked, P = 0). Both warpgroups run one program, branching only
+// around barriers and copies: two per-warpgroup loops made ptxas spill.
+//
+// One-tile schedule (one KV stage, where two do not fit: qk dims past
+// 576): warpgroup g scores tokens [32 g, 32 g + 32) of each tile, the row
+// maxima meet in shared memory, P goes to the P tile, and both add P V;
+// four block barriers a tile, the copy overlapping nothing.
+//
+// Each wgmma group is waited for before its results are read, and never
+// across the loop's back edge (ptxas then serializes every wgmma, C7514,
+// which the ptxas lit test refuses). out = O / l (0 when l = 0) and lse =
+// m ln 2 + log(l) (-inf when l = 0) go to out and lse for a request of one
+// split, else to the split partials of the real rows, as every split
+// kernel writes them: staged as f32 rows in shared memory and written by
+// one bulk copy (cp.async.bulk) a row, or element by element where the
+// partials are not 32-byte aligned (the vector alignment the lowering
+// checks). Q and the cache are copied in 16-byte vectors only: the host
+// launches the generic split kernel where either is not 16-byte aligned
+// (element-by-element copies doubled this kernel's code and compile time).
 //
 //===----------------------------------------------------------------------===//
 
@@ -490,12 +500,23 @@ void SplitBody::seesawSchedule(
         SmallVector<Value> s =
             scores(q, fromQ(ownStage), kTileTokens);
         // 2. B's rows continue from A's max: m_A, alpha_A published.
-        e.ifThen(isB, [&] { syncNamed(kPublishedA); });
-        SmallVector<Value> maxA = readRows(exchanges, 0);
-        SmallVector<Value> alphaA = readRows(exchanges, 1);
+        // (Only the group that uses them reads them: four values a lane
+        // through the branch.)
+        SmallVector<Type> four(4, b.getF32Type());
         SmallVector<Value> one{e.f32(1.0), e.f32(1.0)};
-        SmallVector<Value> prevMax = pick(isA, {it[0], it[1]}, maxA);
-        SmallVector<Value> prevAlpha = pick(isA, one, alphaA);
+        auto published = [&](int64_t id, int64_t slot) {
+          syncNamed(id);
+          SmallVector<Value> v = readRows(exchanges, slot);
+          v.append(readRows(exchanges, slot + 1));
+          return v;
+        };
+        SmallVector<Value> fromA = e.selectValues(
+            isA, four,
+            [&] { return SmallVector<Value>{it[0], it[1], one[0], one[1]}; },
+            [&] { return published(kPublishedA, 0); });
+        SmallVector<Value> prevMax{fromA[0], fromA[1]};
+        SmallVector<Value> prevAlpha{fromA[2], fromA[3]};
+        SmallVector<Value> alphaA = prevAlpha;
         // 3. Online softmax of the tile, P into its rope block.
         SmallVector<Value> tileMax = maskedRowMax(
             s, tileStart(e.add(e.mul(j, e.index(2)), thread.group)));
@@ -530,13 +551,14 @@ void SplitBody::seesawSchedule(
             pv(e.rescaleRows(it.slice(4, oRegs), pick(isA, alpha, alphaA)),
                fromQ(e.add(base, pA)), vA);
         // 5. Group 1 is done with stage A; group 0 waits for P_B.
-        e.ifThenElse(
-            isA, [&] { syncNamed(kPublishedB); },
+        SmallVector<Value> fromB = e.selectValues(
+            isA, four, [&] { return published(kPublishedB, 2); },
             [&] {
               e.ifThen(refills, [&] { arriveNamed(kStageAFree); });
+              return SmallVector<Value>{max[0], max[1], alpha[0], alpha[1]};
             });
-        SmallVector<Value> maxB = readRows(exchanges, 2);
-        SmallVector<Value> alphaB = readRows(exchanges, 3);
+        SmallVector<Value> maxB{fromB[0], fromB[1]};
+        SmallVector<Value> alphaB{fromB[2], fromB[3]};
         SmallVector<Value> lastAlpha = pick(isA, alphaB, one);
         // 6. O += P_B V_B, O scaled to B's max first.
         o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
