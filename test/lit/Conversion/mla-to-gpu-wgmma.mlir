@@ -2,9 +2,9 @@
 // mla.decode_attention with 16 or more heads gets the wgmma split kernel:
 // 64-row tiles of a request's (query, head) rows, two warpgroups (256
 // threads) sharing each 64-token KV tile in 128-byte-swizzled dynamic
-// shared memory; 36 wgmma m64n32k16 score a warpgroup's 32 tokens (the
-// first with the accumulator zeroed), 4 wgmma m64n256k16 add P V into its
-// 256 output columns, V read N-major (B layout row). Launched on grid
+// shared memory; in the seesaw schedule each warpgroup scores its own tile
+// of a pair with 36 wgmma m64n64k16 and 4 wgmma m64n256k16 add each tile's
+// P V into its 256 output columns, V read N-major (B layout row). Launched on grid
 // (ceil(Sq * N / 64), B, S) with 231424 bytes: Q, two KV stages (3 x 73728),
 // P 8192, row maxima and sums 1024, 1024 of alignment slack. Fewer heads
 // keep the mma-sync kernel, other dtypes the generic one. A request of
