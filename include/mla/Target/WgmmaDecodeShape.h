@@ -23,8 +23,9 @@ namespace mla::wgmma_decode {
 inline constexpr int64_t kTileRows = 64;
 /// KV tokens of one shared-memory tile.
 inline constexpr int64_t kTileTokens = 64;
-/// Warpgroups of a block (256 threads). Each scores half of a KV tile's
-/// tokens and owns half of the output columns.
+/// Warpgroups of a block (256 threads). Each owns half of the output
+/// columns and scores every other KV tile (the seesaw schedule) or, with
+/// one KV stage, half of each tile's tokens.
 inline constexpr int64_t kWarpgroups = 2;
 inline constexpr int64_t kThreads = kWarpgroups * 128;
 using wgmma::kAtomBytes;
@@ -51,7 +52,8 @@ inline bool takesDims(int64_t kvLoraRank, int64_t ropeDim) {
 /// Where everything lives in a block's dynamic shared memory (bytes from
 /// the first 1024-byte boundary, which the kernel finds at run time; the
 /// allocation has that much slack): the Q tile, `stages` KV tiles, the P
-/// tile, then the warpgroups' row maxima and row sums (f32).
+/// tile (the seesaw schedule keeps the row values it exchanges there), then
+/// the warpgroups' row maxima and row sums (f32).
 struct SharedLayout {
   int64_t stages;
   int64_t q, kv, kvStage, p, max, sum, bytes;
