@@ -39,7 +39,7 @@
 // One-tile schedule (one KV stage, where two do not fit: qk dims past
 // 576): warpgroup g scores tokens [32 g, 32 g + 32) of each tile, the row
 // maxima meet in shared memory, P goes to the P tile, and both add P V;
-// four block barriers a tile, the copy overlapping nothing.
+// four barriers a tile, the copy overlapping nothing.
 //
 // Each wgmma group is waited for before its results are read, and never
 // across the loop's back edge (ptxas then serializes every wgmma, C7514,
@@ -145,7 +145,7 @@ public:
 
   /// The one-tile schedule (one KV stage): both warpgroups score half of
   /// each tile's tokens, exchange row maxima, write P, and add P V into
-  /// their output halves; four block barriers a tile.
+  /// their output halves; four barriers a tile.
   SmallVector<Value> oneTileSchedule();
   /// The seesaw schedule (two stages and a rope block to hold P; see the
   /// file comment), calling `finish` with each warpgroup's final state in
@@ -265,6 +265,20 @@ private:
     }
     return rowMax;
   }
+  /// MmaEmitter::onlineMax for the lane's two rows.
+  struct RowMaxima {
+    SmallVector<Value> max, safe, alpha;
+  };
+  RowMaxima onlineMaxRows(ArrayRef<Value> old, ArrayRef<Value> tileMax) {
+    RowMaxima rows;
+    for (int64_t i = 0; i < 2; ++i) {
+      MmaEmitter::OnlineMax step = e.onlineMax(old[i], tileMax[i]);
+      rows.max.push_back(step.max);
+      rows.safe.push_back(step.safe);
+      rows.alpha.push_back(step.alpha);
+    }
+    return rows;
+  }
   /// P = exp2(S - safe max) as bf16/f16 into the swizzled 64 x 64 tile at
   /// byte offset `pTile` of the tile region, at columns `column0` + 8 j +
   /// 2 quad + c; returns the two rows' sums `sums` * `alpha` + their P.
@@ -294,14 +308,8 @@ private:
   /// V N-major (descriptors from kMajor and groupV). Issued and committed;
   /// the caller waits (e.wait) before reading the result.
   Value issuePv(ArrayRef<Value> o, Value descP, Value descV) {
-    Value acc = e.toAccumulator(o);
-    e.fence();
-    for (int64_t k = 0; k < kTileTokens / 16; ++k)
-      acc = e.mma(acc, e.advance(descP, 32 * k),
-                  e.advance(descV, 2 * kAtomBytes * k), halfColumns, true,
-                  true);
-    e.commit();
-    return acc;
+    return e.issueProbabilitiesTimesValues(e.toAccumulator(o), descP, descV,
+                                           kTileTokens, halfColumns);
   }
   SmallVector<Value> pv(ArrayRef<Value> o, Value descP, Value descV) {
     Value acc = issuePv(o, descP, descV);
@@ -310,12 +318,13 @@ private:
   }
   /// The lane rows' values `perRow` to `buffer` (f32 at `slot` * 64 +
   /// row), written by the quad leaders; and back.
-  void publishRows(Value buffer, int64_t slot, ArrayRef<Value> perRow) {
+  void publishRows(Value buffer, Value slot, ArrayRef<Value> perRow) {
     e.ifThen(leader, [&] {
       for (int64_t i = 0; i < 2; ++i)
         memref::StoreOp::create(
             b, l, perRow[i], buffer,
-            ValueRange{e.add(e.index(slot * kTileRows), laneRows[i].local)});
+            ValueRange{e.add(e.mul(slot, e.index(kTileRows)),
+                             laneRows[i].local)});
     });
   }
   SmallVector<Value> readRows(Value buffer, int64_t slot) {
@@ -331,13 +340,7 @@ private:
   /// lane combines both.
   SmallVector<Value> acrossGroups(Value buffer, ArrayRef<Value> perRow,
                                   bool max) {
-    e.ifThen(leader, [&] {
-      for (int64_t i = 0; i < 2; ++i)
-        memref::StoreOp::create(
-            b, l, perRow[i], buffer,
-            ValueRange{e.add(e.mul(thread.group, e.index(kTileRows)),
-                             laneRows[i].local)});
-    });
+    publishRows(buffer, thread.group, perRow);
     allThreadsBarrier();
     SmallVector<Value> first = readRows(buffer, 0), second = readRows(buffer, 1);
     SmallVector<Value> combined;
@@ -394,24 +397,16 @@ SmallVector<Value> SplitBody::oneTileSchedule() {
             maskedRowMax(s, e.add(tileStart(t), column0));
         // 3. Row maxima of both halves.
         SmallVector<Value> tileMax = acrossGroups(maxS, groupMax, true);
-        SmallVector<Value> next(it.begin(), it.end()), safe, alpha;
-        for (int64_t i = 0; i < 2; ++i) {
-          MmaEmitter::OnlineMax step = e.onlineMax(it[i], tileMax[i]);
-          next[i] = step.max;
-          safe.push_back(step.safe);
-          alpha.push_back(step.alpha);
-        }
+        RowMaxima rows = onlineMaxRows({it[0], it[1]}, tileMax);
         // 4. P to shared memory, the group's sums, O rescaled.
-        SmallVector<Value> sums =
-            exponentials(s, safe, pTile, column0, {it[2], it[3]}, alpha);
-        next[2] = sums[0];
-        next[3] = sums[1];
-        SmallVector<Value> o = e.rescaleRows(it.slice(4, oRegs), alpha);
+        SmallVector<Value> sums = exponentials(s, rows.safe, pTile, column0,
+                                               {it[2], it[3]}, rows.alpha);
+        SmallVector<Value> next{rows.max[0], rows.max[1], sums[0], sums[1]};
+        SmallVector<Value> o = e.rescaleRows(it.slice(4, oRegs), rows.alpha);
         e.sharedProxyFence();
         e.barrier();
         // 5. O += P V over the group's columns.
-        o = pv(o, kMajor(e.add(base, pTile)), groupV(kv));
-        std::copy(o.begin(), o.end(), next.begin() + 4);
+        next.append(pv(o, kMajor(e.add(base, pTile)), groupV(kv)));
         return next;
       });
 }
@@ -467,7 +462,7 @@ void SplitBody::seesawSchedule(
   // copies are in branches. (Two branches, one a warpgroup, made ptxas
   // spill some 600 bytes a thread: LLVM sinks their common tails into one
   // block, merging 132 values a lane.)
-  Value isA = e.eqIndex(thread.group, 0), isB = e.eqIndex(thread.group, 1);
+  Value isA = e.eqIndex(thread.group, 0);
   Value qAt = e.add(base, e.index(layout.q));
   Value ownStage = stageAddress(thread.group);
   Value ownP = e.add(e.index(layout.kv + ropeBlock),
@@ -520,13 +515,9 @@ void SplitBody::seesawSchedule(
         // 3. Online softmax of the tile, P into its rope block.
         SmallVector<Value> tileMax = maskedRowMax(
             s, tileStart(e.add(e.mul(j, e.index(2)), thread.group)));
-        SmallVector<Value> max, safe, alpha;
-        for (int64_t i = 0; i < 2; ++i) {
-          MmaEmitter::OnlineMax step = e.onlineMax(prevMax[i], tileMax[i]);
-          max.push_back(step.max);
-          safe.push_back(step.safe);
-          alpha.push_back(step.alpha);
-        }
+        RowMaxima rows = onlineMaxRows(prevMax, tileMax);
+        const SmallVector<Value> &max = rows.max, &safe = rows.safe,
+                                 &alpha = rows.alpha;
         SmallVector<Value> sums =
             exponentials(s, safe, ownP, zero,
                          {e.mulf(it[2], prevAlpha[0]),
@@ -535,14 +526,14 @@ void SplitBody::seesawSchedule(
         e.ifThenElse(
             isA,
             [&] {
-              publishRows(exchanges, 0, max);
-              publishRows(exchanges, 1, alpha);
+              publishRows(exchanges, e.index(0), max);
+              publishRows(exchanges, e.index(1), alpha);
               e.sharedProxyFence();
               arriveNamed(kPublishedA);
             },
             [&] {
-              publishRows(exchanges, 2, max);
-              publishRows(exchanges, 3, alpha);
+              publishRows(exchanges, e.index(2), max);
+              publishRows(exchanges, e.index(3), alpha);
               e.sharedProxyFence();
               arriveNamed(kPublishedB);
             });

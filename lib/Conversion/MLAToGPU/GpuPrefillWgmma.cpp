@@ -308,14 +308,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 Value descV = e.descriptor(
                     e.add(base, stageAt(t, layout.vOffset)), kBlockBytes,
                     kAtomBytes);
-                Value o =
-                    e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4));
-                e.fence();
-                for (int64_t k = 0; k < kTileKeys / 16; ++k)
-                  o = e.mma(o, e.advance(descP, 32 * k),
-                            e.advance(descV, 2 * kAtomBytes * k), vDim, true,
-                            true);
-                e.commit();
+                Value o = e.issueProbabilitiesTimesValues(
+                    e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
+                    descP, descV, kTileKeys, vDim);
                 e.wait(0);
                 SmallVector<Value> out = e.fromAccumulator(o, oRegs);
                 std::copy(out.begin(), out.end(), nextState.begin() + 4);

@@ -146,3 +146,34 @@ func.func @decode_f32(%q: memref<?x?x128x576xf32>, %cache: memref<?x64x576xf32>,
        cache_dtype = f32, softmax_scale = 0.0722 : f32}
   return
 }
+
+// -----
+
+// qk 640 (rope 128): one 80 KiB KV stage fits beside Q, so the kernel keeps
+// the one-tile schedule: each tile copied after a barrier, each warpgroup
+// scoring half its tokens (36 + 4 wgmma m64n32k16, the first zeroing the
+// accumulator), the row maxima exchanged through the results' named
+// barrier 7, no arrive-only handoffs.
+// CHECK-LABEL: func.func @decode_one_stage(
+// CHECK: gpu.func @decode_attention_split_wgmma_0(
+// CHECK-NOT: nvvm.barrier.arrive
+// CHECK: scf.for
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: gpu.barrier
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-39: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 32, k = 16>, D[<f32>, <one>]
+// CHECK: nvvm.barrier id = %c7_i32 number_of_threads = %c256_i32
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 256, k = 16>
+// CHECK-NOT: nvvm.barrier.arrive
+// CHECK: gpu.func @decode_attention_split_1(
+func.func @decode_one_stage(%q: memref<?x?x64x640xbf16>, %cache: memref<?x64x640xbf16>,
+                            %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                            %o: memref<?x?x64x512xbf16>, %lse: memref<?x64x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x64x640xbf16>, memref<?x64x640xbf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x64x512xbf16>, memref<?x64x?xf32>)
+      {num_heads = 64 : i64, kv_lora_rank = 512 : i64, rope_dim = 128 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32}
+  return
+}
