@@ -83,8 +83,13 @@ LogicalResult DecodeAttentionOp::verify() {
   // The split-KV schedule: all three operands or none.
   Value numSplits = getNumSplits(), splitOut = getSplitOut(),
         splitLse = getSplitLse();
-  if (!numSplits && !splitOut && !splitLse)
+  Value arrivals = getSplitArrivals();
+  if (!numSplits && !splitOut && !splitLse) {
+    if (arrivals)
+      return emitOpError() << "'split_arrivals' needs the split operands "
+                              "('num_splits', 'split_out', 'split_lse')";
     return success();
+  }
   if (!numSplits || !splitOut || !splitLse)
     return emitOpError() << "'num_splits', 'split_out' and 'split_lse' must "
                             "be given together (got "
@@ -101,7 +106,11 @@ LogicalResult DecodeAttentionOp::verify() {
       failed(c.check(splitLse, "split_lse",
                      {sym("batch"), sym("query_len"),
                       fixed("heads", heads, "num_heads"), sym("splits")},
-                     ElementKind::F32)))
+                     ElementKind::F32)) ||
+      (arrivals && failed(c.check(arrivals, "split_arrivals",
+                                  {sym("batch"), sym("query_len"),
+                                   fixed("heads", heads, "num_heads")},
+                                  ElementKind::I32))))
     return failure();
   return success();
 }

@@ -220,6 +220,12 @@ struct DecodeSchedule {
   std::vector<std::pair<int64_t, int32_t>> overrides = {};
   /// The case is meant to split its longest request at least this much.
   int32_t minSplits = 1;
+  /// The case means its workspace to hold at most this many splits (0: no
+  /// bound).
+  int64_t maxCapacity = 0;
+  /// Passes arrival counters (split_arrivals, zero), so that the wgmma
+  /// kernel merges few splits in place; they must be zero again after.
+  bool arrivals = true;
 };
 
 struct DecodeCase {
@@ -237,6 +243,7 @@ struct DecodeSplitBuffers {
   std::vector<int32_t> numSplits; ///< what the kernel reads
   int64_t capacity;               ///< S
   HostTensor numSplitsT, splitOut, splitLse;
+  std::optional<HostTensor> arrivals; ///< [B, Sq, N] i32, zero
 };
 
 std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
@@ -260,6 +267,9 @@ std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
   for (auto [b, value] : sch.overrides)
     numSplits[b] = value;
   int64_t batch = c.seqLens.size(), capacity = most + sch.extraSplits;
+  if (sch.maxCapacity > 0)
+    EXPECT_LE(capacity, sch.maxCapacity)
+        << "the workspace has more splits than the case means";
   int64_t n = c.heads, sq = c.queryLen;
   DecodeSplitBuffers buffers{
       std::move(*plan), numSplits, capacity,
@@ -268,6 +278,9 @@ std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
       HostTensor(DType::F32, {batch, sq, n, capacity})};
   buffers.splitOut.poison();
   buffers.splitLse.poison();
+  if (sch.arrivals)
+    buffers.arrivals = HostTensor::i32(
+        {batch, sq, n}, std::vector<int32_t>(batch * sq * n, 0));
   return buffers;
 }
 
@@ -349,6 +362,7 @@ void checkDecodeWith(const DecodeCase &c,
   DecodeAttentionSpec spec{dims, c.activation, c.cache, c.blockSize, c.causal,
                            scale};
   spec.withSplitPlan = c.schedule.has_value();
+  spec.withSplitArrivals = c.schedule && c.schedule->arrivals;
   auto kernel =
       compileKernel(buildDecodeAttention(testContext(), spec), strategy);
   ASSERT_TRUE(kernel);
@@ -399,6 +413,8 @@ void checkDecodeWith(const DecodeCase &c,
     args.insert(args.end(), {splits->numSplitsT.view(),
                              splits->splitOut.view(),
                              splits->splitLse.view()});
+    if (splits->arrivals)
+      args.push_back(splits->arrivals->view());
   }
   args.insert(args.end(), {out.view(), lse.view()});
   runKernel(*kernel, args);
@@ -414,6 +430,12 @@ void checkDecodeWith(const DecodeCase &c,
   if (splits && testingOnGpu())
     checkSplitPartials(c, *splits, q.toDouble(), cache.toDouble(), blockTable,
                        maxBlocks, scale);
+  if (splits && splits->arrivals) {
+    std::vector<double> counters = splits->arrivals->toDouble();
+    EXPECT_EQ(std::count(counters.begin(), counters.end(), 0.0),
+              static_cast<std::ptrdiff_t>(counters.size()))
+        << "split_arrivals must be zero again after the call";
+  }
 }
 
 /// Whether q and the cache of `c` are both bf16 or both f16.
@@ -706,6 +728,33 @@ TEST(DecodeScheduled, WgmmaSplitCounts) {
                512, 64, DecodeSchedule{132, 64, 16, 0, {}, 4}});
   checkDecode({DType::BF16, DType::BF16, 64, 2, 64, true, {900, 5, 333}, 512,
                64, DecodeSchedule{132, 64, 64, 1, {}, 8}});
+}
+
+TEST(DecodeScheduled, WgmmaMergedInPlace) {
+  // Workspaces of at most 4 splits with arrival counters: the wgmma kernel's
+  // last split block of a request merges its partials (no combine).
+  auto atMost = [](int64_t capacity, DecodeSchedule schedule) {
+    schedule.maxCapacity = capacity;
+    return schedule;
+  };
+  // 16 heads over 64-token pages: 4, 1, 1, 2 and 2 splits, the 1-token
+  // request given 0 by bad metadata (read as 1) and the empty one 3 (every
+  // split empty: out 0, lse -inf).
+  checkDecode({DType::BF16, DType::BF16, 16, 1, 64, false,
+               {4000, 1, 0, 2500, 1300}, 512, 64,
+               atMost(4, DecodeSchedule{10, 64, 64, 0, {{1, 0}, {2, 3}}, 4})});
+  // 32 heads at Sq 2 causal (one 64-row tile), f16: 1, 3 and 2 splits and a
+  // spare one; 128 heads (two tiles a request, each counted and merged on
+  // its own): 3, 1 and 2 splits.
+  checkDecode({DType::F16, DType::F16, 32, 2, 16, true, {2, 700, 333}, 512, 64,
+               atMost(4, DecodeSchedule{6, 64, 64, 1, {}, 3})});
+  checkDecode({DType::BF16, DType::BF16, 128, 1, 64, false, {900, 5, 640}, 512,
+               64, atMost(4, DecodeSchedule{12, 64, 64, 0, {}, 3})});
+  // The same kind of workspace without counters: the combine kernel merges.
+  DecodeSchedule noCounters = atMost(4, DecodeSchedule{4, 64, 64, 0, {}, 3});
+  noCounters.arrivals = false;
+  checkDecode({DType::BF16, DType::BF16, 16, 1, 64, false, {3000, 200}, 512,
+               64, noCounters});
 }
 
 //===----------------------------------------------------------------------===//

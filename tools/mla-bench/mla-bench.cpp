@@ -302,6 +302,7 @@ void benchDecode(mlir::MLIRContext &ctx) {
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,
                              /*causal=*/true, 1.0f / std::sqrt(192.0f)};
     spec.withSplitPlan = true;
+    spec.withSplitArrivals = true; // as the MLA layer runs it
     std::string what = "decode (" + std::to_string(heads) + " heads, " +
                        name(strategy) + ")";
     auto kernel =
@@ -339,11 +340,15 @@ void benchDecode(mlir::MLIRContext &ctx) {
         Tensor numSplits = hostTensor(DType::I32, {batch}, plan.numSplits);
         Tensor part = randomTensor(DType::F32, {batch, 1, heads, splits, 512});
         Tensor partLse = randomTensor(DType::F32, {batch, 1, heads, splits});
+        Tensor arrivals =
+            hostTensor(DType::I32, {batch, 1, heads},
+                       std::vector<int32_t>(size_t(batch) * heads, 0));
         Tensor out = randomTensor(DType::BF16, {batch, 1, heads, 512});
         Tensor lse = randomTensor(DType::F32, {batch, heads, 1});
         double ms = timeKernel(*kernel, {q.view, cache.view, bt.view,
                                          lens.view, numSplits.view, part.view,
-                                         partLse.view, out.view, lse.view});
+                                         partLse.view, arrivals.view, out.view,
+                                         lse.view});
         double tokens = double(batch) * context;
         double bytes = (tokens * 576 + batch * heads * 576.0 +
                         batch * heads * 512.0) * 2;

@@ -177,3 +177,50 @@ func.func @decode_one_stage(%q: memref<?x?x64x640xbf16>, %cache: memref<?x64x640
        cache_dtype = bf16, softmax_scale = 0.0722 : f32}
   return
 }
+
+// -----
+
+// With arrival counters the wgmma kernel merges a request's splits itself
+// where the workspace has at most 4: the host launches the combine only
+// where the workspace has more, or where the generic kernel ran (q or the
+// cache not 16-byte aligned). In the kernel, after the partial rows, each
+// thread completes its bulk copies and fences at device scope, thread 0
+// counts the block's arrival at the tile's first row, and the last block
+// resets the counter and merges.
+// CHECK-LABEL: func.func @decode_merged_in_place(
+// CHECK-SAME: %[[ARR:[a-z0-9]+]]: memref<?x?x16xi32>
+// CHECK: %[[S:.+]] = memref.dim %{{.+}}, %c3 : memref<?x?x16x?xf32>
+// CHECK: %[[ALIGNED:.+]] = arith.andi
+// CHECK: scf.if %[[ALIGNED]] {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_0 {{.+}} %[[ARR]] : memref<?x?x16xi32>)
+// CHECK: } else {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_1
+// CHECK: %[[FEW:.+]] = arith.cmpi slt, %[[S]], %c5
+// CHECK: %[[IN_PLACE:.+]] = arith.andi %[[ALIGNED]], %[[FEW]]
+// CHECK: scf.if %[[IN_PLACE]] {
+// CHECK-NEXT: } else {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_2
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_3
+// CHECK: gpu.func @decode_attention_split_wgmma_0(
+// CHECK-SAME: %[[COUNTERS:[a-z0-9]+]]: memref<?x?x16xi32>)
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT: nvvm.memory.barrier <gpu>
+// CHECK: memref.atomic_rmw addi %c1_i32, %[[COUNTERS]]
+// CHECK: memref.store %c0_i32, %[[COUNTERS]]
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: vector.load {{.+}} : memref<?x?x16x?x512xf32>, vector<4xf32>
+func.func @decode_merged_in_place(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
+                                  %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                                  %ns: memref<?xi32>, %so: memref<?x?x16x?x512xf32>, %sl: memref<?x?x16x?xf32>,
+                                  %arr: memref<?x?x16xi32>,
+                                  %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
+      arrivals(%arr : memref<?x?x16xi32>)
+      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32}
+  return
+}
