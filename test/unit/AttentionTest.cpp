@@ -284,6 +284,14 @@ std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
   return buffers;
 }
 
+/// The op leaves its split_arrivals counters zero, ready for the next call.
+void expectCountersReset(const HostTensor &arrivals) {
+  std::vector<double> counters = arrivals.toDouble();
+  EXPECT_EQ(std::count(counters.begin(), counters.end(), 0.0),
+            static_cast<std::ptrdiff_t>(counters.size()))
+      << "split_arrivals must be zero again after the call";
+}
+
 /// On the GPU, where the kernels follow the schedule: split s < n of
 /// request b (n = num_splits[b] clamped to [1, S]) holds the LSE of each
 /// query row over the tokens DecodeSplitPlan::splitBegin/splitEnd deal it
@@ -430,12 +438,8 @@ void checkDecodeWith(const DecodeCase &c,
   if (splits && testingOnGpu())
     checkSplitPartials(c, *splits, q.toDouble(), cache.toDouble(), blockTable,
                        maxBlocks, scale);
-  if (splits && splits->arrivals) {
-    std::vector<double> counters = splits->arrivals->toDouble();
-    EXPECT_EQ(std::count(counters.begin(), counters.end(), 0.0),
-              static_cast<std::ptrdiff_t>(counters.size()))
-        << "split_arrivals must be zero again after the call";
-  }
+  if (splits && splits->arrivals)
+    expectCountersReset(*splits->arrivals);
 }
 
 /// Whether q and the cache of `c` are both bf16 or both f16.
@@ -854,6 +858,7 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, block, true,
                              scale};
     spec.withSplitPlan = workspaceOffset.has_value();
+    spec.withSplitArrivals = spec.withSplitPlan;
     auto kernel =
         compileOnGpu(buildDecodeAttention(testContext(), spec), strategy);
     ASSERT_TRUE(kernel);
@@ -868,12 +873,15 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
                  dt = DeviceTensor::of(table), dl = DeviceTensor::of(lensT),
                  dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
     std::vector<BufferView> args{dq.view, dc.view, dt.view, dl.view};
-    std::optional<DeviceTensor> dns, dso, dsl;
+    std::optional<DeviceTensor> dns, dso, dsl, darr;
+    HostTensor arrivals = HostTensor::i32(
+        {batch, sq, n}, std::vector<int32_t>(batch * sq * n, 0));
     if (workspaceOffset) {
       dns = DeviceTensor::of(numSplits);
       dso = DeviceTensor::of(splitOut, *workspaceOffset);
       dsl = DeviceTensor::of(splitLse, *workspaceOffset);
-      args.insert(args.end(), {dns->view, dso->view, dsl->view});
+      darr = DeviceTensor::of(arrivals);
+      args.insert(args.end(), {dns->view, dso->view, dsl->view, darr->view});
     }
     args.insert(args.end(), {dout.view, dlse.view});
     llvm::Error error = kernel->run(args);
@@ -882,6 +890,10 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
     dlse.copyTo(lse);
     expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "decode out");
     expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
+    if (darr) {
+      darr->copyTo(arrivals);
+      expectCountersReset(arrivals);
+    }
   }
 }
 
@@ -896,8 +908,9 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
 TEST(DecodeWgmma, MisalignedSplitWorkspaces) {
   // Workspaces 4 bytes off (f32-aligned, not 16-byte aligned): the wgmma
   // kernel cannot bulk-copy its partial rows and writes them element by
-  // element, and the combine reads them so (the 3-split request; the
-  // 1-split one gets out and lse from its split).
+  // element, and its merge in place (3 splits, arrival counters given)
+  // reads them so, as the other strategies' combine does (the 3-split
+  // request; the 1-split one gets out and lse from its split).
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(0, 4);
