@@ -96,8 +96,8 @@ LogicalResult DecodeAttentionOp::verify() {
                          << (numSplits ? "" : "no ") << "'num_splits', "
                          << (splitOut ? "" : "no ") << "'split_out', "
                          << (splitLse ? "" : "no ") << "'split_lse')";
-  if (failed(c.check(numSplits, "num_splits", {sym("batch")},
-                     ElementKind::I32)) ||
+  if (failed(
+          c.check(numSplits, "num_splits", {sym("batch")}, ElementKind::I32)) ||
       failed(c.check(splitOut, "split_out",
                      {sym("batch"), sym("query_len"),
                       fixed("heads", heads, "num_heads"), sym("splits"),

@@ -279,8 +279,8 @@ std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
   buffers.splitOut.poison();
   buffers.splitLse.poison();
   if (sch.arrivals)
-    buffers.arrivals = HostTensor::i32(
-        {batch, sq, n}, std::vector<int32_t>(batch * sq * n, 0));
+    buffers.arrivals = HostTensor::i32({batch, sq, n},
+                                       std::vector<int32_t>(batch * sq * n, 0));
   return buffers;
 }
 
@@ -744,21 +744,52 @@ TEST(DecodeScheduled, WgmmaMergedInPlace) {
   // 16 heads over 64-token pages: 4, 1, 1, 2 and 2 splits, the 1-token
   // request given 0 by bad metadata (read as 1) and the empty one 3 (every
   // split empty: out 0, lse -inf).
-  checkDecode({DType::BF16, DType::BF16, 16, 1, 64, false,
-               {4000, 1, 0, 2500, 1300}, 512, 64,
+  checkDecode({DType::BF16,
+               DType::BF16,
+               16,
+               1,
+               64,
+               false,
+               {4000, 1, 0, 2500, 1300},
+               512,
+               64,
                atMost(4, DecodeSchedule{10, 64, 64, 0, {{1, 0}, {2, 3}}, 4})});
   // 32 heads at Sq 2 causal (one 64-row tile), f16: 1, 3 and 2 splits and a
   // spare one; 128 heads (two tiles a request, each counted and merged on
   // its own): 3, 1 and 2 splits.
-  checkDecode({DType::F16, DType::F16, 32, 2, 16, true, {2, 700, 333}, 512, 64,
+  checkDecode({DType::F16,
+               DType::F16,
+               32,
+               2,
+               16,
+               true,
+               {2, 700, 333},
+               512,
+               64,
                atMost(4, DecodeSchedule{6, 64, 64, 1, {}, 3})});
-  checkDecode({DType::BF16, DType::BF16, 128, 1, 64, false, {900, 5, 640}, 512,
-               64, atMost(4, DecodeSchedule{12, 64, 64, 0, {}, 3})});
+  checkDecode({DType::BF16,
+               DType::BF16,
+               128,
+               1,
+               64,
+               false,
+               {900, 5, 640},
+               512,
+               64,
+               atMost(4, DecodeSchedule{12, 64, 64, 0, {}, 3})});
   // The same kind of workspace without counters: the combine kernel merges.
   DecodeSchedule noCounters = atMost(4, DecodeSchedule{4, 64, 64, 0, {}, 3});
   noCounters.arrivals = false;
-  checkDecode({DType::BF16, DType::BF16, 16, 1, 64, false, {3000, 200}, 512,
-               64, noCounters});
+  checkDecode({DType::BF16,
+               DType::BF16,
+               16,
+               1,
+               64,
+               false,
+               {3000, 200},
+               512,
+               64,
+               noCounters});
 }
 
 //===----------------------------------------------------------------------===//

@@ -345,10 +345,10 @@ void benchDecode(mlir::MLIRContext &ctx) {
                        std::vector<int32_t>(size_t(batch) * heads, 0));
         Tensor out = randomTensor(DType::BF16, {batch, 1, heads, 512});
         Tensor lse = randomTensor(DType::F32, {batch, heads, 1});
-        double ms = timeKernel(*kernel, {q.view, cache.view, bt.view,
-                                         lens.view, numSplits.view, part.view,
-                                         partLse.view, arrivals.view, out.view,
-                                         lse.view});
+        double ms =
+            timeKernel(*kernel, {q.view, cache.view, bt.view, lens.view,
+                                 numSplits.view, part.view, partLse.view,
+                                 arrivals.view, out.view, lse.view});
         double tokens = double(batch) * context;
         double bytes = (tokens * 576 + batch * heads * 576.0 +
                         batch * heads * 512.0) * 2;

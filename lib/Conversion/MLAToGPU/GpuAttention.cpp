@@ -436,17 +436,18 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
     h.ifThenElse(
         aligned,
         [&] {
-          launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs,
-                                 splits, arrivals);
+          launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits,
+                                 arrivals);
         },
         [&] {
           launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs,
                                    splits);
         });
     if (arrivals)
-      h.ifThenElse(arith::AndIOp::create(host, loc, aligned,
-                                         wgmmaMergesInPlace(h, splits)),
-                   [] {}, combine);
+      h.ifThenElse(
+          arith::AndIOp::create(host, loc, aligned,
+                                wgmmaMergesInPlace(h, splits)),
+          [] {}, combine);
     else
       combine();
   } else {

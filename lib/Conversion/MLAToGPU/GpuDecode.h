@@ -94,10 +94,9 @@ struct SplitMergeOperands {
 /// of row (req, query, head) into out and lse, 16-byte loads where
 /// `vectorLoads` (the caller checked the partials' alignment). Defined in
 /// GpuDecodeCombine.cpp.
-void mergeRowInWarp(GpuEmitter &e, const SplitMergeOperands &m,
-                    mlir::Value req, mlir::Value query, mlir::Value head,
-                    mlir::Value n, mlir::Value lane, int64_t latent,
-                    bool vectorLoads);
+void mergeRowInWarp(GpuEmitter &e, const SplitMergeOperands &m, mlir::Value req,
+                    mlir::Value query, mlir::Value head, mlir::Value n,
+                    mlir::Value lane, int64_t latent, bool vectorLoads);
 
 /// The combine (GpuDecodeCombine.cpp): merges the split partials of
 /// `combineArgs` (the plan's num_splits if any, the partials and their

@@ -691,17 +691,20 @@ void SplitBody::mergeInPlaceIfLast(Value arrivals) {
     // One arrival a block, at the counter of the tile's first row; the
     // last arrival resets it for the next call (no other block of this
     // call touches it again).
-    Value lastFlag = e.sharedView(raw, e.add(pad, e.index(layout.max)), {1},
-                                  b.getI32Type());
+    Value lastFlag =
+        e.sharedView(raw, e.add(pad, e.index(layout.max)), {1}, b.getI32Type());
     e.ifThen(e.eqIndex(thread.tid, 0), [&] {
+      // Release: every thread's writes precede the barrier, and this
+      // fence precedes the count.
+      e.deviceFence();
       SmallVector<Value, 3> counter{block.req, e.divui(block.tileRow0, heads),
                                     e.remui(block.tileRow0, heads)};
       Value before = memref::AtomicRMWOp::create(
           b, l, arith::AtomicRMWKind::addi, i32(1), arrivals, counter);
       Value lastArrival = arith::IndexCastOp::create(
           b, l, b.getI32Type(), e.sub(block.splitCount, e.index(1)));
-      Value last = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                         before, lastArrival);
+      Value last = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, before,
+                                         lastArrival);
       e.ifThen(last, [&] {
         memref::StoreOp::create(b, l, i32(0), arrivals, counter);
       });
@@ -768,8 +771,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
         Value counters = arrivals ? a.back() : Value();
-        DecodeSplitBlock block(e, op, schedule,
-                               arrivals ? a.drop_back() : a, kTileRows);
+        DecodeSplitBlock block(e, op, schedule, arrivals ? a.drop_back() : a,
+                               kTileRows);
         block.run([&] {
           SplitBody body(e, block, op, layout);
           auto finish = [&](ArrayRef<Value> state) {
