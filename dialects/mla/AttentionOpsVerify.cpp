@@ -83,21 +83,16 @@ LogicalResult DecodeAttentionOp::verify() {
   // The split-KV schedule: all three operands or none.
   Value numSplits = getNumSplits(), splitOut = getSplitOut(),
         splitLse = getSplitLse();
-  Value arrivals = getSplitArrivals();
-  if (!numSplits && !splitOut && !splitLse) {
-    if (arrivals)
-      return emitOpError() << "'split_arrivals' needs the split operands "
-                              "('num_splits', 'split_out', 'split_lse')";
+  if (!numSplits && !splitOut && !splitLse)
     return success();
-  }
   if (!numSplits || !splitOut || !splitLse)
     return emitOpError() << "'num_splits', 'split_out' and 'split_lse' must "
                             "be given together (got "
                          << (numSplits ? "" : "no ") << "'num_splits', "
                          << (splitOut ? "" : "no ") << "'split_out', "
                          << (splitLse ? "" : "no ") << "'split_lse')";
-  if (failed(
-          c.check(numSplits, "num_splits", {sym("batch")}, ElementKind::I32)) ||
+  if (failed(c.check(numSplits, "num_splits", {sym("batch")},
+                     ElementKind::I32)) ||
       failed(c.check(splitOut, "split_out",
                      {sym("batch"), sym("query_len"),
                       fixed("heads", heads, "num_heads"), sym("splits"),
@@ -106,11 +101,7 @@ LogicalResult DecodeAttentionOp::verify() {
       failed(c.check(splitLse, "split_lse",
                      {sym("batch"), sym("query_len"),
                       fixed("heads", heads, "num_heads"), sym("splits")},
-                     ElementKind::F32)) ||
-      (arrivals && failed(c.check(arrivals, "split_arrivals",
-                                  {sym("batch"), sym("query_len"),
-                                   fixed("heads", heads, "num_heads")},
-                                  ElementKind::I32))))
+                     ElementKind::F32)))
     return failure();
   return success();
 }

@@ -104,25 +104,21 @@ OwningOpRef<ModuleOp> buildDecodeAttention(MLIRContext &ctx,
     params.push_back({{kDyn}, DType::I32});
     params.push_back({{kDyn, kDyn, n, kDyn, d.kvLoraRank}, DType::F32});
     params.push_back({{kDyn, kDyn, n, kDyn}, DType::F32});
-    if (s.withSplitArrivals)
-      params.push_back({{kDyn, kDyn, n}, DType::I32});
   }
   params.push_back({{kDyn, kDyn, n, d.kvLoraRank}, s.activation});
   params.push_back({{kDyn, n, kDyn}, DType::F32});
   KernelModule m(ctx, params);
   auto &a = m.args;
   // Absent schedule operands are null values.
-  Value numSplits, splitOut, splitLse, arrivals;
+  Value numSplits, splitOut, splitLse;
   if (s.withSplitPlan) {
     numSplits = a[4];
     splitOut = a[5];
     splitLse = a[6];
-    if (s.withSplitArrivals)
-      arrivals = a[7];
   }
   Value out = a[a.size() - 2], lse = a[a.size() - 1];
   DecodeAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], numSplits,
-                            splitOut, splitLse, arrivals, out, lse, m.i64(n),
+                            splitOut, splitLse, out, lse, m.i64(n),
                             m.i64(d.kvLoraRank), m.i64(d.ropeDim),
                             m.i64(s.blockSize), m.type(s.cache),
                             m.f32(s.softmaxScale), m.flag(s.causal));

@@ -141,7 +141,6 @@ llvm::Error MlaLayer::compileKernels() {
          DecodeAttentionSpec spec{d,     c.activation, c.cacheDType,
                                   c.blockSize, /*causal=*/true, scale};
          spec.withSplitPlan = true;
-         spec.withSplitArrivals = true;
          return buildDecodeAttention(ctx, spec);
        }},
       {&vUpProj,
@@ -283,20 +282,6 @@ llvm::Expected<void *> MlaLayer::reserve(DeviceAllocation &slot, size_t bytes,
   return slot.data();
 }
 
-llvm::Expected<void *> MlaLayer::reserveZeroed(DeviceAllocation &slot,
-                                               size_t bytes, Stream stream) {
-  if (slot.size() >= bytes && slot.data())
-    return slot.data();
-  auto fresh = reserve(slot, bytes, stream);
-  if (!fresh)
-    return fresh.takeError();
-  std::vector<char> zeros(slot.size(), 0);
-  if (llvm::Error error =
-          runtime.upload(*fresh, zeros.data(), zeros.size(), stream))
-    return std::move(error);
-  return *fresh;
-}
-
 llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
                                const std::vector<BufferView> &args,
                                Stream stream) {
@@ -429,9 +414,6 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
                         stream);
     auto partLse = reserve(splitLse, size_t(td) * n * splits * sizeof(float),
                            stream);
-    // Zero between calls: each decode leaves the counters it used at zero.
-    auto arrivals =
-        reserveZeroed(splitArrivals, size_t(td) * n * sizeof(int32_t), stream);
     void *lseData = args.decodeLse.data;
     if (!lseData) {
       auto scratch = reserve(decodeLseScratch, size_t(td) * n * sizeof(float),
@@ -440,7 +422,7 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
         return scratch.takeError();
       lseData = *scratch;
     }
-    for (auto *result : {&q, &latent, &part, &partLse, &arrivals})
+    for (auto *result : {&q, &latent, &part, &partLse})
       if (!*result)
         return result->takeError();
 
@@ -461,7 +443,6 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
              BufferView::contiguous(*part, DType::F32,
                                     {b, sq, n, splits, d.kvLoraRank}),
              BufferView::contiguous(*partLse, DType::F32, {b, sq, n, splits}),
-             BufferView::contiguous(*arrivals, DType::I32, {b, sq, n}),
              BufferView::contiguous(*latent, act, {b, sq, n, d.kvLoraRank}),
              BufferView::contiguous(lseData, DType::F32, {b, n, sq})},
             stream))

@@ -220,12 +220,6 @@ struct DecodeSchedule {
   std::vector<std::pair<int64_t, int32_t>> overrides = {};
   /// The case is meant to split its longest request at least this much.
   int32_t minSplits = 1;
-  /// The case means its workspace to hold at most this many splits (0: no
-  /// bound).
-  int64_t maxCapacity = 0;
-  /// Passes arrival counters (split_arrivals, zero), so that the wgmma
-  /// kernel merges few splits in place; they must be zero again after.
-  bool arrivals = true;
 };
 
 struct DecodeCase {
@@ -243,7 +237,6 @@ struct DecodeSplitBuffers {
   std::vector<int32_t> numSplits; ///< what the kernel reads
   int64_t capacity;               ///< S
   HostTensor numSplitsT, splitOut, splitLse;
-  std::optional<HostTensor> arrivals; ///< [B, Sq, N] i32, zero
 };
 
 std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
@@ -267,9 +260,6 @@ std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
   for (auto [b, value] : sch.overrides)
     numSplits[b] = value;
   int64_t batch = c.seqLens.size(), capacity = most + sch.extraSplits;
-  if (sch.maxCapacity > 0)
-    EXPECT_LE(capacity, sch.maxCapacity)
-        << "the workspace has more splits than the case means";
   int64_t n = c.heads, sq = c.queryLen;
   DecodeSplitBuffers buffers{
       std::move(*plan), numSplits, capacity,
@@ -278,18 +268,7 @@ std::optional<DecodeSplitBuffers> makeSplitBuffers(const DecodeCase &c) {
       HostTensor(DType::F32, {batch, sq, n, capacity})};
   buffers.splitOut.poison();
   buffers.splitLse.poison();
-  if (sch.arrivals)
-    buffers.arrivals = HostTensor::i32({batch, sq, n},
-                                       std::vector<int32_t>(batch * sq * n, 0));
   return buffers;
-}
-
-/// The op leaves its split_arrivals counters zero, ready for the next call.
-void expectCountersReset(const HostTensor &arrivals) {
-  std::vector<double> counters = arrivals.toDouble();
-  EXPECT_EQ(std::count(counters.begin(), counters.end(), 0.0),
-            static_cast<std::ptrdiff_t>(counters.size()))
-      << "split_arrivals must be zero again after the call";
 }
 
 /// On the GPU, where the kernels follow the schedule: split s < n of
@@ -370,7 +349,6 @@ void checkDecodeWith(const DecodeCase &c,
   DecodeAttentionSpec spec{dims, c.activation, c.cache, c.blockSize, c.causal,
                            scale};
   spec.withSplitPlan = c.schedule.has_value();
-  spec.withSplitArrivals = c.schedule && c.schedule->arrivals;
   auto kernel =
       compileKernel(buildDecodeAttention(testContext(), spec), strategy);
   ASSERT_TRUE(kernel);
@@ -421,8 +399,6 @@ void checkDecodeWith(const DecodeCase &c,
     args.insert(args.end(), {splits->numSplitsT.view(),
                              splits->splitOut.view(),
                              splits->splitLse.view()});
-    if (splits->arrivals)
-      args.push_back(splits->arrivals->view());
   }
   args.insert(args.end(), {out.view(), lse.view()});
   runKernel(*kernel, args);
@@ -438,8 +414,6 @@ void checkDecodeWith(const DecodeCase &c,
   if (splits && testingOnGpu())
     checkSplitPartials(c, *splits, q.toDouble(), cache.toDouble(), blockTable,
                        maxBlocks, scale);
-  if (splits && splits->arrivals)
-    expectCountersReset(*splits->arrivals);
 }
 
 /// Whether q and the cache of `c` are both bf16 or both f16.
@@ -734,64 +708,6 @@ TEST(DecodeScheduled, WgmmaSplitCounts) {
                64, DecodeSchedule{132, 64, 64, 1, {}, 8}});
 }
 
-TEST(DecodeScheduled, WgmmaMergedInPlace) {
-  // Workspaces of at most 4 splits with arrival counters: the wgmma kernel's
-  // last split block of a request merges its partials (no combine).
-  auto atMost = [](int64_t capacity, DecodeSchedule schedule) {
-    schedule.maxCapacity = capacity;
-    return schedule;
-  };
-  // 16 heads over 64-token pages: 4, 1, 1, 2 and 2 splits, the 1-token
-  // request given 0 by bad metadata (read as 1) and the empty one 3 (every
-  // split empty: out 0, lse -inf).
-  checkDecode({DType::BF16,
-               DType::BF16,
-               16,
-               1,
-               64,
-               false,
-               {4000, 1, 0, 2500, 1300},
-               512,
-               64,
-               atMost(4, DecodeSchedule{10, 64, 64, 0, {{1, 0}, {2, 3}}, 4})});
-  // 32 heads at Sq 2 causal (one 64-row tile), f16: 1, 3 and 2 splits and a
-  // spare one; 128 heads (two tiles a request, each counted and merged on
-  // its own): 3, 1 and 2 splits.
-  checkDecode({DType::F16,
-               DType::F16,
-               32,
-               2,
-               16,
-               true,
-               {2, 700, 333},
-               512,
-               64,
-               atMost(4, DecodeSchedule{6, 64, 64, 1, {}, 3})});
-  checkDecode({DType::BF16,
-               DType::BF16,
-               128,
-               1,
-               64,
-               false,
-               {900, 5, 640},
-               512,
-               64,
-               atMost(4, DecodeSchedule{12, 64, 64, 0, {}, 3})});
-  // The same kind of workspace without counters: the combine kernel merges.
-  DecodeSchedule noCounters = atMost(4, DecodeSchedule{4, 64, 64, 0, {}, 3});
-  noCounters.arrivals = false;
-  checkDecode({DType::BF16,
-               DType::BF16,
-               16,
-               1,
-               64,
-               false,
-               {3000, 200},
-               512,
-               64,
-               noCounters});
-}
-
 //===----------------------------------------------------------------------===//
 // Decode on device buffers (GPU only): misaligned bases, and timings.
 //===----------------------------------------------------------------------===//
@@ -889,7 +805,6 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, block, true,
                              scale};
     spec.withSplitPlan = workspaceOffset.has_value();
-    spec.withSplitArrivals = spec.withSplitPlan;
     auto kernel =
         compileOnGpu(buildDecodeAttention(testContext(), spec), strategy);
     ASSERT_TRUE(kernel);
@@ -904,15 +819,12 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
                  dt = DeviceTensor::of(table), dl = DeviceTensor::of(lensT),
                  dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
     std::vector<BufferView> args{dq.view, dc.view, dt.view, dl.view};
-    std::optional<DeviceTensor> dns, dso, dsl, darr;
-    HostTensor arrivals = HostTensor::i32(
-        {batch, sq, n}, std::vector<int32_t>(batch * sq * n, 0));
+    std::optional<DeviceTensor> dns, dso, dsl;
     if (workspaceOffset) {
       dns = DeviceTensor::of(numSplits);
       dso = DeviceTensor::of(splitOut, *workspaceOffset);
       dsl = DeviceTensor::of(splitLse, *workspaceOffset);
-      darr = DeviceTensor::of(arrivals);
-      args.insert(args.end(), {dns->view, dso->view, dsl->view, darr->view});
+      args.insert(args.end(), {dns->view, dso->view, dsl->view});
     }
     args.insert(args.end(), {dout.view, dlse.view});
     llvm::Error error = kernel->run(args);
@@ -921,10 +833,6 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
     dlse.copyTo(lse);
     expectClose(out.toDouble(), outRef, tolerance(DType::BF16), "decode out");
     expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
-    if (darr) {
-      darr->copyTo(arrivals);
-      expectCountersReset(arrivals);
-    }
   }
 }
 
@@ -939,9 +847,8 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
 TEST(DecodeWgmma, MisalignedSplitWorkspaces) {
   // Workspaces 4 bytes off (f32-aligned, not 16-byte aligned): the wgmma
   // kernel cannot bulk-copy its partial rows and writes them element by
-  // element, and its merge in place (3 splits, arrival counters given)
-  // reads them so, as the other strategies' combine does (the 3-split
-  // request; the 1-split one gets out and lse from its split).
+  // element, and the combine reads them so (the 3-split request; the
+  // 1-split one gets out and lse from its split).
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(0, 4);

@@ -66,13 +66,6 @@ static llvm::cl::opt<int> minSplitTokens(
     llvm::cl::desc("override the decode schedule's shortest split (tokens)"),
     llvm::cl::init(0));
 
-static llvm::cl::opt<bool> arrivalCounters(
-    "arrival-counters",
-    llvm::cl::desc("decode: pass split arrival counters, as the MLA layer "
-                   "does, so that kernels may merge few splits in place; "
-                   "--arrival-counters=false always launches the combine"),
-    llvm::cl::init(true));
-
 namespace {
 
 struct Ceilings {
@@ -309,7 +302,6 @@ void benchDecode(mlir::MLIRContext &ctx) {
     DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,
                              /*causal=*/true, 1.0f / std::sqrt(192.0f)};
     spec.withSplitPlan = true;
-    spec.withSplitArrivals = arrivalCounters;
     std::string what = "decode (" + std::to_string(heads) + " heads, " +
                        name(strategy) + ")";
     auto kernel =
@@ -347,18 +339,11 @@ void benchDecode(mlir::MLIRContext &ctx) {
         Tensor numSplits = hostTensor(DType::I32, {batch}, plan.numSplits);
         Tensor part = randomTensor(DType::F32, {batch, 1, heads, splits, 512});
         Tensor partLse = randomTensor(DType::F32, {batch, 1, heads, splits});
-        Tensor arrivals =
-            hostTensor(DType::I32, {batch, 1, heads},
-                       std::vector<int32_t>(size_t(batch) * heads, 0));
         Tensor out = randomTensor(DType::BF16, {batch, 1, heads, 512});
         Tensor lse = randomTensor(DType::F32, {batch, heads, 1});
-        std::vector<BufferView> args{q.view,      cache.view,     bt.view,
-                                     lens.view,   numSplits.view, part.view,
-                                     partLse.view};
-        if (arrivalCounters)
-          args.push_back(arrivals.view);
-        args.insert(args.end(), {out.view, lse.view});
-        double ms = timeKernel(*kernel, args);
+        double ms = timeKernel(*kernel, {q.view, cache.view, bt.view,
+                                         lens.view, numSplits.view, part.view,
+                                         partLse.view, out.view, lse.view});
         double tokens = double(batch) * context;
         double bytes = (tokens * 576 + batch * heads * 576.0 +
                         batch * heads * 512.0) * 2;

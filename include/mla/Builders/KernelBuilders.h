@@ -54,14 +54,11 @@ struct DecodeAttentionSpec {
   /// numSplits) and the f32 workspaces split_out [B, Sq, N, S, Lkv] and
   /// split_lse [B, Sq, N, S], S the most splits of any request.
   bool withSplitPlan = false;
-  /// With withSplitPlan: also split_arrivals [B, Sq, N] i32, counters that
-  /// are zero between calls, so that split kernels may merge in place.
-  bool withSplitArrivals = false;
 };
 /// @kernel(q, kv_cache, block_table, seq_lens, out, lse), or with
 /// withSplitPlan
 /// @kernel(q, kv_cache, block_table, seq_lens, num_splits, split_out,
-///         split_lse, [split_arrivals,] out, lse)
+///         split_lse, out, lse)
 mlir::OwningOpRef<mlir::ModuleOp>
 buildDecodeAttention(mlir::MLIRContext &ctx, const DecodeAttentionSpec &s);
 

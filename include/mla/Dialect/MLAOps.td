@@ -113,24 +113,12 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
     `lse = -inf`. Without these operands the GPU lowering allocates its own
     partials and splits every request into fixed-size chunks.
 
-    `split_arrivals` [B, Sq, N] i32 (optional, only with the split
-    operands) lets a split kernel merge a request's partials itself: each
-    split block of a (request, row tile) counts its arrival at the tile's
-    first row after writing its partials, and the last one merges them
-    into `out` and `lse`, so that no combine kernel runs. The counters must
-    be zero when the op starts and are zero again when it ends (the last
-    arrival resets its counter), so a buffer zeroed once serves every call
-    and every CUDA graph replay. Kernels that do not merge in place ignore
-    it; the Hopper (wgmma) split kernel merges in place where the
-    workspace has at most 4 splits.
-
     ```mlir
     mla.decode_attention
         ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>,
             memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
         splits(%num_splits, %split_out, %split_lse : memref<?xi32>,
                memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
-        arrivals(%arrivals : memref<?x?x16xi32>)
         outs(%out, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
         {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64,
          block_size = 64 : i64, cache_dtype = bf16, softmax_scale = 0.0722 : f32,
@@ -148,8 +136,6 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
         [MemRead, MemWrite]>:$split_out,
     Arg<Optional<AnyMemRef>, "partial log-sum-exp workspace [B, Sq, N, S]",
         [MemRead, MemWrite]>:$split_lse,
-    Arg<Optional<AnyMemRef>, "split arrival counters [B, Sq, N] (schedule)",
-        [MemRead, MemWrite]>:$split_arrivals,
     MLA_Out<"latent output [B, Sq, N, Lkv]">:$out,
     MLA_Out<"log-sum-exp [B, N, Sq]">:$lse,
     MLA_DimAttr:$num_heads,
@@ -165,7 +151,6 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
       type($q) `,` type($kv_cache) `,` type($block_table) `,` type($seq_lens) `)`
     (`splits` `(` $num_splits^ `,` $split_out `,` $split_lse `:`
       type($num_splits) `,` type($split_out) `,` type($split_lse) `)`)?
-    (`arrivals` `(` $split_arrivals^ `:` type($split_arrivals) `)`)?
     `outs` `(` $out `,` $lse `:` type($out) `,` type($lse) `)`
     attr-dict
   }];
@@ -173,8 +158,6 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
     /// True when the split-KV schedule operands (num_splits, split_out,
     /// split_lse) are present.
     bool hasSplitPlan() { return getNumSplits() != nullptr; }
-    /// True when split kernels may merge in place (split_arrivals given).
-    bool hasSplitArrivals() { return getSplitArrivals() != nullptr; }
   }];
 }
 

@@ -171,9 +171,6 @@ private:
   /// stream's queued work) only when it grows.
   llvm::Expected<void *> reserve(DeviceAllocation &slot, size_t bytes,
                                  Stream stream);
-  /// As reserve, with fresh memory zeroed (uploaded on `stream`).
-  llvm::Expected<void *> reserveZeroed(DeviceAllocation &slot, size_t bytes,
-                                       Stream stream);
   llvm::Error runPhase(const char *phase, const Kernel &kernel,
                        const std::vector<BufferView> &args, Stream stream);
 
@@ -188,9 +185,6 @@ private:
   // Device copies of the step's metadata and the scratch the kernels use.
   DeviceAllocation metadata, workspace, prefillLse, decodeQ, latentOut,
       splitOut, splitLse, decodeLseScratch;
-  /// The decode's split arrival counters (split_arrivals), zero between
-  /// calls.
-  DeviceAllocation splitArrivals;
   std::vector<char> staging;
 
   bool timePhases = false;

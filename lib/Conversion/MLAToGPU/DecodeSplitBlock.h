@@ -36,11 +36,10 @@ public:
 
   mlir::Value q, cache, table, lens, part, partLse, out, lse;
   mlir::Value req, tileRow0, split, queryLen, rows;
-  /// Set by run: the request's active splits (DecodeSchedule::
-  /// activeSplits), its length (clamped to the block table), the split's
-  /// tokens [first, last) and the ones it copies [first, kvEnd), and
-  /// whether q and the cache allow 16-byte copies.
-  mlir::Value splitCount, seqLen, first, last, kvEnd, aligned;
+  /// Set by run: the request's length (clamped to the block table), the
+  /// split's tokens [first, last) and the ones it copies [first, kvEnd),
+  /// and whether q and the cache allow 16-byte copies.
+  mlir::Value seqLen, first, last, kvEnd, aligned;
 
   /// Where row `row` of the Q tile comes from (padding rows past Sq * N
   /// are zero-filled).
@@ -68,7 +67,7 @@ private:
   const DecodeSchedule &schedule;
   int64_t heads, page;
   bool causal;
-  mlir::Value numSplits, capacity, lastBlock;
+  mlir::Value numSplits, capacity, lastBlock, splitCount;
 };
 
 /// Launches a split kernel from `host` on grid (ceil(Sq * N / tileRows),

@@ -417,47 +417,34 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                                op.getSeqLens()};
   llvm::append_range(splitArgs, plan);
   splitArgs.append({partial, partialLse, op.getOut(), op.getLse()});
-  // The combine merges the requests of several splits (those of one got
-  // their results from the split kernel).
-  auto combine = [&] {
-    SmallVector<Value> combineArgs(plan);
-    combineArgs.append({partial, partialLse, op.getOut(), op.getLse()});
-    launchDecodeCombine(op, kernels, schedule, host, combineArgs);
-  };
   if (useWgmmaDecodeSplit(op, kernels.target())) {
     // Hopper: 64 head rows of a request share each KV tile. The kernel
     // copies q and the cache in 16-byte vectors only: where either is not
     // 16-byte aligned (rare) the host launches the generic kernel, which
-    // follows the same schedule and writes the same partials. Given the
-    // arrival counters, the kernel merges few splits itself.
+    // follows the same schedule and writes the same partials.
     GpuEmitter h(host, loc);
-    Value arrivals = op.getSplitArrivals();
-    Value aligned = h.vectorAligned({op.getQ(), op.getKvCache()});
     h.ifThenElse(
-        aligned,
+        h.vectorAligned({op.getQ(), op.getKvCache()}),
         [&] {
-          launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits,
-                                 arrivals);
+          launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs,
+                                 splits);
         },
         [&] {
           launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs,
                                    splits);
         });
-    if (arrivals)
-      h.ifThenElse(
-          arith::AndIOp::create(host, loc, aligned,
-                                wgmmaMergesInPlace(h, splits)),
-          [] {}, combine);
-    else
-      combine();
+  } else if (useMmaDecodeSplit(op, kernels.target())) {
+    // Tensor cores: the head rows of a request share each KV tile.
+    launchMmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
   } else {
-    if (useMmaDecodeSplit(op, kernels.target()))
-      // Tensor cores: the head rows of a request share each KV tile.
-      launchMmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
-    else
-      launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
-    combine();
+    launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
   }
+
+  // The combine merges the requests of several splits (those of one got
+  // their results from the split kernel).
+  SmallVector<Value> combineArgs(plan);
+  combineArgs.append({partial, partialLse, op.getOut(), op.getLse()});
+  launchDecodeCombine(op, kernels, schedule, host, combineArgs);
   if (!schedule.planned) {
     mlir::gpu::DeallocOp::create(host, loc, /*asyncToken=*/Type(),
                                  ValueRange{}, partial);

@@ -78,26 +78,6 @@ void writeSplitResults(GpuEmitter &e, mlir::Value single, mlir::Value req,
                        mlir::Value out, mlir::Value lse,
                        const std::function<void(const SplitResults &)> &write);
 
-/// The most splits a request's row may have for one warp to merge it with
-/// every load in flight (the narrow combine, and the wgmma split kernel's
-/// merge in place).
-constexpr int64_t kMaxSplitsMergedByWarp = 4;
-
-/// What a merge of split partials reads and writes: the partials [B, Sq,
-/// N, S, Lkv] and their LSEs [B, Sq, N, S], out [B, Sq, N, Lkv] and lse
-/// [B, N, Sq].
-struct SplitMergeOperands {
-  mlir::Value part, partLse, out, lse;
-};
-
-/// One warp (lane `lane`) merges the `n` <= kMaxSplitsMergedByWarp partials
-/// of row (req, query, head) into out and lse, 16-byte loads where
-/// `vectorLoads` (the caller checked the partials' alignment). Defined in
-/// GpuDecodeCombine.cpp.
-void mergeRowInWarp(GpuEmitter &e, const SplitMergeOperands &m, mlir::Value req,
-                    mlir::Value query, mlir::Value head, mlir::Value n,
-                    mlir::Value lane, int64_t latent, bool vectorLoads);
-
 /// The combine (GpuDecodeCombine.cpp): merges the split partials of
 /// `combineArgs` (the plan's num_splits if any, the partials and their
 /// LSEs, out and lse) into the op's results, for the requests of more
@@ -128,20 +108,11 @@ bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 
 /// Creates the wgmma split kernel for `op` and launches it from `host` on
 /// grid (ceil(Sq * N / 64), B, splits) with the same operands as
-/// launchMmaDecodeSplit. With `arrivals` (the op's split_arrivals) the
-/// kernel merges in place where the workspace has at most
-/// kMaxSplitsMergedByWarp splits: the last split block of a (request, row
-/// tile) to finish merges its partials, and no combine is needed
-/// (wgmmaMergesInPlace).
+/// launchMmaDecodeSplit.
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule,
                             mlir::OpBuilder &host, mlir::ValueRange splitArgs,
-                            mlir::Value splits, mlir::Value arrivals);
-
-/// Whether the wgmma split kernel given the op's split_arrivals merges the
-/// partials of a workspace of `capacity` splits itself (host or device
-/// code: the host launches the combine where it does not).
-mlir::Value wgmmaMergesInPlace(GpuEmitter &e, mlir::Value capacity);
+                            mlir::Value splits);
 
 } // namespace mla::gpu
 

@@ -46,7 +46,7 @@ namespace mla::gpu {
 namespace {
 
 /// The most splits a workspace may have for the narrow kernel.
-constexpr int64_t kNarrowMaxSplits = kMaxSplitsMergedByWarp;
+constexpr int64_t kNarrowMaxSplits = 4;
 /// Warps of a narrow block: a (row, head) row each.
 constexpr int64_t kNarrowWarps = 4;
 
@@ -315,87 +315,84 @@ void forMergedRequests(GpuEmitter &e, Value n, Value part,
   });
 }
 
-/// The narrow kernel's warp: (row, head) = (block x, 4 block y + warp).
+/// The narrow kernel's warp: (row, head) = (block x, 4 block y + warp),
+/// all kNarrowMaxSplits splits unrolled.
 void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
                        ValueRange a, int64_t heads, int64_t latent) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
   CombineRow row(e, schedule, a);
+  Value part = row.part, partLse = row.partLse, out = row.out, lse = row.lse,
+        req = row.req, s = row.s, n = row.n;
   Value h =
       e.add(e.mul(e.blockId(Dimension::y), e.index(kNarrowWarps)), e.warpId());
   Value lane = e.laneId();
   e.ifThen(e.lessThan(h, e.index(heads)), [&] {
-    forMergedRequests(e, row.n, row.part, [&](bool vectorLoads) {
-      mergeRowInWarp(e, {row.part, row.partLse, row.out, row.lse}, row.req,
-                     row.s, h, row.n, lane, latent, vectorLoads);
+    // n <= S <= kNarrowMaxSplits: splits past n are clamped to n - 1 and
+    // weighted 0.
+    forMergedRequests(e, n, part, [&](bool vectorLoads) {
+      Value fzero = e.f32(0.0);
+      Value lastSplit = e.maxIndex(e.sub(n, e.index(1)), e.index(0));
+      SmallVector<Value, kNarrowMaxSplits> splitLse, live;
+      Value max = e.negInf();
+      for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
+        Value jc = e.minIndex(e.index(j), lastSplit);
+        live.push_back(e.lessThan(e.index(j), n));
+        splitLse.push_back(arith::SelectOp::create(
+            b, l, live.back(), e.loadF32(partLse, {req, s, h, jc}),
+            e.negInf()));
+        max = arith::MaximumFOp::create(b, l, max, splitLse.back());
+      }
+      Value safeMax = safeMaxOf(e, max);
+      Value sum = fzero;
+      SmallVector<Value, kNarrowMaxSplits> weight;
+      for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
+        weight.push_back(arith::SelectOp::create(
+            b, l, live[j],
+            math::ExpOp::create(
+                b, l, arith::SubFOp::create(b, l, splitLse[j], safeMax)),
+            fzero));
+        sum = arith::AddFOp::create(b, l, sum, weight[j]);
+      }
+      MergedRow merged = mergedRow(e, safeMax, sum);
+      // 128-column groups: the lane's 4 columns of each. Every load is
+      // issued before the first store (which the compiler may not move
+      // them past).
+      int64_t groups = (latent + kChunkColumns - 1) / kChunkColumns;
+      SmallVector<SmallVector<Value>> sums;
+      for (int64_t group = 0; group < groups; ++group) {
+        Value first = e.add(e.mul(lane, e.index(kLaneColumns)),
+                            e.index(group * kChunkColumns));
+        SmallVector<Value> acc(kLaneColumns, fzero);
+        for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
+          Value jc = e.minIndex(e.index(j), lastSplit);
+          SmallVector<Value, kLaneColumns> v = loadLaneColumns(
+              e, part, {req, s, h, jc}, first, latent, vectorLoads);
+          for (int64_t k = 0; k < kLaneColumns; ++k)
+            acc[k] = math::FmaOp::create(b, l, weight[j], v[k], acc[k]);
+        }
+        sums.push_back(acc);
+      }
+      for (int64_t group = 0; group < groups; ++group) {
+        Value first = e.add(e.mul(lane, e.index(kLaneColumns)),
+                            e.index(group * kChunkColumns));
+        const SmallVector<Value> &acc = sums[group];
+        for (int64_t k = 0; k < kLaneColumns; ++k) {
+          Value column = e.add(first, e.index(k));
+          e.ifThen(e.lessThan(column, e.index(latent)), [&] {
+            e.storeF32(arith::MulFOp::create(b, l, acc[k], merged.inverse), out,
+                       {req, s, h, column});
+          });
+        }
+      }
+      e.ifThen(e.eqIndex(lane, 0), [&] {
+        e.storeF32(merged.lse, lse, {req, h, s});
+      });
     });
   });
 }
 
 } // namespace
-
-void mergeRowInWarp(GpuEmitter &e, const SplitMergeOperands &m, Value req,
-                    Value query, Value head, Value n, Value lane,
-                    int64_t latent, bool vectorLoads) {
-  OpBuilder &b = e.builder();
-  Location l = e.location();
-  // n <= S <= kNarrowMaxSplits: splits past n are clamped to n - 1 and
-  // weighted 0.
-  Value fzero = e.f32(0.0);
-  Value lastSplit = e.maxIndex(e.sub(n, e.index(1)), e.index(0));
-  SmallVector<Value, kNarrowMaxSplits> splitLse, live;
-  Value max = e.negInf();
-  for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
-    Value jc = e.minIndex(e.index(j), lastSplit);
-    live.push_back(e.lessThan(e.index(j), n));
-    splitLse.push_back(arith::SelectOp::create(
-        b, l, live.back(), e.loadF32(m.partLse, {req, query, head, jc}),
-        e.negInf()));
-    max = arith::MaximumFOp::create(b, l, max, splitLse.back());
-  }
-  Value safeMax = safeMaxOf(e, max);
-  Value sum = fzero;
-  SmallVector<Value, kNarrowMaxSplits> weight;
-  for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
-    weight.push_back(arith::SelectOp::create(
-        b, l, live[j],
-        math::ExpOp::create(b, l,
-                            arith::SubFOp::create(b, l, splitLse[j], safeMax)),
-        fzero));
-    sum = arith::AddFOp::create(b, l, sum, weight[j]);
-  }
-  MergedRow merged = mergedRow(e, safeMax, sum);
-  // 128-column groups: the lane's 4 columns of each. Every load is issued
-  // before the first store (which the compiler may not move them past).
-  int64_t groups = (latent + kChunkColumns - 1) / kChunkColumns;
-  SmallVector<SmallVector<Value>> sums;
-  for (int64_t group = 0; group < groups; ++group) {
-    Value first = e.add(e.mul(lane, e.index(kLaneColumns)),
-                        e.index(group * kChunkColumns));
-    SmallVector<Value> acc(kLaneColumns, fzero);
-    for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
-      Value jc = e.minIndex(e.index(j), lastSplit);
-      SmallVector<Value, kLaneColumns> v = loadLaneColumns(
-          e, m.part, {req, query, head, jc}, first, latent, vectorLoads);
-      for (int64_t k = 0; k < kLaneColumns; ++k)
-        acc[k] = math::FmaOp::create(b, l, weight[j], v[k], acc[k]);
-    }
-    sums.push_back(acc);
-  }
-  for (int64_t group = 0; group < groups; ++group) {
-    Value first = e.add(e.mul(lane, e.index(kLaneColumns)),
-                        e.index(group * kChunkColumns));
-    const SmallVector<Value> &acc = sums[group];
-    for (int64_t k = 0; k < kLaneColumns; ++k) {
-      Value column = e.add(first, e.index(k));
-      e.ifThen(e.lessThan(column, e.index(latent)), [&] {
-        e.storeF32(arith::MulFOp::create(b, l, acc[k], merged.inverse), m.out,
-                   {req, query, head, column});
-      });
-    }
-  }
-  e.ifThen(e.eqIndex(lane, 0), [&] {
-    e.storeF32(merged.lse, m.lse, {req, head, query});
-  });
-}
 
 void launchDecodeCombine(DecodeAttentionOp op, KernelFactory &kernels,
                          const DecodeSchedule &schedule, OpBuilder &host,

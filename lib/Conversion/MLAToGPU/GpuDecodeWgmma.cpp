@@ -153,11 +153,6 @@ public:
   void seesawSchedule(const std::function<void(ArrayRef<Value>)> &finish);
   /// out = O / l and lse, final or partial (see DecodeSplitBlock).
   void writeResults(ArrayRef<Value> state);
-  /// After writeResults, with the op's arrival counters: where the request
-  /// has several splits and the workspace few (wgmmaMergesInPlace), the
-  /// block counts its arrival, and the last of the request's split blocks
-  /// merges the tile's partials into out and lse.
-  void mergeInPlaceIfLast(Value arrivals);
 
 private:
   WgmmaEmitter &e;
@@ -675,82 +670,11 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
   });
 }
 
-void SplitBody::mergeInPlaceIfLast(Value arrivals) {
-  auto i32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, l, v, 32).getResult();
-  };
-  Value several = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
-                                        block.splitCount, e.index(1));
-  Value merges =
-      e.andi(several, wgmmaMergesInPlace(e, e.dim(block.partLse, 3)));
-  e.ifThen(merges, [&] {
-    // This block's partial rows (bulk copies or stores) visible to the
-    // block that merges, before the arrival is counted.
-    e.releaseGlobalWrites();
-    allThreadsBarrier();
-    // One arrival a block, at the counter of the tile's first row; the
-    // last arrival resets it for the next call (no other block of this
-    // call touches it again).
-    Value lastFlag =
-        e.sharedView(raw, e.add(pad, e.index(layout.max)), {1}, b.getI32Type());
-    e.ifThen(e.eqIndex(thread.tid, 0), [&] {
-      // Release: every thread's writes precede the barrier, and this
-      // fence precedes the count.
-      e.deviceFence();
-      SmallVector<Value, 3> counter{block.req, e.divui(block.tileRow0, heads),
-                                    e.remui(block.tileRow0, heads)};
-      Value before = memref::AtomicRMWOp::create(
-          b, l, arith::AtomicRMWKind::addi, i32(1), arrivals, counter);
-      Value lastArrival = arith::IndexCastOp::create(
-          b, l, b.getI32Type(), e.sub(block.splitCount, e.index(1)));
-      Value last = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, before,
-                                         lastArrival);
-      e.ifThen(last, [&] {
-        memref::StoreOp::create(b, l, i32(0), arrivals, counter);
-      });
-      memref::StoreOp::create(
-          b, l, arith::ExtUIOp::create(b, l, b.getI32Type(), last), lastFlag,
-          ValueRange{zero});
-    });
-    allThreadsBarrier();
-    Value last = arith::CmpIOp::create(
-        b, l, arith::CmpIPredicate::ne,
-        memref::LoadOp::create(b, l, lastFlag, ValueRange{zero}), i32(0));
-    e.ifThen(last, [&] {
-      e.deviceFence();
-      // Warp w merges rows w, w + 8, ... of the tile.
-      SplitMergeOperands m{block.part, block.partLse, block.out, block.lse};
-      auto mergeRows = [&](bool vectorLoads) {
-        e.forLoop(thread.warp, e.index(kTileRows), kThreads / kWarpSize,
-                  [&](Value local) {
-                    Value r = e.add(block.tileRow0, local);
-                    e.ifThen(e.lessThan(r, block.rows), [&] {
-                      mergeRowInWarp(e, m, block.req, e.divui(r, heads),
-                                     e.remui(r, heads), block.splitCount,
-                                     thread.lane, latent, vectorLoads);
-                    });
-                  });
-      };
-      if (GpuEmitter::hasVectorRows(block.part))
-        e.ifThenElse(
-            e.vectorAligned({block.part}), [&] { mergeRows(true); },
-            [&] { mergeRows(false); });
-      else
-        mergeRows(false);
-    });
-  });
-}
-
 } // namespace
-
-Value wgmmaMergesInPlace(GpuEmitter &e, Value capacity) {
-  return e.lessThan(capacity, e.index(kMaxSplitsMergedByWarp + 1));
-}
 
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule, OpBuilder &host,
-                            ValueRange splitArgs, Value splits,
-                            Value arrivals) {
+                            ValueRange splitArgs, Value splits) {
   int64_t latent = op.getKvLoraRank();
   int64_t qkDim = latent + op.getRopeDim();
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
@@ -762,34 +686,25 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
     llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
   bool seesaw = usesSeesaw(layout, op.getRopeDim());
 
-  // The arrival counters, when given, are the kernel's last operand.
-  SmallVector<Value> args(splitArgs);
-  if (arrivals)
-    args.push_back(arrivals);
   auto kernel = kernels.create(
-      "decode_attention_split_wgmma", ValueRange(args).getTypes(),
+      "decode_attention_split_wgmma", splitArgs.getTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
-        Value counters = arrivals ? a.back() : Value();
-        DecodeSplitBlock block(e, op, schedule, arrivals ? a.drop_back() : a,
-                               kTileRows);
+        DecodeSplitBlock block(e, op, schedule, a, kTileRows);
         block.run([&] {
           SplitBody body(e, block, op, layout);
-          auto finish = [&](ArrayRef<Value> state) {
-            body.writeResults(state);
-            if (counters)
-              body.mergeInPlaceIfLast(counters);
-          };
           if (seesaw)
-            return body.seesawSchedule(finish);
+            return body.seesawSchedule(
+                [&](ArrayRef<Value> state) { body.writeResults(state); });
           SmallVector<Value> state = body.oneTileSchedule();
           // The Q tile's copies, when no tile ran.
           e.waitAllCopies();
-          finish(state);
+          body.writeResults(state);
         });
       },
       kThreads);
-  launchDecodeSplit(op, host, kernel, args, splits, kTileRows, layout.bytes);
+  launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,
+                    layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -218,18 +218,4 @@ void WgmmaEmitter::waitBulkReads() {
                                        b.getUnitAttr());
 }
 
-void WgmmaEmitter::releaseGlobalWrites() {
-  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
-                                       /*read=*/UnitAttr());
-  NVVM::FenceProxyOp::create(
-      b, loc,
-      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_global),
-      NVVM::SharedSpaceAttr());
-  deviceFence();
-}
-
-void WgmmaEmitter::deviceFence() {
-  NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-}
-
 } // namespace mla::gpu

@@ -121,15 +121,6 @@ public:
   /// Waits until the thread's bulk copies have read their shared sources
   /// (before the block's shared memory goes away).
   void waitBulkReads();
-  /// Makes the thread's global writes, bulk copies included, visible at
-  /// device scope before its later accesses: waits for its bulk copies to
-  /// complete, orders the async proxy's global writes before the generic
-  /// proxy's accesses, then a device-scope fence (the release half of a
-  /// handoff between blocks through an atomic counter).
-  void releaseGlobalWrites();
-  /// A device-scope fence (the acquire half of that handoff, after the
-  /// counter was read).
-  void deviceFence();
 };
 
 } // namespace mla::gpu

@@ -780,7 +780,7 @@ func.func @decode_split_lse_splits(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x
 // give num_splits alone.
 func.func @decode_num_splits_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   // expected-error @+1 {{'num_splits', 'split_out' and 'split_lse' must be given together (got 'num_splits', no 'split_out', no 'split_lse')}}
-  "mla.decode_attention"(%q, %cache, %bt, %lens, %ns, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2xi32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
+  "mla.decode_attention"(%q, %cache, %bt, %lens, %ns, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2xi32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
   return
 }
 
@@ -789,45 +789,7 @@ func.func @decode_num_splits_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x
 // decode_attention: workspaces without num_splits (generic form).
 func.func @decode_workspaces_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   // expected-error @+1 {{'num_splits', 'split_out' and 'split_lse' must be given together (got no 'num_splits', 'split_out', 'split_lse')}}
-  "mla.decode_attention"(%q, %cache, %bt, %lens, %so, %sl, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 0, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
-  return
-}
-
-// -----
-
-// decode_attention: arrival counters need the split operands.
-func.func @decode_arrivals_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %arr: memref<2x1x2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
-  // expected-error @+1 {{'split_arrivals' needs the split operands ('num_splits', 'split_out', 'split_lse')}}
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
-      arrivals(%arr : memref<2x1x2xi32>)
-      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
-      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
-  return
-}
-
-// -----
-
-// decode_attention: arrival counters are i32, one per (request, query, head).
-func.func @decode_arrivals_shape(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %arr: memref<2x1x3xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
-  // expected-error @+1 {{'split_arrivals' dimension 2 (heads) is 3, but num_heads is 2}}
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
-      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>)
-      arrivals(%arr : memref<2x1x3xi32>)
-      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
-      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
-  return
-}
-
-// -----
-
-// decode_attention: arrival counters are i32.
-func.func @decode_arrivals_type(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %arr: memref<2x1x2xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
-  // expected-error @+1 {{'split_arrivals' must hold i32, got 'f32'}}
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
-      splits(%ns, %so, %sl : memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>)
-      arrivals(%arr : memref<2x1x2xf32>)
-      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
-      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
+  "mla.decode_attention"(%q, %cache, %bt, %lens, %so, %sl, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
   return
 }
 

@@ -69,26 +69,6 @@ func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576
   return
 }
 
-// With arrival counters [B, Sq, N] i32, in the `arrivals(...)` clause.
-// CHECK-LABEL: func.func @decode_scheduled_arrivals
-func.func @decode_scheduled_arrivals(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
-                                     %bt: memref<?x?xi32>, %lens: memref<?xi32>,
-                                     %ns: memref<?xi32>, %so: memref<?x?x16x?x512xf32>, %sl: memref<?x?x16x?xf32>,
-                                     %arr: memref<?x?x16xi32>,
-                                     %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
-  // CHECK: mla.decode_attention
-  // CHECK-SAME: splits(%{{.*}}, %{{.*}}, %{{.*}} : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
-  // CHECK-SAME: arrivals(%{{.*}} : memref<?x?x16xi32>)
-  // CHECK-SAME: outs({{.*}} : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
-      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x16x?x512xf32>, memref<?x?x16x?xf32>)
-      arrivals(%arr : memref<?x?x16xi32>)
-      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
-      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
-       cache_dtype = bf16, softmax_scale = 0.0722 : f32}
-  return
-}
-
 // Static shapes: B = 2, Sq = 1, S = 7.
 // CHECK-LABEL: func.func @decode_scheduled_static
 func.func @decode_scheduled_static(%q: memref<2x1x16x576xf32>, %cache: memref<10x16x576xf16>,
