@@ -29,12 +29,16 @@
 // memory has no room for). The handoffs are named barriers, one warpgroup
 // arriving and the other waiting, so the two drift apart: both score at
 // once, and warpgroup 0 adds P_A V_A during B's softmax, warpgroup 1 P_A
-// V_A during warpgroup 0's P_B V_B. At the end of a pair each warpgroup
-// refills the stage it scores once the other is done with it and waits
-// for its copy, which overlaps only the other warpgroup's work (finer,
-// per-column-block refills would hide more of it). An odd tile count gets a zero-filled B
-// tile (masked, P = 0). Both warpgroups run one program, branching only
-// around barriers and copies: two per-warpgroup loops made ptxas spill.
+// V_A during warpgroup 0's P_B V_B. A stage is refilled in two parts, each
+// as soon as its last reader is done: warpgroup 0 copies the V columns
+// only it reads right after its own P V with the stage, warpgroup 1 the
+// rest (its V columns and the rope blocks, which hold P) after its own
+// and warpgroup 0's; so the next A tile is mostly in flight during the
+// P_B V_B products, and each warpgroup waits for a part only when it
+// needs it (cp.async groups: A's part, then B's). An odd tile count gets
+// a zero-filled B tile (masked, P = 0). Both warpgroups run one program,
+// branching only around barriers and copies: two per-warpgroup loops made
+// ptxas spill.
 //
 // One-tile schedule (one KV stage, where two do not fit: qk dims past
 // 576): warpgroup g scores tokens [32 g, 32 g + 32) of each tile, the row
@@ -82,10 +86,12 @@ constexpr int64_t kHalfTokens = kTileTokens / kWarpgroups;
 /// warpgroup's own: WgmmaEmitter::warpgroupBarrier). Each is arrived at by
 /// one warpgroup and waited at by the other (256 threads).
 constexpr int64_t kPublishedA = 3; ///< P_A, m_A and alpha_A are written
-constexpr int64_t kPublishedB = 4; ///< P_B, m_B, alpha_B; stage A is free
-constexpr int64_t kStageBFree = 5; ///< warpgroup 0 is done with stage B
-constexpr int64_t kStageAFree = 6; ///< warpgroup 1 is done with stage A
+constexpr int64_t kPublishedB = 4; ///< P_B, m_B and alpha_B are written
+constexpr int64_t kAReadBy0 = 5;   ///< warpgroup 0 is done reading stage A
+constexpr int64_t kBReadBy0 = 6;   ///< warpgroup 0 is done reading stage B
 constexpr int64_t kAllThreads = 7; ///< the results' barriers
+constexpr int64_t kARefilled1 = 8; ///< warpgroup 1's part of the next A
+constexpr int64_t kBRefilled0 = 9; ///< warpgroup 0's part of the next B
 /// f32 row stride of the output staging: 32 bytes of padding shift each
 /// row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
 /// distinct banks (and rows stay 16-byte aligned for the bulk copies).
@@ -197,20 +203,27 @@ private:
         kThreads / kWarpSize, swizzledAt(e.index(layout.q)));
   }
   /// KV tile t into stage `stage`, copied by `warps` warps (the block's or
-  /// one warpgroup's, `warp` numbering the thread's warp among them).
-  void copyKv(Value t, Value stage, Value warp, int64_t warps) {
+  /// one warpgroup's, `warp` numbering the thread's warp among them): its
+  /// 64-column blocks [firstBlock, endBlock), all by default.
+  void copyKv(Value t, Value stage, Value warp, int64_t warps,
+              int64_t firstBlock = 0, int64_t endBlock = 0) {
     Value start = tileStart(t);
+    const int64_t vectorsPerBlock = kAtomColumns / kCopyElems;
+    if (endBlock == 0)
+      endBlock = qkDim / kAtomColumns;
     e.copyTile(
-        Value(), tiles, block.cache, kTileTokens, qkDim / kCopyElems, warp,
-        thread.lane, [&](Value row) { return block.cacheRow(start, row); },
-        warps,
+        Value(), tiles, block.cache, kTileTokens,
+        (endBlock - firstBlock) * vectorsPerBlock, warp, thread.lane,
+        [&](Value row) { return block.cacheRow(start, row); }, warps,
         swizzledAt(e.add(e.index(layout.kv),
-                         e.mul(stage, e.index(layout.kvStage)))));
+                         e.mul(stage, e.index(layout.kvStage)))),
+        firstBlock * vectorsPerBlock);
   }
   /// S = Q K^T over `tokens` tokens of the K tile of descriptor `descK`
   /// (K-major, rows 128 bytes apart in 8-row atoms): Dqk / 16 wgmma,
-  /// waited for.
-  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens) {
+  /// waited for; `inFlight` is emitted between their commit and the wait.
+  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens,
+                            const std::function<void()> &inFlight = {}) {
     int64_t regs = kTileRows * tokens / 128;
     Value acc = e.unsetAccumulator(regs);
     e.fence();
@@ -220,6 +233,8 @@ private:
                   tokens, step > 0, false);
     }
     e.commit();
+    if (inFlight)
+      inFlight();
     e.wait(0);
     return e.fromAccumulator(acc, regs);
   }
@@ -363,12 +378,6 @@ private:
   /// reach from their own branches of the seesaw schedule (a named barrier
   /// with a thread count; the block's barrier 0 is for converged code).
   void allThreadsBarrier() { e.namedBarrier(kAllThreads, kThreads, true); }
-  /// The warpgroup's own copies landed and visible to its wgmma.
-  void ownCopiesLanded(int64_t group) {
-    e.waitAllCopies();
-    e.sharedProxyFence();
-    e.warpgroupBarrier(e.index(group));
-  }
 };
 
 SmallVector<Value> SplitBody::oneTileSchedule() {
@@ -429,9 +438,41 @@ void SplitBody::seesawSchedule(
   auto pairTile = [&](Value j, int64_t k) {
     return e.add(e.mul(j, e.index(2)), e.index(k));
   };
-  // Copied by the warpgroup that scores it: this thread's warp among 4.
+  Value isA = e.eqIndex(thread.group, 0);
+  // The tiles before the loop: tile 0 by warpgroup 0, tile 1 by warpgroup
+  // 1, whole (this thread's warp among 4).
   auto copyOwnTile = [&](Value t, int64_t stage) {
     copyKv(t, e.index(stage), thread.groupWarp, groupWarps);
+  };
+  // In the loop a stage is refilled in two parts, each as soon as its
+  // readers are done: warpgroup 0 copies the V columns only it reads (the
+  // first half of the latent blocks) right after its own P V with the
+  // stage; warpgroup 1 the rest (its V half, the rope blocks that hold P,
+  // read by both) once warpgroup 0 has signalled `readBy0` too. Each part
+  // is one cp.async group of its copying threads: A's part first, then
+  // B's, so a group can wait for A's while B's is still in flight.
+  const int64_t halfBlocks = latent / kAtomColumns / 2;
+  auto refillPart = [&](Value t, int64_t stage, int64_t readBy0) {
+    e.ifThenElse(
+        isA,
+        [&] {
+          arriveNamed(readBy0);
+          copyKv(t, e.index(stage), thread.groupWarp, groupWarps, 0,
+                 halfBlocks);
+        },
+        [&] {
+          syncNamed(readBy0);
+          copyKv(t, e.index(stage), thread.groupWarp, groupWarps,
+                 halfBlocks, qkDim / kAtomColumns);
+        });
+    e.commitCopies();
+  };
+  // This thread's copies but the `pending` newest groups landed and
+  // visible to wgmma (the named barrier that follows makes them the whole
+  // group's).
+  auto copiesLanded = [&](int64_t pending) {
+    e.waitPendingCopies(pending);
+    e.sharedProxyFence();
   };
 
   // The descriptors of Q and of stage A's first V columns, read back from
@@ -462,7 +503,6 @@ void SplitBody::seesawSchedule(
   // copies are in branches. (Two branches, one a warpgroup, made ptxas
   // spill some 600 bytes a thread: LLVM sinks their common tails into one
   // block, merging 132 values a lane.)
-  Value isA = e.eqIndex(thread.group, 0);
   Value qAt = e.add(base, e.index(layout.q));
   Value ownStage = stageAddress(thread.group);
   Value ownP = e.add(e.index(layout.kv + ropeBlock),
@@ -492,8 +532,16 @@ void SplitBody::seesawSchedule(
                   e.index(halfColumns / kAtomColumns * kBlockBytes));
         Value vA = moved(v, groupColumns);
         Value vB = moved(v, e.add(groupColumns, e.index(layout.kvStage)));
+        // (Warpgroup 0, from the second pair on: its part of this B tile,
+        // copied at the end of the last pair, has landed; B's scorer
+        // waits for it.)
         SmallVector<Value> s =
-            scores(q, fromQ(ownStage), kTileTokens);
+            scores(q, fromQ(ownStage), kTileTokens, [&] {
+              e.ifThen(e.andi(isA, e.lessThan(zero, j)), [&] {
+                copiesLanded(0);
+                arriveNamed(kBRefilled0);
+              });
+            });
         // 2. B's rows continue from A's max: m_A, alpha_A published.
         // (Only the group that uses them reads them: four values a lane
         // through the branch.)
@@ -537,38 +585,40 @@ void SplitBody::seesawSchedule(
               e.sharedProxyFence();
               arriveNamed(kPublishedB);
             });
-        // 4. O += P_A V_A, O scaled to A's max first.
+        // 4. O += P_A V_A, O scaled to A's max first; then this group's
+        // part of the next A tile (see refillPart).
         SmallVector<Value> o =
             pv(e.rescaleRows(it.slice(4, oRegs), pick(isA, alpha, alphaA)),
                fromQ(e.add(base, pA)), vA);
-        // 5. Group 1 is done with stage A; group 0 waits for P_B.
+        e.ifThen(refills,
+                 [&] { refillPart(pairTile(j, 2), 0, kAReadBy0); });
+        // 5. Group 0 waits for P_B.
         SmallVector<Value> fromB = e.selectValues(
             isA, four, [&] { return published(kPublishedB, 2); },
             [&] {
-              e.ifThen(refills, [&] { arriveNamed(kStageAFree); });
               return SmallVector<Value>{max[0], max[1], alpha[0], alpha[1]};
             });
         SmallVector<Value> maxB{fromB[0], fromB[1]};
         SmallVector<Value> alphaB{fromB[2], fromB[3]};
         SmallVector<Value> lastAlpha = pick(isA, alphaB, one);
-        // 6. O += P_B V_B, O scaled to B's max first.
+        // 6. O += P_B V_B, O scaled to B's max first; then this group's
+        // part of the next B tile.
         o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
                fromQ(e.add(base, pB)), vB);
-        // 7. Each group refills the stage it scores once the other is done
-        // with it, and waits for its own copies.
+        e.ifThen(refills,
+                 [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
+        // 7. The next A tile complete before group 0 scores it: each
+        // group's older copies (its part of A) landed. Group 1 then also
+        // waits for the next B tile (its part, and group 0's, which group
+        // 0 signals while it scores A).
         e.ifThen(refills, [&] {
+          copiesLanded(1);
           e.ifThenElse(
-              isA,
+              isA, [&] { syncNamed(kARefilled1); },
               [&] {
-                syncNamed(kStageAFree);
-                copyOwnTile(pairTile(j, 2), 0);
-                arriveNamed(kStageBFree);
-                ownCopiesLanded(0);
-              },
-              [&] {
-                syncNamed(kStageBFree);
-                copyOwnTile(pairTile(j, 3), 1);
-                ownCopiesLanded(1);
+                arriveNamed(kARefilled1);
+                copiesLanded(0);
+                syncNamed(kBRefilled0);
               });
         });
         SmallVector<Value> next{maxB[0], maxB[1],

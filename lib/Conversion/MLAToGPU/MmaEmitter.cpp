@@ -77,7 +77,8 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
                           int64_t rowCount, int64_t vectors, Value warp,
                           Value lane,
                           const std::function<SourceRow(Value row)> &source,
-                          int64_t warps, const SharedIndex &at) {
+                          int64_t warps, const SharedIndex &at,
+                          int64_t firstVector) {
   // Each warp copies rows four at a time (8 lanes a row).
   if (rowCount % (4 * warps))
     llvm::report_fatal_error("copyTile: a tile of " + llvm::Twine(rowCount) +
@@ -106,7 +107,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
     for (auto &[row, from] : rows) {
       Value count = select(from.valid, index(kCopyElems), index(0));
       for (int64_t k = 0; k < chunks; ++k) {
-        Value vec = add(lane8, index(8 * k));
+        Value vec = add(lane8, index(firstVector + 8 * k));
         Value col = mul(vec, index(kCopyElems));
         auto copy = [&, row = row, &from = from] {
           nvgpu::DeviceAsyncCopyOp::create(
@@ -117,7 +118,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
         if (8 * (k + 1) <= vectors)
           copy();
         else
-          ifThen(lessThan(vec, index(vectors)), copy);
+          ifThen(lessThan(vec, index(firstVector + vectors)), copy);
       }
     }
   };
@@ -128,7 +129,8 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
       [&] {
         Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
         for (auto &[row, from] : rows)
-          forLoop(lane8, index(vectors), 8,
+          forLoop(add(lane8, index(firstVector)),
+                  index(firstVector + vectors), 8,
                   [&, row = row, &from = from](Value vec) {
                     Value col = mul(vec, index(kCopyElems));
                     for (int64_t e = 0; e < kCopyElems; ++e) {

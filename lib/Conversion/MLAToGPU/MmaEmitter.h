@@ -75,12 +75,15 @@ public:
   /// Where `aligned` (i1) holds, 16-byte cp.async (L2 only) whose source
   /// size is 0 for invalid rows; otherwise element by element. A null
   /// `aligned` emits the cp.async path alone (the caller guarantees the
-  /// alignment).
+  /// alignment). With `firstVector`, the vectors [firstVector, firstVector
+  /// + vectors) of each row (a column range; a multiple of 8 keeps each
+  /// instruction on whole lines).
   void copyTile(mlir::Value aligned, mlir::Value dst, mlir::Value src,
                 int64_t rowCount, int64_t vectors, mlir::Value warp,
                 mlir::Value lane,
                 const std::function<SourceRow(mlir::Value row)> &source,
-                int64_t warps = kBlockWarps, const SharedIndex &at = {});
+                int64_t warps = kBlockWarps, const SharedIndex &at = {},
+                int64_t firstVector = 0);
 
   /// One online-softmax step of a row in base 2: from the running max
   /// `old` and the tile's `tileMax`, the new max (-inf while nothing was
