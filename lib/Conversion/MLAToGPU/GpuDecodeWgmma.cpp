@@ -215,8 +215,8 @@ private:
         Value(), tiles, block.cache, kTileTokens,
         (endBlock - firstBlock) * vectorsPerBlock, warp, thread.lane,
         [&](Value row) { return block.cacheRow(start, row); }, warps,
-        swizzledAt(e.add(e.index(layout.kv),
-                         e.mul(stage, e.index(layout.kvStage)))),
+        swizzledAt(
+            e.add(e.index(layout.kv), e.mul(stage, e.index(layout.kvStage)))),
         firstBlock * vectorsPerBlock);
   }
   /// S = Q K^T over `tokens` tokens of the K tile of descriptor `descK`
@@ -462,8 +462,8 @@ void SplitBody::seesawSchedule(
         },
         [&] {
           syncNamed(readBy0);
-          copyKv(t, e.index(stage), thread.groupWarp, groupWarps,
-                 halfBlocks, qkDim / kAtomColumns);
+          copyKv(t, e.index(stage), thread.groupWarp, groupWarps, halfBlocks,
+                 qkDim / kAtomColumns);
         });
     e.commitCopies();
   };
@@ -535,13 +535,12 @@ void SplitBody::seesawSchedule(
         // (Warpgroup 0, from the second pair on: its part of this B tile,
         // copied at the end of the last pair, has landed; B's scorer
         // waits for it.)
-        SmallVector<Value> s =
-            scores(q, fromQ(ownStage), kTileTokens, [&] {
-              e.ifThen(e.andi(isA, e.lessThan(zero, j)), [&] {
-                copiesLanded(0);
-                arriveNamed(kBRefilled0);
-              });
-            });
+        SmallVector<Value> s = scores(q, fromQ(ownStage), kTileTokens, [&] {
+          e.ifThen(e.andi(isA, e.lessThan(zero, j)), [&] {
+            copiesLanded(0);
+            arriveNamed(kBRefilled0);
+          });
+        });
         // 2. B's rows continue from A's max: m_A, alpha_A published.
         // (Only the group that uses them reads them: four values a lane
         // through the branch.)
@@ -590,8 +589,7 @@ void SplitBody::seesawSchedule(
         SmallVector<Value> o =
             pv(e.rescaleRows(it.slice(4, oRegs), pick(isA, alpha, alphaA)),
                fromQ(e.add(base, pA)), vA);
-        e.ifThen(refills,
-                 [&] { refillPart(pairTile(j, 2), 0, kAReadBy0); });
+        e.ifThen(refills, [&] { refillPart(pairTile(j, 2), 0, kAReadBy0); });
         // 5. Group 0 waits for P_B.
         SmallVector<Value> fromB = e.selectValues(
             isA, four, [&] { return published(kPublishedB, 2); },
@@ -605,8 +603,7 @@ void SplitBody::seesawSchedule(
         // part of the next B tile.
         o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
                fromQ(e.add(base, pB)), vB);
-        e.ifThen(refills,
-                 [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
+        e.ifThen(refills, [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
         // 7. The next A tile complete before group 0 scores it: each
         // group's older copies (its part of A) landed. Group 1 then also
         // waits for the next B tile (its part, and group 0's, which group

@@ -73,9 +73,8 @@ Value MmaEmitter::isNegInf(Value x) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf());
 }
 
-void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
-                          int64_t rowCount, int64_t vectors, Value warp,
-                          Value lane,
+void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
+                          int64_t vectors, Value warp, Value lane,
                           const std::function<SourceRow(Value row)> &source,
                           int64_t warps, const SharedIndex &at,
                           int64_t firstVector) {
@@ -129,9 +128,8 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src,
       [&] {
         Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
         for (auto &[row, from] : rows)
-          forLoop(add(lane8, index(firstVector)),
-                  index(firstVector + vectors), 8,
-                  [&, row = row, &from = from](Value vec) {
+          forLoop(add(lane8, index(firstVector)), index(firstVector + vectors),
+                  8, [&, row = row, &from = from](Value vec) {
                     Value col = mul(vec, index(kCopyElems));
                     for (int64_t e = 0; e < kCopyElems; ++e) {
                       Value c = add(col, index(e));
