@@ -90,8 +90,9 @@ constexpr int64_t kPublishedB = 4; ///< P_B, m_B and alpha_B are written
 constexpr int64_t kAReadBy0 = 5;   ///< warpgroup 0 is done reading stage A
 constexpr int64_t kBReadBy0 = 6;   ///< warpgroup 0 is done reading stage B
 constexpr int64_t kAllThreads = 7; ///< the results' barriers
-constexpr int64_t kARefilled1 = 8; ///< warpgroup 1's part of the next A
-constexpr int64_t kBRefilled0 = 9; ///< warpgroup 0's part of the next B
+/// The seesaw's two "stage refilled" mbarriers (8 bytes each) in the P
+/// region, past the row exchanges and the descriptor slots.
+constexpr int64_t kFullBarriersOffset = 2048;
 /// f32 row stride of the output staging: 32 bytes of padding shift each
 /// row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
 /// distinct banks (and rows stay 16-byte aligned for the bulk copies).
@@ -221,9 +222,8 @@ private:
   }
   /// S = Q K^T over `tokens` tokens of the K tile of descriptor `descK`
   /// (K-major, rows 128 bytes apart in 8-row atoms): Dqk / 16 wgmma,
-  /// waited for; `inFlight` is emitted between their commit and the wait.
-  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens,
-                            const std::function<void()> &inFlight = {}) {
+  /// waited for.
+  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens) {
     int64_t regs = kTileRows * tokens / 128;
     Value acc = e.unsetAccumulator(regs);
     e.fence();
@@ -233,8 +233,6 @@ private:
                   tokens, step > 0, false);
     }
     e.commit();
-    if (inFlight)
-      inFlight();
     e.wait(0);
     return e.fromAccumulator(acc, regs);
   }
@@ -448,9 +446,13 @@ void SplitBody::seesawSchedule(
   // readers are done: warpgroup 0 copies the V columns only it reads (the
   // first half of the latent blocks) right after its own P V with the
   // stage; warpgroup 1 the rest (its V half, the rope blocks that hold P,
-  // read by both) once warpgroup 0 has signalled `readBy0` too. Each part
-  // is one cp.async group of its copying threads: A's part first, then
-  // B's, so a group can wait for A's while B's is still in flight.
+  // read by both) once warpgroup 0 has signalled `readBy0` too. The
+  // stage's mbarrier (256 arrivals) completes a phase once every thread's
+  // copies have landed: each thread's cp.async.mbarrier.arrive.noinc
+  // arrives when its copies complete, so no thread waits for its own.
+  auto fullBarrier = [&](int64_t stage) {
+    return e.add(base, e.index(layout.p + kFullBarriersOffset + 8 * stage));
+  };
   const int64_t halfBlocks = latent / kAtomColumns / 2;
   auto refillPart = [&](Value t, int64_t stage, int64_t readBy0) {
     e.ifThenElse(
@@ -465,13 +467,14 @@ void SplitBody::seesawSchedule(
           copyKv(t, e.index(stage), thread.groupWarp, groupWarps, halfBlocks,
                  qkDim / kAtomColumns);
         });
-    e.commitCopies();
+    e.arriveWhenCopiesLand(fullBarrier(stage));
   };
-  // This thread's copies but the `pending` newest groups landed and
-  // visible to wgmma (the named barrier that follows makes them the whole
-  // group's).
-  auto copiesLanded = [&](int64_t pending) {
-    e.waitPendingCopies(pending);
+  // Stage `stage` refilled for the next pair: pair j's refills complete
+  // the barrier's phase j (parity j & 1); then visible to wgmma.
+  auto stageRefilled = [&](Value j, int64_t stage) {
+    e.waitBarrierPhase(
+        fullBarrier(stage),
+        arith::IndexCastOp::create(b, l, b.getI32Type(), e.remui(j, 2)));
     e.sharedProxyFence();
   };
 
@@ -488,6 +491,11 @@ void SplitBody::seesawSchedule(
         b, l,
         e.descriptor(stageA, kBlockBytes, kAtomBytes),
         descriptorSlots, ValueRange{e.index(1)});
+  });
+  // The stages' mbarriers, initialized before the block barrier below.
+  e.ifThen(e.eqIndex(thread.tid, 0), [&] {
+    for (int64_t stage = 0; stage < 2; ++stage)
+      e.initBarrier(fullBarrier(stage), kThreads);
   });
   // Q by every thread, tile 0 by warpgroup 0 and tile 1 by warpgroup 1.
   copyQ();
@@ -532,15 +540,7 @@ void SplitBody::seesawSchedule(
                   e.index(halfColumns / kAtomColumns * kBlockBytes));
         Value vA = moved(v, groupColumns);
         Value vB = moved(v, e.add(groupColumns, e.index(layout.kvStage)));
-        // (Warpgroup 0, from the second pair on: its part of this B tile,
-        // copied at the end of the last pair, has landed; B's scorer
-        // waits for it.)
-        SmallVector<Value> s = scores(q, fromQ(ownStage), kTileTokens, [&] {
-          e.ifThen(e.andi(isA, e.lessThan(zero, j)), [&] {
-            copiesLanded(0);
-            arriveNamed(kBRefilled0);
-          });
-        });
+        SmallVector<Value> s = scores(q, fromQ(ownStage), kTileTokens);
         // 2. B's rows continue from A's max: m_A, alpha_A published.
         // (Only the group that uses them reads them: four values a lane
         // through the branch.)
@@ -604,19 +604,10 @@ void SplitBody::seesawSchedule(
         o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
                fromQ(e.add(base, pB)), vB);
         e.ifThen(refills, [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
-        // 7. The next A tile complete before group 0 scores it: each
-        // group's older copies (its part of A) landed. Group 1 then also
-        // waits for the next B tile (its part, and group 0's, which group
-        // 0 signals while it scores A).
+        // 7. Each group waits for the stage it scores next (both parts).
         e.ifThen(refills, [&] {
-          copiesLanded(1);
           e.ifThenElse(
-              isA, [&] { syncNamed(kARefilled1); },
-              [&] {
-                arriveNamed(kARefilled1);
-                copiesLanded(0);
-                syncNamed(kBRefilled0);
-              });
+              isA, [&] { stageRefilled(j, 0); }, [&] { stageRefilled(j, 1); });
         });
         SmallVector<Value> next{maxB[0], maxB[1],
                                 e.mulf(sums[0], lastAlpha[0]),

@@ -194,21 +194,27 @@ void WgmmaEmitter::sharedProxyFence() {
                                  NVVM::SharedSpace::shared_cta));
 }
 
+/// An LLVM pointer in NVPTX address space `space` from an index address.
+static Value pointerAt(OpBuilder &b, Location loc, Value address,
+                       unsigned space) {
+  Value i64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), space), i64);
+}
+
+/// Address space 3: shared memory (shared-window addresses).
+static constexpr unsigned kSharedSpace = 3;
+
 void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
                                     Value globalDestination, int64_t bytes) {
   MLIRContext *ctx = b.getContext();
-  auto pointer = [&](Value address, unsigned space) {
-    Value i64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(ctx, space), i64);
-  };
   // Address spaces of NVPTX: the destination is a generic address, cast
   // to global (cvta.to.global); the source is a shared-window address.
   Value global =
       LLVM::AddrSpaceCastOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 1),
-                                    pointer(globalDestination, 0));
+                                    pointerAt(b, loc, globalDestination, 0));
   NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
-      b, loc, global, pointer(sharedSource, 3),
+      b, loc, global, pointerAt(b, loc, sharedSource, kSharedSpace),
       arith::ConstantIntOp::create(b, loc, bytes, 32), Value(), Value());
   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
 }
@@ -216,6 +222,25 @@ void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
 void WgmmaEmitter::waitBulkReads() {
   NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
                                        b.getUnitAttr());
+}
+
+void WgmmaEmitter::initBarrier(Value address, int64_t count) {
+  NVVM::MBarrierInitOp::create(b, loc, pointerAt(b, loc, address, kSharedSpace),
+                               arith::ConstantIntOp::create(b, loc, count, 32),
+                               Value());
+}
+
+void WgmmaEmitter::arriveWhenCopiesLand(Value address) {
+  NVVM::CpAsyncMBarrierArriveOp::create(
+      b, loc, pointerAt(b, loc, address, kSharedSpace), /*noinc=*/true);
+}
+
+void WgmmaEmitter::waitBarrierPhase(Value address, Value parity) {
+  // A suspend-time hint; the op loops until the phase completes.
+  constexpr int64_t kSuspendHintNs = 1000000;
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, loc, pointerAt(b, loc, address, kSharedSpace), parity,
+      arith::ConstantIntOp::create(b, loc, kSuspendHintNs, 32));
 }
 
 } // namespace mla::gpu

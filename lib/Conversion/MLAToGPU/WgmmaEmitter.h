@@ -121,6 +121,16 @@ public:
   /// Waits until the thread's bulk copies have read their shared sources
   /// (before the block's shared memory goes away).
   void waitBulkReads();
+
+  /// mbarriers at shared address `address` (index, 8-byte aligned):
+  /// initialize with `count` expected arrivals (phase 0); arrive once this
+  /// thread's earlier cp.async copies have landed (counted among the
+  /// expected arrivals, the thread does not wait); wait until the phase of
+  /// parity `parity` (i32, 0 or 1) has completed, which makes the copies
+  /// tracked by it visible to this thread.
+  void initBarrier(mlir::Value address, int64_t count);
+  void arriveWhenCopiesLand(mlir::Value address);
+  void waitBarrierPhase(mlir::Value address, mlir::Value parity);
 };
 
 } // namespace mla::gpu
