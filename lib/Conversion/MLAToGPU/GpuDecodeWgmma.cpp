@@ -34,8 +34,9 @@
 // only it reads right after its own P V with the stage, warpgroup 1 the
 // rest (its V columns and the rope blocks, which hold P) after its own
 // and warpgroup 0's; so the next A tile is mostly in flight during the
-// P_B V_B products, and each warpgroup waits for a part only when it
-// needs it (cp.async groups: A's part, then B's). An odd tile count gets
+// P_B V_B products. A stage's mbarrier counts its copies in (every thread
+// arrives through cp.async.mbarrier.arrive when its copies land), and only
+// the warpgroup that scores the stage next waits for it. An odd tile count gets
 // a zero-filled B tile (masked, P = 0). Both warpgroups run one program,
 // branching only around barriers and copies: two per-warpgroup loops made
 // ptxas spill.
