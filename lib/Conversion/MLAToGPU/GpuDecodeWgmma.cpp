@@ -91,9 +91,17 @@ constexpr int64_t kPublishedB = 4; ///< P_B, m_B and alpha_B are written
 constexpr int64_t kAReadBy0 = 5;   ///< warpgroup 0 is done reading stage A
 constexpr int64_t kBReadBy0 = 6;   ///< warpgroup 0 is done reading stage B
 constexpr int64_t kAllThreads = 7; ///< the results' barriers
-/// The seesaw's two "stage refilled" mbarriers (8 bytes each) in the P
-/// region, past the row exchanges and the descriptor slots.
+/// What the seesaw schedule keeps in the P region (P itself goes into the
+/// tiles' rope blocks): the exchanged row values (m and alpha of A's and
+/// B's rows, f32), the Q and V descriptor slots, and the two "stage
+/// refilled" mbarriers (8 bytes each).
+constexpr int64_t kExchangeValues = 4 * kTileRows;
+constexpr int64_t kDescriptorSlotsOffset = kExchangeValues * 4;
 constexpr int64_t kFullBarriersOffset = 2048;
+static_assert(kDescriptorSlotsOffset + 2 * 8 <= kFullBarriersOffset &&
+                  kFullBarriersOffset + 2 * 8 <= kTileRows * kTileTokens * 2,
+              "the seesaw's exchanges, descriptors and mbarriers fit the P "
+              "region of 16-bit P");
 /// f32 row stride of the output staging: 32 bytes of padding shift each
 /// row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
 /// distinct banks (and rows stay 16-byte aligned for the bulk copies).
@@ -484,7 +492,7 @@ void SplitBody::seesawSchedule(
   // operands of each wgmma are loop-invariant, and LLVM would hoist their
   // dozens of 64-bit descriptors out of the loop (spilling).
   Value descriptorSlots = e.sharedView(
-      raw, e.add(pad, e.index(layout.p + 4 * kTileRows * 4)), {2},
+      raw, e.add(pad, e.index(layout.p + kDescriptorSlotsOffset)), {2},
       b.getI64Type());
   e.ifThen(e.eqIndex(thread.tid, 0), [&] {
     memref::StoreOp::create(b, l, descQ, descriptorSlots, ValueRange{zero});
@@ -518,7 +526,7 @@ void SplitBody::seesawSchedule(
                      e.mul(thread.group, e.index(layout.kvStage)));
   // m and alpha of A's rows (slots 0, 1) and B's (2, 3), 64 f32 each, in
   // the P region of the one-tile schedule; the descriptors follow.
-  Value exchanges = f32View(layout.p, 4 * kTileRows);
+  Value exchanges = f32View(layout.p, kExchangeValues);
   auto pick = [&](Value cond, ArrayRef<Value> t, ArrayRef<Value> f) {
     SmallVector<Value> out;
     for (size_t i = 0; i < t.size(); ++i)
