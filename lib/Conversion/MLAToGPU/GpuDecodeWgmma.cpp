@@ -34,9 +34,11 @@
 // only it reads right after its own P V with the stage, warpgroup 1 the
 // rest (its V columns and the rope blocks, which hold P) after its own
 // and warpgroup 0's; so the next A tile is mostly in flight during the
-// P_B V_B products. A stage's mbarrier counts its copies in (every thread
-// arrives through cp.async.mbarrier.arrive when its copies land), and only
-// the warpgroup that scores the stage next waits for it. An odd tile count gets
+// P_B V_B products. Each part has an mbarrier that counts its copies in
+// (every copying thread arrives through cp.async.mbarrier.arrive when its
+// copies land), and only the warpgroup that scores the stage next waits,
+// part by part: the scores over the first part's columns are issued while
+// the second part may still be landing. An odd tile count gets
 // a zero-filled B tile (masked, P = 0). Both warpgroups run one program,
 // branching only around barriers and copies: two per-warpgroup loops made
 // ptxas spill.
@@ -93,13 +95,15 @@ constexpr int64_t kBReadBy0 = 6;   ///< warpgroup 0 is done reading stage B
 constexpr int64_t kAllThreads = 7; ///< the results' barriers
 /// What the seesaw schedule keeps in the P region (P itself goes into the
 /// tiles' rope blocks): the exchanged row values (m and alpha of A's and
-/// B's rows, f32), the Q and V descriptor slots, and the two "stage
-/// refilled" mbarriers (8 bytes each).
+/// B's rows, f32), the Q and V descriptor slots, and the "part landed"
+/// mbarriers, two a stage (8 bytes each).
 constexpr int64_t kExchangeValues = 4 * kTileRows;
 constexpr int64_t kDescriptorSlotsOffset = kExchangeValues * 4;
-constexpr int64_t kFullBarriersOffset = 2048;
-static_assert(kDescriptorSlotsOffset + 2 * 8 <= kFullBarriersOffset &&
-                  kFullBarriersOffset + 2 * 8 <= kTileRows * kTileTokens * 2,
+constexpr int64_t kPartBarriersOffset = 2048;
+constexpr int64_t kPartBarriers = 2 * 2;
+static_assert(kDescriptorSlotsOffset + 2 * 8 <= kPartBarriersOffset &&
+                  kPartBarriersOffset + kPartBarriers * 8 <=
+                      kTileRows * kTileTokens * 2,
               "the seesaw's exchanges, descriptors and mbarriers fit the P "
               "region of 16-bit P");
 /// f32 row stride of the output staging: 32 bytes of padding shift each
@@ -231,12 +235,28 @@ private:
   }
   /// S = Q K^T over `tokens` tokens of the K tile of descriptor `descK`
   /// (K-major, rows 128 bytes apart in 8-row atoms): Dqk / 16 wgmma,
-  /// waited for.
-  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens) {
+  /// waited for. With `partLanded`, the contraction runs in two groups,
+  /// over the first `splitBlock` column blocks and over the rest, each
+  /// issued once `partLanded(part)` has returned: the second part of the
+  /// tile may still be landing while the first is multiplied. (A wait
+  /// between two committed groups, each opened by its own wgmma.fence,
+  /// keeps ptxas's wgmma pipeline; one inside a group serializes it,
+  /// C7520.)
+  SmallVector<Value> scores(Value descQ, Value descK, int64_t tokens,
+                            const std::function<void(int64_t)> &partLanded =
+                                nullptr,
+                            int64_t splitBlock = 0) {
     int64_t regs = kTileRows * tokens / 128;
     Value acc = e.unsetAccumulator(regs);
+    if (partLanded)
+      partLanded(0);
     e.fence();
     for (int64_t step = 0; step < kSteps; ++step) {
+      if (partLanded && step == splitBlock * 4) {
+        e.commit();
+        partLanded(1);
+        e.fence();
+      }
       int64_t offset = (step / 4) * kBlockBytes + (step % 4) * 32;
       acc = e.mma(acc, e.advance(descQ, offset), e.advance(descK, offset),
                   tokens, step > 0, false);
@@ -452,15 +472,17 @@ void SplitBody::seesawSchedule(
     copyKv(t, e.index(stage), thread.groupWarp, groupWarps);
   };
   // In the loop a stage is refilled in two parts, each as soon as its
-  // readers are done: warpgroup 0 copies the V columns only it reads (the
-  // first half of the latent blocks) right after its own P V with the
-  // stage; warpgroup 1 the rest (its V half, the rope blocks that hold P,
-  // read by both) once warpgroup 0 has signalled `readBy0` too. The
-  // stage's mbarrier (256 arrivals) completes a phase once every thread's
-  // copies have landed: each thread's cp.async.mbarrier.arrive.noinc
-  // arrives when its copies complete, so no thread waits for its own.
-  auto fullBarrier = [&](int64_t stage) {
-    return e.add(base, e.index(layout.p + kFullBarriersOffset + 8 * stage));
+  // readers are done: warpgroup 0 copies part 0, the V columns only it
+  // reads (the first half of the latent blocks), right after its own P V
+  // with the stage; warpgroup 1 part 1, the rest (its V half, the rope
+  // blocks that hold P, read by both), once warpgroup 0 has signalled
+  // `readBy0` too. Each part has an mbarrier (128 arrivals) that completes
+  // a phase once the copying warpgroup's copies have landed: each thread's
+  // cp.async.mbarrier.arrive.noinc arrives when its copies complete, so
+  // no thread waits for its own.
+  auto partBarrier = [&](Value stage, int64_t part) {
+    return e.add(base, e.add(e.index(layout.p + kPartBarriersOffset + 8 * part),
+                             e.mul(stage, e.index(16))));
   };
   const int64_t halfBlocks = latent / kAtomColumns / 2;
   auto refillPart = [&](Value t, int64_t stage, int64_t readBy0) {
@@ -470,20 +492,25 @@ void SplitBody::seesawSchedule(
           arriveNamed(readBy0);
           copyKv(t, e.index(stage), thread.groupWarp, groupWarps, 0,
                  halfBlocks);
+          e.arriveWhenCopiesLand(partBarrier(e.index(stage), 0));
         },
         [&] {
           syncNamed(readBy0);
           copyKv(t, e.index(stage), thread.groupWarp, groupWarps, halfBlocks,
                  qkDim / kAtomColumns);
+          e.arriveWhenCopiesLand(partBarrier(e.index(stage), 1));
         });
-    e.arriveWhenCopiesLand(fullBarrier(stage));
   };
-  // Stage `stage` refilled for the next pair: pair j's refills complete
-  // the barrier's phase j (parity j & 1); then visible to wgmma.
-  auto stageRefilled = [&](Value j, int64_t stage) {
+  // Part `part` of the group's stage landed for pair j, then made visible
+  // to wgmma. Pair j - 1's refills complete phase j - 1 of its barrier
+  // (parity (j + 1) & 1); at j = 0 that is the phase before the first,
+  // which counts as complete: the tiles before the loop were waited for
+  // there.
+  auto partLanded = [&](Value j, int64_t part) {
     e.waitBarrierPhase(
-        fullBarrier(stage),
-        arith::IndexCastOp::create(b, l, b.getI32Type(), e.remui(j, 2)));
+        partBarrier(thread.group, part),
+        arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                   e.remui(e.add(j, e.index(1)), 2)));
     e.sharedProxyFence();
   };
 
@@ -501,10 +528,11 @@ void SplitBody::seesawSchedule(
         e.descriptor(stageA, kBlockBytes, kAtomBytes),
         descriptorSlots, ValueRange{e.index(1)});
   });
-  // The stages' mbarriers, initialized before the block barrier below.
+  // The parts' mbarriers, initialized before the block barrier below.
   e.ifThen(e.eqIndex(thread.tid, 0), [&] {
     for (int64_t stage = 0; stage < 2; ++stage)
-      e.initBarrier(fullBarrier(stage), kThreads);
+      for (int64_t part = 0; part < 2; ++part)
+        e.initBarrier(partBarrier(e.index(stage), part), kThreads / 2);
   });
   // Q by every thread, tile 0 by warpgroup 0 and tile 1 by warpgroup 1.
   copyQ();
@@ -549,7 +577,9 @@ void SplitBody::seesawSchedule(
                   e.index(halfColumns / kAtomColumns * kBlockBytes));
         Value vA = moved(v, groupColumns);
         Value vB = moved(v, e.add(groupColumns, e.index(layout.kvStage)));
-        SmallVector<Value> s = scores(q, fromQ(ownStage), kTileTokens);
+        SmallVector<Value> s =
+            scores(q, fromQ(ownStage), kTileTokens,
+                   [&](int64_t part) { partLanded(j, part); }, halfBlocks);
         // 2. B's rows continue from A's max: m_A, alpha_A published.
         // (Only the group that uses them reads them: four values a lane
         // through the branch.)
@@ -613,11 +643,6 @@ void SplitBody::seesawSchedule(
         o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
                fromQ(e.add(base, pB)), vB);
         e.ifThen(refills, [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
-        // 7. Each group waits for the stage it scores next (both parts).
-        e.ifThen(refills, [&] {
-          e.ifThenElse(
-              isA, [&] { stageRefilled(j, 0); }, [&] { stageRefilled(j, 1); });
-        });
         SmallVector<Value> next{maxB[0], maxB[1],
                                 e.mulf(sums[0], lastAlpha[0]),
                                 e.mulf(sums[1], lastAlpha[1])};

@@ -38,26 +38,34 @@
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // No element-by-element copies: no scalar loads of q or the cache.
 // CHECK-NOT: memref.load %{{.+}} : memref<?x{{(\?x128|64)}}x576xbf16>
-// The seesaw schedule: the two stages' mbarriers initialized (256
-// arrivals each), Q and tiles 0 and 1 (one a warpgroup) copied first; then
-// per pair of tiles each warpgroup scores its own tile with 36 wgmma
-// m64n64k16 (the first with the accumulator zeroed), warpgroup 1 waits for
-// A's max (barrier 3), each publishes its m, alpha and P (arrive 3 or 4),
-// both add P_A V_A, and the next A tile is copied in two parts: warpgroup
-// 0's at once (it arrives at 5), warpgroup 1's once warpgroup 0 is done
-// with A (barrier 5), each thread arriving at stage A's mbarrier when its
-// copies land; warpgroup 0 waits for P_B (barrier 4), both add P_B V_B,
-// the next B tile likewise (6); then each waits for the phase of the
-// stage it scores next.
-// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32 : !llvm.ptr<3>, i32
-// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32 : !llvm.ptr<3>, i32
+// The seesaw schedule: an mbarrier per part of each stage (128 arrivals
+// each), Q and tiles 0 and 1 (one a warpgroup) copied first; then per pair
+// of tiles each warpgroup scores its own tile with 36 wgmma m64n64k16 (the
+// first with the accumulator zeroed) in two groups: the first 16 once its
+// stage's part 0 has landed, the other 20 once part 1 has (each wait a
+// phase of the part's mbarrier, then the async-proxy fence and a new
+// wgmma.fence); warpgroup 1 waits for A's max (barrier 3), each publishes
+// its m, alpha and P (arrive 3 or 4), both add P_A V_A, and the next A
+// tile is copied in two parts: warpgroup 0's at once (it arrives at 5),
+// warpgroup 1's once warpgroup 0 is done with A (barrier 5), each thread
+// arriving at its part's mbarrier when its copies land; warpgroup 0 waits
+// for P_B (barrier 4), both add P_B V_B, the next B tile likewise (6). No
+// wait at the end of the pair.
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.+}}, %c128_i32 : !llvm.ptr<3>, i32
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: gpu.barrier
 // CHECK: scf.for
-// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK-COUNT-35: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-15: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-20: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
@@ -71,6 +79,7 @@
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier.arrive id = %c5_i32 number_of_threads = %c256_i32
 // CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvvm.barrier id = %c5_i32 number_of_threads = %c256_i32
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
@@ -81,13 +90,11 @@
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier.arrive id = %c6_i32 number_of_threads = %c256_i32
 // CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
 // CHECK: nvvm.barrier id = %c6_i32 number_of_threads = %c256_i32
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
-// CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.wgmma.mma_async
 // One split: element stores into out. Else the partials: staged in shared
 // memory, one bulk copy of 2048 bytes a row.
