@@ -769,9 +769,11 @@ std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
 /// Decode on device buffers `inputOffset` bytes past aligned allocations
 /// (q and the cache) with every strategy the device runs; with a
 /// `workspaceOffset`, under a plan of 3 and 1 splits whose workspaces start
-/// that many bytes past theirs.
+/// that many bytes past theirs; out starts `outOffset` bytes past its
+/// allocation.
 void checkDecodeOnDeviceBuffers(size_t inputOffset,
-                                std::optional<size_t> workspaceOffset) {
+                                std::optional<size_t> workspaceOffset,
+                                size_t outOffset = 0) {
   // 64 heads, so that the wgmma kernel takes the case too.
   const int64_t batch = 2, sq = 2, n = 64, block = 16, latent = 512,
                 rope = 64, entry = latent + rope, splits = 3;
@@ -817,7 +819,8 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
     DeviceTensor dq = DeviceTensor::of(q, inputOffset),
                  dc = DeviceTensor::of(cache, inputOffset),
                  dt = DeviceTensor::of(table), dl = DeviceTensor::of(lensT),
-                 dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
+                 dout = DeviceTensor::of(out, outOffset),
+                 dlse = DeviceTensor::of(lse);
     std::vector<BufferView> args{dq.view, dc.view, dt.view, dl.view};
     std::optional<DeviceTensor> dns, dso, dsl;
     if (workspaceOffset) {
@@ -852,6 +855,15 @@ TEST(DecodeWgmma, MisalignedSplitWorkspaces) {
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(0, 4);
+}
+
+TEST(DecodeWgmma, MisalignedOutput) {
+  // out 2 bytes off (bf16-aligned, not 16-byte aligned): the 1-split
+  // request's rows cannot leave by bulk copies and are stored element by
+  // element; the 3-split one's come from the combine.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  checkDecodeOnDeviceBuffers(0, 0, 2);
 }
 
 /// Runs a bf16 causal prefill compiled for the test GPU by `strategy` (for

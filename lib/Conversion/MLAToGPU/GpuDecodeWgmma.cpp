@@ -106,9 +106,11 @@ static_assert(kDescriptorSlotsOffset + 2 * 8 <= kPartBarriersOffset &&
                       kTileRows * kTileTokens * 2,
               "the seesaw's exchanges, descriptors and mbarriers fit the P "
               "region of 16-bit P");
-/// f32 row stride of the output staging: 32 bytes of padding shift each
-/// row by 8 banks, so the four rows of a half-warp's 8-byte stores hit
-/// distinct banks (and rows stay 16-byte aligned for the bulk copies).
+/// Row stride of the output staging, in elements of the staged type: 8
+/// elements of padding shift each row by as many banks as a quad's
+/// two-element stores span (8 for f32, 4 for 16-bit), so the rows a warp
+/// stores at once hit distinct banks; rows stay 16-byte aligned for the
+/// bulk copies.
 constexpr int64_t kStagingStride(int64_t latent) { return latent + 8; }
 /// Whether a block runs the seesaw schedule: two KV stages, and a rope
 /// column block in each to take its tile's P once scored (rope dims are
@@ -686,45 +688,54 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
       });
     }
   };
-  // Staged as f32 rows in shared memory (the tiles are dead: every thread
-  // is past the row-sum barrier), then one bulk copy a row
-  // (cp.async.bulk, 16-byte multiples from 16-byte aligned addresses: a
-  // partial row is Lkv f32 of a row-major buffer).
-  auto storeBulk = [&] {
-    Value staging = e.sharedView(raw, pad, {kTileRows, kStagingStride(latent)},
-                                 b.getF32Type());
+  // Staged as rows of the results' type in shared memory (the tiles are
+  // dead: every thread is past the row-sum barrier), then one bulk copy a
+  // row (cp.async.bulk, 16-byte multiples from 16-byte aligned addresses:
+  // a row is Lkv elements of a row-major buffer). Element by element, the
+  // final bf16 rows took a 2-byte store per value: at 1k tokens the LSU
+  // queue's stalls (lg_throttle) were a fifth of the kernel's.
+  auto storeBulk = [&](const SplitResults &to) {
+    Type staged = cast<MemRefType>(to.values.getType()).getElementType();
+    int64_t elementBytes = staged.getIntOrFloatBitWidth() / 8;
+    Value staging =
+        e.sharedView(raw, pad, {kTileRows, kStagingStride(latent)}, staged);
+    auto asStaged = [&](Value v) {
+      return staged.isF32() ? v : arith::TruncFOp::create(b, l, staged, v);
+    };
     for (int64_t i = 0; i < 2; ++i)
       for (int64_t j = 0; j < halfColumns / 8; ++j) {
-        auto pair = VectorType::get({2}, b.getF32Type());
+        auto pair = VectorType::get({2}, staged);
         Value v = vector::FromElementsOp::create(
             b, l, pair,
-            ValueRange{e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse),
-                       e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse)});
-        vector::StoreOp::create(b, l, v, staging,
-                                ValueRange{laneRows[i].local, column(j, 0)},
-                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+            ValueRange{
+                asStaged(e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse)),
+                asStaged(
+                    e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse))});
+        vector::StoreOp::create(
+            b, l, v, staging, ValueRange{laneRows[i].local, column(j, 0)},
+            /*nontemporal=*/false, llvm::MaybeAlign(2 * elementBytes));
       }
     e.sharedProxyFence();
     allThreadsBarrier();
-    // Thread r < 64 copies tile row r = s * N + h, partial row ((req * Sq
-    // + s) * N + h) * S + split = (req * Sq * N + r) * S + split.
+    // Thread r < 64 copies tile row r = s * N + h: out row (req * Sq + s)
+    // * N + h = req * Sq * N + r, or partial row ((req * Sq + s) * N + h) *
+    // S + split.
     Value r = e.add(block.tileRow0, thread.tid);
-    e.ifThen(e.andi(e.lessThan(thread.tid, e.index(kTileRows)),
-                    e.lessThan(r, block.rows)),
-             [&] {
-               Value requestRows = e.mul(e.dim(part, 1), e.index(heads));
-               Value partRow = e.add(
-                   e.mul(e.add(e.mul(block.req, requestRows), r),
-                         e.dim(part, 3)),
-                   block.split);
-               Value partBase =
-                   memref::ExtractAlignedPointerAsIndexOp::create(b, l, part);
-               e.bulkCopyToGlobal(
-                   e.add(base,
-                         e.mul(thread.tid, e.index(kStagingStride(latent) * 4))),
-                   e.add(partBase, e.mul(partRow, e.index(latent * 4))),
-                   latent * 4);
-             });
+    e.ifThen(
+        e.andi(e.lessThan(thread.tid, e.index(kTileRows)),
+               e.lessThan(r, block.rows)),
+        [&] {
+          Value row = e.add(e.mul(block.req, block.rows), r);
+          if (to.partial)
+            row = e.add(e.mul(row, e.dim(part, 3)), block.split);
+          Value valuesBase =
+              memref::ExtractAlignedPointerAsIndexOp::create(b, l, to.values);
+          int64_t rowBytes = latent * elementBytes;
+          e.bulkCopyToGlobal(
+              e.add(base, e.mul(thread.tid, e.index(kStagingStride(latent) *
+                                                    elementBytes))),
+              e.add(valuesBase, e.mul(row, e.index(rowBytes))), rowBytes);
+        });
     e.waitBulkReads();
   };
   block.writeResults([&](const SplitResults &to) {
@@ -734,9 +745,10 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
         e.storeF32(ends[i].lse, to.lse, to.lseIndex(row.query, row.head));
       });
     }
-    if (to.partial && GpuEmitter::hasVectorRows(part))
-      e.ifThenElse(e.vectorAligned({part}), storeBulk,
-                   [&] { storeDirect(to); });
+    if (GpuEmitter::hasVectorRows(to.values))
+      e.ifThenElse(
+          e.vectorAligned({to.values}), [&] { storeBulk(to); },
+          [&] { storeDirect(to); });
     else
       storeDirect(to);
   });

@@ -96,12 +96,22 @@
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
 // CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.wgmma.mma_async
-// One split: element stores into out. Else the partials: staged in shared
-// memory, one bulk copy of 2048 bytes a row.
+// One split: lse element by element; out, where 16-byte aligned, staged
+// as bf16 rows in shared memory (stride 520) and one bulk copy of 1024
+// bytes a row, else element stores. Else the partials: staged as f32
+// rows, one bulk copy of 2048 bytes a row.
 // CHECK: scf.if %{{.+}} {
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<?x128x?xf32>
+// CHECK: scf.if %{{.+}} {
+// CHECK: vector.store %{{.+}} : memref<64x520xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c1024_i32 : <1>, <3>
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: } else {
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x128x512xbf16>
 // CHECK: } else {
+// CHECK: vector.store %{{.+}} : memref<64x520xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: nvvm.fence.proxy
 // CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c2048_i32 : <1>, <3>
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
