@@ -211,12 +211,19 @@ private:
           e.add(e.divui(byteOffset, 2), e.swizzled(row, col, kTileRows))};
     };
   }
-  /// The Q tile (padding rows zero), copied by every thread.
+  /// The Q tile (padding rows zero), copied by every thread; or its
+  /// 64-column blocks [firstBlock, endBlock) by `warps` warps, `warp`
+  /// numbering the thread's warp among them.
   void copyQ() {
+    copyQ(thread.warp, kThreads / kWarpSize, 0, qkDim / kAtomColumns);
+  }
+  void copyQ(Value warp, int64_t warps, int64_t firstBlock, int64_t endBlock) {
+    const int64_t vectorsPerBlock = kAtomColumns / kCopyElems;
     e.copyTile(
-        Value(), tiles, block.q, kTileRows, qkDim / kCopyElems, thread.warp,
-        thread.lane, [&](Value row) { return block.queryRow(row); },
-        kThreads / kWarpSize, swizzledAt(e.index(layout.q)));
+        Value(), tiles, block.q, kTileRows,
+        (endBlock - firstBlock) * vectorsPerBlock, warp, thread.lane,
+        [&](Value row) { return block.queryRow(row); }, warps,
+        swizzledAt(e.index(layout.q)), firstBlock * vectorsPerBlock);
   }
   /// KV tile t into stage `stage`, copied by `warps` warps (the block's or
   /// one warpgroup's, `warp` numbering the thread's warp among them): its
@@ -468,11 +475,6 @@ void SplitBody::seesawSchedule(
     return e.add(e.mul(j, e.index(2)), e.index(k));
   };
   Value isA = e.eqIndex(thread.group, 0);
-  // The tiles before the loop: tile 0 by warpgroup 0, tile 1 by warpgroup
-  // 1, whole (this thread's warp among 4).
-  auto copyOwnTile = [&](Value t, int64_t stage) {
-    copyKv(t, e.index(stage), thread.groupWarp, groupWarps);
-  };
   // In the loop a stage is refilled in two parts, each as soon as its
   // readers are done: warpgroup 0 copies part 0, the V columns only it
   // reads (the first half of the latent blocks), right after its own P V
@@ -504,15 +506,13 @@ void SplitBody::seesawSchedule(
         });
   };
   // Part `part` of the group's stage landed for pair j, then made visible
-  // to wgmma. Pair j - 1's refills complete phase j - 1 of its barrier
-  // (parity (j + 1) & 1); at j = 0 that is the phase before the first,
-  // which counts as complete: the tiles before the loop were waited for
-  // there.
+  // to wgmma: the copies before the loop complete phase 0 of every
+  // barrier, pair j's refills phase j + 1, so pair j waits for phase j
+  // (parity j & 1).
   auto partLanded = [&](Value j, int64_t part) {
     e.waitBarrierPhase(
         partBarrier(thread.group, part),
-        arith::IndexCastOp::create(b, l, b.getI32Type(),
-                                   e.remui(e.add(j, e.index(1)), 2)));
+        arith::IndexCastOp::create(b, l, b.getI32Type(), e.remui(j, 2)));
     e.sharedProxyFence();
   };
 
@@ -530,20 +530,36 @@ void SplitBody::seesawSchedule(
         e.descriptor(stageA, kBlockBytes, kAtomBytes),
         descriptorSlots, ValueRange{e.index(1)});
   });
-  // The parts' mbarriers, initialized before the block barrier below.
+  // The parts' mbarriers, initialized before any copy can arrive at them.
   e.ifThen(e.eqIndex(thread.tid, 0), [&] {
     for (int64_t stage = 0; stage < 2; ++stage)
       for (int64_t part = 0; part < 2; ++part)
         e.initBarrier(partBarrier(e.index(stage), part), kThreads / 2);
   });
-  // Q by every thread, tile 0 by warpgroup 0 and tile 1 by warpgroup 1.
-  copyQ();
-  for (int64_t g = 0; g < 2; ++g)
-    e.ifThen(e.andi(e.eqIndex(thread.group, g), e.lessThan(zero, numTiles)),
-             [&] { copyOwnTile(e.index(g), g); });
-  e.waitAllCopies();
-  e.sharedProxyFence();
   e.barrier();
+  // Before the loop each warpgroup copies its part of Q and of tiles 0
+  // and 1 (the column blocks it refills in the loop), arriving at a
+  // stage's part barrier after that stage's copies: an arrival fires once
+  // all the thread's earlier copies have landed, its part of Q included,
+  // so the first pair's waits cover Q, and a warpgroup starts scoring on
+  // the first part of Q and of its tile while the rest is in flight
+  // (instead of the whole block waiting for all of Q and both tiles).
+  auto copyFirstTiles = [&](int64_t part, int64_t firstBlock,
+                            int64_t endBlock) {
+    copyQ(thread.groupWarp, groupWarps, firstBlock, endBlock);
+    Value rotatedWarp =
+        e.remui(e.add(thread.groupWarp, e.index(1)), groupWarps);
+    for (int64_t stage = 0; stage < 2; ++stage) {
+      e.ifThen(e.lessThan(zero, numTiles), [&] {
+        copyKv(e.index(stage), e.index(stage), rotatedWarp, groupWarps,
+               firstBlock, endBlock);
+      });
+      e.arriveWhenCopiesLand(partBarrier(e.index(stage), part));
+    }
+  };
+  e.ifThenElse(
+      isA, [&] { copyFirstTiles(0, 0, halfBlocks); },
+      [&] { copyFirstTiles(1, halfBlocks, qkDim / kAtomColumns); });
 
   // One program for both warpgroups (g = 0 scores A, g = 1 scores B), so
   // that the accumulators flow through converged code; only barriers and
@@ -651,6 +667,8 @@ void SplitBody::seesawSchedule(
         next.append(o);
         return next;
       });
+  // Q's copies, when no tile ran (the results reuse its shared memory).
+  e.waitAllCopies();
   finish(finalState);
 }
 

@@ -39,7 +39,10 @@
 // No element-by-element copies: no scalar loads of q or the cache.
 // CHECK-NOT: memref.load %{{.+}} : memref<?x{{(\?x128|64)}}x576xbf16>
 // The seesaw schedule: an mbarrier per part of each stage (128 arrivals
-// each), Q and tiles 0 and 1 (one a warpgroup) copied first; then per pair
+// each), a block barrier, then each warpgroup copies its part of Q and of
+// tiles 0 and 1 (warpgroup 0 the first four column blocks, warpgroup 1
+// the rest), arriving at the stages' part barriers (no wait, no block
+// barrier before the loop); then per pair
 // of tiles each warpgroup scores its own tile with 36 wgmma m64n64k16 (the
 // first with the accumulator zeroed) in two groups: the first 16 once its
 // stage's part 0 has landed, the other 20 once part 1 has (each wait a
@@ -52,9 +55,16 @@
 // for P_B (barrier 4), both add P_B V_B, the next B tile likewise (6). No
 // wait at the end of the pair.
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.+}}, %c128_i32 : !llvm.ptr<3>, i32
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.if
 // CHECK: nvgpu.device_async_copy
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
+// CHECK-NEXT: } else {
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
