@@ -547,6 +547,10 @@ void SplitBody::seesawSchedule(
   auto copyFirstTiles = [&](int64_t part, int64_t firstBlock,
                             int64_t endBlock) {
     copyQ(thread.groupWarp, groupWarps, firstBlock, endBlock);
+    // The tiles' rows go to the group's warps rotated by one: with the
+    // loop's refill assignment, LLVM shares the two copies' address
+    // arithmetic and keeps it live across the loop (20 more registers a
+    // thread, 251).
     Value rotatedWarp =
         e.remui(e.add(thread.groupWarp, e.index(1)), groupWarps);
     for (int64_t stage = 0; stage < 2; ++stage) {
