@@ -868,10 +868,11 @@ TEST(DecodeWgmma, MisalignedOutput) {
 
 /// Runs a bf16 causal prefill compiled for the test GPU by `strategy` (for
 /// `chip` if given) on device copies of fresh inputs that start
-/// `offsetBytes` past an aligned allocation, and checks it against the
-/// float64 reference.
+/// `offsetBytes` past an aligned allocation (out `outOffsetBytes` past
+/// its), and checks it against the float64 reference.
 void checkPrefillOnGpu(KernelStrategy strategy, int64_t qkDim, int64_t vDim,
-                       size_t offsetBytes, const char *chip = nullptr) {
+                       size_t offsetBytes, const char *chip = nullptr,
+                       size_t outOffsetBytes = 0) {
   const int64_t n = 2;
   std::vector<int32_t> cuQ = prefixSums({70, 9}), cuK = prefixSums({90, 9});
   int64_t tokens = cuQ.back(), keys = cuK.back();
@@ -898,7 +899,8 @@ void checkPrefillOnGpu(KernelStrategy strategy, int64_t qkDim, int64_t vDim,
                dk = DeviceTensor::of(k, offsetBytes),
                dv = DeviceTensor::of(v, offsetBytes),
                dcq = DeviceTensor::of(cuQT), dck = DeviceTensor::of(cuKT),
-               dout = DeviceTensor::of(out), dlse = DeviceTensor::of(lse);
+               dout = DeviceTensor::of(out, outOffsetBytes),
+               dlse = DeviceTensor::of(lse);
   llvm::Error error = kernel->run(
       {dq.view, dk.view, dv.view, dcq.view, dck.view, dout.view, dlse.view});
   ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
@@ -921,6 +923,20 @@ TEST(PrefillMma, MisalignedQueryKeysValues) {
   for (KernelStrategy strategy : strategies) {
     SCOPED_TRACE("strategy " + name(strategy));
     checkPrefillOnGpu(strategy, 192, 128, 2);
+  }
+}
+
+TEST(PrefillMma, MisalignedOutput) {
+  // out 2 bytes past an aligned allocation: the wgmma prefill cannot send
+  // its rows by bulk copies and stores them element by element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  std::vector<KernelStrategy> strategies{KernelStrategy::TensorCore};
+  if (testGpuRunsWgmma())
+    strategies.push_back(KernelStrategy::Warpgroup);
+  for (KernelStrategy strategy : strategies) {
+    SCOPED_TRACE("strategy " + name(strategy));
+    checkPrefillOnGpu(strategy, 192, 128, 0, nullptr, 2);
   }
 }
 

@@ -47,6 +47,7 @@
 #include "mla/Target/WgmmaPrefillShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
@@ -320,25 +321,77 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
 
-          // out = O / l, lse per real row (lse by the quad's leader).
+          // out = O / l and lse per real row (lse by the quad's leader).
           Value leader = e.eqIndex(quad, 0);
+          SmallVector<MmaEmitter::RowEnd, 2> ends;
           for (int64_t i = 0; i < 2; ++i) {
-            Value sum = e.quadSum(state[2 + i]);
-            e.ifThen(e.lessThan(rowOf[i], block.sq), [&] {
-              Value token = e.add(block.qBegin, rowOf[i]);
-              MmaEmitter::RowEnd end = e.finishRow(state[i], sum);
-              for (int64_t j = 0; j < vDim / 8; ++j)
-                for (int64_t c = 0; c < 2; ++c) {
-                  Value col =
-                      e.add(e.index(8 * j + c), e.mul(quad, e.index(2)));
-                  e.storeF32(e.mulf(state[4 + 4 * j + 2 * i + c], end.inverse),
-                             block.out, {token, block.head, col});
-                }
-              e.ifThen(leader, [&] {
-                e.storeF32(end.lse, block.lse, {block.head, token});
-              });
+            ends.push_back(e.finishRow(state[i], e.quadSum(state[2 + i])));
+            e.ifThen(e.andi(leader, e.lessThan(rowOf[i], block.sq)), [&] {
+              e.storeF32(ends[i].lse, block.lse,
+                         {block.head, e.add(block.qBegin, rowOf[i])});
             });
           }
+          // O value 4 j + 2 i + c of the lane: row i, column `column(j, c)`.
+          auto column = [&](int64_t j, int64_t c) {
+            return e.add(e.index(8 * j + c), e.mul(quad, e.index(2)));
+          };
+          auto value = [&](int64_t i, int64_t j, int64_t c) {
+            return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
+          };
+          auto storeDirect = [&] {
+            for (int64_t i = 0; i < 2; ++i)
+              e.ifThen(e.lessThan(rowOf[i], block.sq), [&] {
+                Value token = e.add(block.qBegin, rowOf[i]);
+                for (int64_t j = 0; j < vDim / 8; ++j)
+                  for (int64_t c = 0; c < 2; ++c)
+                    e.storeF32(value(i, j, c), block.out,
+                               {token, block.head, column(j, c)});
+              });
+          };
+          // Staged as out's rows in the KV stages (dead once both
+          // warpgroups are past the loop: the last tile's V was there),
+          // rows padded by 8 elements so that a warp's 4-byte stores hit
+          // distinct banks, then one bulk copy (cp.async.bulk) a real row:
+          // element by element, a 2-byte store a value.
+          auto storeBulk = [&] {
+            const int64_t stride = vDim + 8, rowBytes = vDim * 2;
+            e.barrier();
+            Value staging = e.sharedView(raw, e.add(pad, e.index(layout.kv)),
+                                         {kBlockRows, stride}, element);
+            for (int64_t i = 0; i < 2; ++i) {
+              Value row = e.add(groupRow0, localRow[i]);
+              for (int64_t j = 0; j < vDim / 8; ++j)
+                vector::StoreOp::create(
+                    b, l, e.pack(value(i, j, 0), value(i, j, 1)), staging,
+                    ValueRange{row, column(j, 0)}, /*nontemporal=*/false,
+                    llvm::MaybeAlign(4));
+            }
+            e.sharedProxyFence();
+            e.barrier();
+            // Thread r < 128 copies tile row r: out row token * N + head.
+            Value row = e.add(block.row0, thread.tid);
+            e.ifThen(e.andi(e.lessThan(thread.tid, e.index(kBlockRows)),
+                            e.lessThan(row, block.sq)),
+                     [&] {
+                       Value outRow = e.add(
+                           e.mul(e.add(block.qBegin, row), e.dim(block.out, 1)),
+                           block.head);
+                       Value outBase =
+                           memref::ExtractAlignedPointerAsIndexOp::create(
+                               b, l, block.out);
+                       e.bulkCopyToGlobal(
+                           e.add(base,
+                                 e.add(e.index(layout.kv),
+                                       e.mul(thread.tid, e.index(stride * 2)))),
+                           e.add(outBase, e.mul(outRow, e.index(rowBytes))),
+                           rowBytes);
+                     });
+            e.waitBulkReads();
+          };
+          if (GpuEmitter::hasVectorRows(block.out))
+            e.ifThenElse(e.vectorAligned({block.out}), storeBulk, storeDirect);
+          else
+            storeDirect();
         });
       },
       kThreads);
