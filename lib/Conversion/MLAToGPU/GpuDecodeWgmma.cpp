@@ -53,10 +53,10 @@
 // which the ptxas lit test refuses). out = O / l (0 when l = 0) and lse =
 // m ln 2 + log(l) (-inf when l = 0) go to out and lse for a request of one
 // split, else to the split partials of the real rows, as every split
-// kernel writes them: staged as f32 rows in shared memory and written by
-// one bulk copy (cp.async.bulk) a row, or element by element where the
-// partials are not 32-byte aligned (the vector alignment the lowering
-// checks). Q and the cache are copied in 16-byte vectors only: the host
+// kernel writes them: the rows staged in shared memory (out's type, or
+// f32 partials) and written by one bulk copy (cp.async.bulk) a row, or
+// element by element where out or the partials are not vector-aligned
+// (the alignment the lowering checks); lse element by element. Q and the cache are copied in 16-byte vectors only: the host
 // launches the generic split kernel where either is not 16-byte aligned
 // (element-by-element copies doubled this kernel's code and compile time).
 //
