@@ -56,8 +56,9 @@
 // kernel writes them: the rows staged in shared memory (out's type, or
 // f32 partials) and written by one bulk copy (cp.async.bulk) a row, or
 // element by element where out or the partials are not vector-aligned
-// (the alignment the lowering checks); lse element by element. Q and the cache are copied in 16-byte vectors only: the host
-// launches the generic split kernel where either is not 16-byte aligned
+// (the alignment the lowering checks); lse element by element. Q and the
+// cache are copied in 16-byte vectors only: the host launches the generic
+// split kernel where either is not 16-byte aligned
 // (element-by-element copies doubled this kernel's code and compile time).
 //
 //===----------------------------------------------------------------------===//
@@ -100,9 +101,11 @@ constexpr int64_t kAllThreads = 7; ///< the results' barriers
 constexpr int64_t kExchangeValues = 4 * kTileRows;
 constexpr int64_t kDescriptorSlotsOffset = kExchangeValues * 4;
 constexpr int64_t kPartBarriersOffset = 2048;
-constexpr int64_t kPartBarriers = 2 * 2;
+constexpr int64_t kPartsPerStage = 2;
+constexpr int64_t kBarrierBytes = 8;
+constexpr int64_t kPartBarriers = 2 * kPartsPerStage;
 static_assert(kDescriptorSlotsOffset + 2 * 8 <= kPartBarriersOffset &&
-                  kPartBarriersOffset + kPartBarriers * 8 <=
+                  kPartBarriersOffset + kPartBarriers * kBarrierBytes <=
                       kTileRows * kTileTokens * 2,
               "the seesaw's exchanges, descriptors and mbarriers fit the P "
               "region of 16-bit P");
@@ -170,9 +173,8 @@ public:
   /// their output halves; four barriers a tile.
   SmallVector<Value> oneTileSchedule();
   /// The seesaw schedule (two stages and a rope block to hold P; see the
-  /// file comment), calling `finish` with each warpgroup's final state in
-  /// its own branch.
-  void seesawSchedule(const std::function<void(ArrayRef<Value>)> &finish);
+  /// file comment), returning the lane's state as oneTileSchedule does.
+  SmallVector<Value> seesawSchedule();
   /// out = O / l and lse, final or partial (see DecodeSplitBlock).
   void writeResults(ArrayRef<Value> state);
 
@@ -456,8 +458,7 @@ SmallVector<Value> SplitBody::oneTileSchedule() {
       });
 }
 
-void SplitBody::seesawSchedule(
-    const std::function<void(ArrayRef<Value>)> &finish) {
+SmallVector<Value> SplitBody::seesawSchedule() {
   // Stage 0 holds tile A = 2 j, stage 1 tile B = 2 j + 1 of pair j. P_A and
   // P_B go into their tiles' first rope block once the scores have read
   // it. An odd tile count gets a last B tile past the split's tokens,
@@ -485,8 +486,10 @@ void SplitBody::seesawSchedule(
   // cp.async.mbarrier.arrive.noinc arrives when its copies complete, so
   // no thread waits for its own.
   auto partBarrier = [&](Value stage, int64_t part) {
-    return e.add(base, e.add(e.index(layout.p + kPartBarriersOffset + 8 * part),
-                             e.mul(stage, e.index(16))));
+    return e.add(
+        base,
+        e.add(e.index(layout.p + kPartBarriersOffset + kBarrierBytes * part),
+              e.mul(stage, e.index(kBarrierBytes * kPartsPerStage))));
   };
   const int64_t halfBlocks = latent / kAtomColumns / 2;
   auto refillPart = [&](Value t, int64_t stage, int64_t readBy0) {
@@ -671,9 +674,7 @@ void SplitBody::seesawSchedule(
         next.append(o);
         return next;
       });
-  // Q's copies, when no tile ran (the results reuse its shared memory).
-  e.waitAllCopies();
-  finish(finalState);
+  return finalState;
 }
 
 void SplitBody::writeResults(ArrayRef<Value> state) {
@@ -739,26 +740,24 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
       }
     e.sharedProxyFence();
     allThreadsBarrier();
-    // Thread r < 64 copies tile row r = s * N + h: out row (req * Sq + s)
-    // * N + h = req * Sq * N + r, or partial row ((req * Sq + s) * N + h) *
-    // S + split.
-    Value r = e.add(block.tileRow0, thread.tid);
-    e.ifThen(
-        e.andi(e.lessThan(thread.tid, e.index(kTileRows)),
-               e.lessThan(r, block.rows)),
-        [&] {
-          Value row = e.add(e.mul(block.req, block.rows), r);
+    // Tile row r = s * N + h is out row (req * Sq + s) * N + h = req * Sq
+    // * N + r, or partial row ((req * Sq + s) * N + h) * S + split.
+    int64_t rowBytes = latent * elementBytes;
+    e.sendStagedRows(
+        base, kStagingStride(latent) * elementBytes, rowBytes, thread.tid,
+        kTileRows,
+        [&](Value r) {
+          return e.lessThan(e.add(block.tileRow0, r), block.rows);
+        },
+        [&](Value r) {
+          Value row =
+              e.add(e.mul(block.req, block.rows), e.add(block.tileRow0, r));
           if (to.partial)
             row = e.add(e.mul(row, e.dim(part, 3)), block.split);
           Value valuesBase =
               memref::ExtractAlignedPointerAsIndexOp::create(b, l, to.values);
-          int64_t rowBytes = latent * elementBytes;
-          e.bulkCopyToGlobal(
-              e.add(base, e.mul(thread.tid, e.index(kStagingStride(latent) *
-                                                    elementBytes))),
-              e.add(valuesBase, e.mul(row, e.index(rowBytes))), rowBytes);
+          return e.add(valuesBase, e.mul(row, e.index(rowBytes)));
         });
-    e.waitBulkReads();
   };
   block.writeResults([&](const SplitResults &to) {
     for (int64_t i = 0; i < 2; ++i) {
@@ -799,11 +798,10 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         DecodeSplitBlock block(e, op, schedule, a, kTileRows);
         block.run([&] {
           SplitBody body(e, block, op, layout);
-          if (seesaw)
-            return body.seesawSchedule(
-                [&](ArrayRef<Value> state) { body.writeResults(state); });
-          SmallVector<Value> state = body.oneTileSchedule();
-          // The Q tile's copies, when no tile ran.
+          SmallVector<Value> state =
+              seesaw ? body.seesawSchedule() : body.oneTileSchedule();
+          // The Q tile's copies, when no tile ran (the results reuse its
+          // shared memory).
           e.waitAllCopies();
           body.writeResults(state);
         });

@@ -368,25 +368,22 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
             }
             e.sharedProxyFence();
             e.barrier();
-            // Thread r < 128 copies tile row r: out row token * N + head.
-            Value row = e.add(block.row0, thread.tid);
-            e.ifThen(e.andi(e.lessThan(thread.tid, e.index(kBlockRows)),
-                            e.lessThan(row, block.sq)),
-                     [&] {
-                       Value outRow = e.add(
-                           e.mul(e.add(block.qBegin, row), e.dim(block.out, 1)),
-                           block.head);
-                       Value outBase =
-                           memref::ExtractAlignedPointerAsIndexOp::create(
-                               b, l, block.out);
-                       e.bulkCopyToGlobal(
-                           e.add(base,
-                                 e.add(e.index(layout.kv),
-                                       e.mul(thread.tid, e.index(stride * 2)))),
-                           e.add(outBase, e.mul(outRow, e.index(rowBytes))),
-                           rowBytes);
-                     });
-            e.waitBulkReads();
+            // Tile row r is out row (qBegin + row0 + r) * N + head.
+            e.sendStagedRows(
+                e.add(base, e.index(layout.kv)), stride * 2, rowBytes,
+                thread.tid, kBlockRows,
+                [&](Value r) {
+                  return e.lessThan(e.add(block.row0, r), block.sq);
+                },
+                [&](Value r) {
+                  Value token = e.add(block.qBegin, e.add(block.row0, r));
+                  Value outRow =
+                      e.add(e.mul(token, e.dim(block.out, 1)), block.head);
+                  Value outBase =
+                      memref::ExtractAlignedPointerAsIndexOp::create(b, l,
+                                                                     block.out);
+                  return e.add(outBase, e.mul(outRow, e.index(rowBytes)));
+                });
           };
           if (GpuEmitter::hasVectorRows(block.out))
             e.ifThenElse(e.vectorAligned({block.out}), storeBulk, storeDirect);

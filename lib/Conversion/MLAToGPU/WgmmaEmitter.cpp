@@ -224,6 +224,17 @@ void WgmmaEmitter::waitBulkReads() {
                                        b.getUnitAttr());
 }
 
+void WgmmaEmitter::sendStagedRows(
+    Value staging, int64_t strideBytes, int64_t rowBytes, Value tid,
+    int64_t rows, const std::function<Value(Value)> &real,
+    const std::function<Value(Value)> &destination) {
+  ifThen(andi(lessThan(tid, index(rows)), real(tid)), [&] {
+    bulkCopyToGlobal(add(staging, mul(tid, index(strideBytes))),
+                     destination(tid), rowBytes);
+  });
+  waitBulkReads();
+}
+
 void WgmmaEmitter::initBarrier(Value address, int64_t count) {
   NVVM::MBarrierInitOp::create(b, loc, pointerAt(b, loc, address, kSharedSpace),
                                arith::ConstantIntOp::create(b, loc, count, 32),

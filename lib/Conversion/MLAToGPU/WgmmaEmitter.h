@@ -121,6 +121,17 @@ public:
   /// Waits until the thread's bulk copies have read their shared sources
   /// (before the block's shared memory goes away).
   void waitBulkReads();
+  /// Rows staged in shared memory leave by one bulk copy each: thread
+  /// `tid` < `rows` sends row `tid` (`rowBytes` from shared address
+  /// `staging` + tid * `strideBytes`) to global address `destination(tid)`
+  /// where `real(tid)` holds; every thread then waits for its copies' reads
+  /// (waitBulkReads). The rows must be written and fenced (async proxy)
+  /// and the block past a barrier before.
+  void
+  sendStagedRows(mlir::Value staging, int64_t strideBytes, int64_t rowBytes,
+                 mlir::Value tid, int64_t rows,
+                 const std::function<mlir::Value(mlir::Value)> &real,
+                 const std::function<mlir::Value(mlir::Value)> &destination);
 
   /// mbarriers at shared address `address` (index, 8-byte aligned):
   /// initialize with `count` expected arrivals (phase 0); arrive once this
