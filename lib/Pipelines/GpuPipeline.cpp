@@ -3,14 +3,67 @@
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Transforms/Passes.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
 namespace mla {
+
+namespace {
+
+/// Everything before the NVVM conversion: vectors, loops, affine maps,
+/// strided views and arith/index to LLVM, then gpu ops to NVVM. The
+/// gpu.module already carries its #nvvm.target (from convert-mla-to-gpu).
+void addKernelLowering(OpPassManager &pm) {
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createConvertGpuOpsToNVVMOps());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+/// The host functions to the LLVM dialect, launches included.
+void addHostLowering(OpPassManager &pm) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
 
 void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createExpandChunkedPrefill());
@@ -34,15 +87,17 @@ void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
   // caller's stream.
   pm.addNestedPass<func::FuncOp>(createAsyncEntryReturn());
 
-  // Kernels through NVVM and LLVM's NVPTX backend to PTX (embedded in the
-  // module as a gpu.binary), host code to the LLVM dialect with launches
-  // as calls into the runtime's mgpu* entry points.
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = target.chip();
-  nvvm.cubinFeatures = target.ptxFeature();
-  nvvm.cubinFormat = "isa";
-  nvvm.optLevel = 3;
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  // Kernels and host code go separate ways from here. Each kernel gets a
+  // gpu.module of its own, lowered to NVVM by a nested pipeline and
+  // serialized through LLVM's NVPTX backend to PTX, the modules in
+  // parallel; the host code then lowers to the LLVM dialect with launches
+  // as calls into the runtime's mgpu* entry points, over modules that are
+  // by then small gpu.binary ops. Per module, the passes and their order
+  // are those of MLIR's gpu-lower-to-nvvm-pipeline, so the PTX is the same.
+  pm.addPass(createSplitKernelModules());
+  addKernelLowering(pm.nest<gpu::GPUModuleOp>());
+  pm.addPass(createSerializeKernelModules());
+  addHostLowering(pm);
 }
 
 } // namespace mla

@@ -17,6 +17,10 @@ using namespace mlir;
 namespace mla {
 namespace {
 
+/// Starts each module's PTX; one file holds a module per kernel, and ptxas
+/// takes one module at a time (test/lit/ptxas-modules.py splits at it).
+constexpr llvm::StringLiteral kModuleMarker = "// mla-print-ptx: module @";
+
 struct PrintPtx : public impl::PrintPtxBase<PrintPtx> {
   using Base::Base;
 
@@ -33,7 +37,8 @@ struct PrintPtx : public impl::PrintPtxBase<PrintPtx> {
         auto object = dyn_cast<gpu::ObjectAttr>(attr);
         if (!object || object.getFormat() != gpu::CompilationTarget::Assembly)
           continue;
-        file->os() << object.getObject().getValue();
+        file->os() << kModuleMarker << binary.getName() << "\n"
+                   << object.getObject().getValue();
         ++objects;
       }
     });

@@ -2,6 +2,7 @@
 
 #include "mla/Runtime/GpuKernel.h"
 
+#include "KernelAssembly.h"
 #include "LaunchShims.h"
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Runtime/CpuKernel.h"
@@ -33,6 +34,21 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target) {
   return recipe;
 }
 
+CompileRecipe gpuCompileRecipe(const GpuTarget &target,
+                               const cuda::Device &device) {
+  CompileRecipe recipe = gpuCompileRecipe(target);
+  // The artifact holds machine code for this device's architecture, as the
+  // driver that assembled it made it.
+  cuda::ComputeCapability capability = device.capability();
+  recipe.target += " sass=sm_" + std::to_string(capability.major) +
+                   std::to_string(capability.minor) +
+                   " driver=" + std::to_string(device.driver().version());
+  recipe.finishKernels = [&device](ModuleOp module) {
+    return gpu::assembleKernelBinaries(module, device);
+  };
+  return recipe;
+}
+
 GpuKernel::~GpuKernel() {
   // The module's destructors unload the kernels; they need the device's
   // context.
@@ -61,9 +77,9 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     registerMLADialects(registry);
     module->getContext()->appendDialectRegistry(registry);
   }
-  auto compiled = compileModule(std::move(module), entry,
-                                gpuCompileRecipe(*target), cache,
-                                gpu::launchShimSymbols);
+  auto compiled =
+      compileModule(std::move(module), entry, gpuCompileRecipe(*target, device),
+                    cache, gpu::launchShimSymbols);
   if (!compiled)
     return compiled.takeError();
 

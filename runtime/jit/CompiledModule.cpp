@@ -128,7 +128,8 @@ static bool unpackArtifact(llvm::StringRef payload, llvm::StringRef &object,
          payload.empty();
 }
 
-/// The PTX of every gpu.binary object in a lowered module.
+/// The PTX of every gpu.binary object in a lowered module (a module per
+/// kernel), one after the other.
 static std::string collectPtx(ModuleOp module) {
   std::string ptx;
   module.walk([&](Operation *op) {
@@ -140,12 +141,14 @@ static std::string collectPtx(ModuleOp module) {
     for (Attribute object : objects) {
       // #gpu.object<#nvvm.target<...>, "<ptx>">: the text is its last
       // string parameter.
+      llvm::StringRef text;
       object.walkImmediateSubElements(
           [&](Attribute sub) {
-            if (auto text = dyn_cast<StringAttr>(sub))
-              ptx = text.getValue().str();
+            if (auto string = dyn_cast<StringAttr>(sub))
+              text = string.getValue();
           },
           [](Type) {});
+      ptx += text;
     }
   });
   return ptx;
@@ -169,10 +172,14 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     if (llvm::Error error = EntryPoint::lower(*module, recipe.buildPipeline,
                                               recipe.failureMessage))
       return std::move(error);
+    std::string ptx = collectPtx(*module);
+    if (recipe.finishKernels)
+      if (llvm::Error error = recipe.finishKernels(*module))
+        return std::move(error);
     auto object = emitHostObject(*module, entry, recipe.optLevel);
     if (!object)
       return object.takeError();
-    return packArtifact(*object, collectPtx(*module));
+    return packArtifact(*object, ptx);
   };
 
   CompiledModule compiled;

@@ -37,6 +37,11 @@ struct CompileRecipe {
   std::string options;
   /// Builds the lowering to the LLVM dialect.
   std::function<void(mlir::OpPassManager &)> buildPipeline;
+  /// Runs on the lowered module before its host code is emitted, when set:
+  /// the GPU recipe for a device assembles the kernels' PTX into that
+  /// device's machine code here. Unset, PTX stays for the driver to
+  /// compile when the module loads.
+  std::function<llvm::Error(mlir::ModuleOp)> finishKernels;
   /// LLVM optimization level of the host code.
   unsigned optLevel = 3;
   /// What a failed lowering is reported as.

@@ -46,6 +46,7 @@ struct CUstream_st;
 struct CUevent_st;
 struct CUgraph_st;
 struct CUgraphExec_st;
+struct CUlinkState_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
@@ -53,6 +54,7 @@ using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
 using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
+using CUlinkState = CUlinkState_st *;
 
 /// cuStreamBeginCapture modes: RELAXED lets other threads make calls that
 /// are unsafe during capture (allocations), which the runtime never makes
@@ -102,6 +104,11 @@ enum CUjit_option : int {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CU_JIT_OPTIMIZATION_LEVEL = 7,
   CU_JIT_LOG_VERBOSE = 12,
+};
+
+/// What cuLinkAddData is given.
+enum CUjitInputType : int {
+  CU_JIT_INPUT_PTX = 1,
 };
 
 /// Flags of cuEventCreate.

@@ -73,9 +73,15 @@ private:
   std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
 };
 
-/// The recipe of the GPU pipeline for `target` (kernels) and this host
-/// (launch code).
+/// The recipe of the GPU pipeline for `target` (kernels, left as PTX for
+/// the driver to compile when they load) and this host (launch code).
 CompileRecipe gpuCompileRecipe(const GpuTarget &target);
+/// The same, with the kernels assembled into `device`'s machine code before
+/// the host code embeds them (KernelAssembly.h): what GpuKernel::compile
+/// uses. The key names the device's architecture and driver version.
+/// `device` must outlive the recipe.
+CompileRecipe gpuCompileRecipe(const GpuTarget &target,
+                               const cuda::Device &device);
 
 } // namespace mla
 

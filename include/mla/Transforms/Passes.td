@@ -114,12 +114,39 @@ def AsyncEntryReturn : Pass<"mla-async-entry-return", "mlir::func::FuncOp"> {
   }];
 }
 
+def SplitKernelModules : Pass<"mla-split-kernel-modules", "mlir::ModuleOp"> {
+  let summary = "gives every GPU kernel a gpu.module of its own";
+  let description = [{
+    The kernels of one op share a gpu.module when they are generated (a
+    wgmma decode has four). Each kernel moves to a module named after it
+    (`@k::@k`), with a copy of whatever else its module held (globals,
+    device functions), and every `gpu.launch_func` follows. Modules are the
+    unit that the nested device pipeline, the serialization to PTX and the
+    driver's assembly to machine code each work on in parallel, so one
+    large kernel no longer waits for its siblings at each step.
+  }];
+}
+
+def SerializeKernelModules : Pass<"mla-serialize-kernel-modules",
+                                  "mlir::ModuleOp"> {
+  let summary = "compiles every gpu.module to PTX, the modules in parallel";
+  let description = [{
+    What `gpu-module-to-binary` does with format `isa`: each gpu.module in
+    the NVVM/LLVM dialects goes through LLVM's optimizer and NVPTX backend
+    for each of its targets and becomes a `gpu.binary` holding the PTX
+    text. The modules are serialized on the context's thread pool (each in
+    its own LLVM context); the binaries then replace them in order.
+  }];
+}
+
 def PrintPtx : Pass<"mla-print-ptx", "mlir::ModuleOp"> {
   let summary = "writes the PTX of every compiled GPU module";
   let description = [{
     After `gpu-module-to-binary` with format `isa`, writes the PTX text of
     each `gpu.binary` object to `output` (a file; `-` for stdout), so it can
-    be read or assembled with `ptxas -arch=<chip>`.
+    be read or assembled. Every module's text starts with a line
+    `// mla-print-ptx: module @<name>`; `ptxas -arch=<chip>` assembles one
+    module at a time (test/lit/ptxas-modules.py splits the file).
   }];
   let options = [
     Option<"output", "output", "std::string", /*default=*/"\"-\"",

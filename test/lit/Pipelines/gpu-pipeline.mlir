@@ -1,5 +1,5 @@
 // mla-lower-to-gpu takes a module of mla ops to PTX for the chosen chip,
-// embedded as a gpu.binary, and host functions in the LLVM dialect whose
+// embedded as a gpu.binary per kernel, and host functions in the LLVM dialect whose
 // only non-llvm ops are the gpu.launch_func of the kernels.
 // RUN: mla-opt %s --mla-lower-to-gpu=chip=sm_80 | FileCheck %s
 // Nothing but llvm ops, gpu.binary and gpu.launch_func in the output.
@@ -27,45 +27,63 @@
 // CHECK-LABEL: llvm.func @decode(
 // CHECK: llvm.call @mgpuMemAlloc(
 // CHECK: llvm.call @mgpuMemAlloc(
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_0 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_narrow_1 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_2 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @decode_attention_split_0::@decode_attention_split_0 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @decode_attention_combine_narrow_1::@decode_attention_combine_narrow_1 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @decode_attention_combine_2::@decode_attention_combine_2 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
 // CHECK: llvm.call @mgpuMemFree(
 // CHECK: llvm.call @mgpuMemFree(
 // CHECK: llvm.return
 // CHECK-NEXT: }
 // CHECK-LABEL: llvm.func @merge(
 // CHECK-NOT: mgpuMemAlloc
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@merge_attn_states_3 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @merge_attn_states_3::@merge_attn_states_3 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK: llvm.return
 // CHECK-NEXT: }
 // Decode with a split schedule: the partials are the caller's workspaces,
 // nothing allocated or freed (a call can be captured in a CUDA graph).
 // CHECK-LABEL: llvm.func @decode_scheduled(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_split_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @decode_attention_split_4::@decode_attention_split_4 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_narrow_5 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @decode_attention_combine_narrow_5::@decode_attention_combine_narrow_5 blocks in ({{.+}}) threads in ({{.+}}) : i64 args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
-// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @mla_kernels::@decode_attention_combine_6 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
+// CHECK: gpu.launch_func <%{{.+}} : !llvm.ptr> @decode_attention_combine_6::@decode_attention_combine_6 blocks in ({{.+}}) threads in ({{.+}}) : i64 dynamic_shared_memory_size %{{.+}} args(
 // CHECK-NOT: mgpuMem{{(Alloc|Free)}}
 // CHECK: llvm.return
 // CHECK-NEXT: }
 // The kernels as PTX for sm_80 (PTX ISA 7.0), one entry per kernel.
-// CHECK: gpu.binary @mla_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_split_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: \0A.version 7.0\0A.target sm_80\0A.address_size 64\0A
 // CHECK-SAME: .visible .entry decode_attention_split_0(
+// CHECK-NOT: .entry
+// CHECK: gpu.binary @decode_attention_combine_narrow_1 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_narrow_1(
+// CHECK-NOT: .entry
+// CHECK: gpu.binary @decode_attention_combine_2 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_2(
+// CHECK-NOT: .entry
+// CHECK: gpu.binary @merge_attn_states_3 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry merge_attn_states_3(
+// CHECK-NOT: .entry
+// CHECK: gpu.binary @decode_attention_split_4 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_split_4(
+// CHECK-NOT: .entry
+// CHECK: gpu.binary @decode_attention_combine_narrow_5 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_narrow_5(
+// CHECK-NOT: .entry
+// CHECK: gpu.binary @decode_attention_combine_6 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_6(
 // CHECK-NOT: .entry
 // CHECK-NOT: gpu.binary
 
-// SM90A: gpu.binary @mla_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// SM90A: gpu.binary @decode_attention_split_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // SM90A-SAME: \0A.version 8.0\0A.target sm_90a\0A
 // SM90A-SAME: .visible .entry decode_attention_split_0(
 

@@ -97,10 +97,11 @@
 // With mma-sync, the same kernels but for the bf16 decode split kernels
 // and prefills. The dynamic shared memory the tensor-core kernels address
 // (1 byte of static shared memory standing for the dynamic region after
-// it). The prefill asks for two blocks per SM (registers up to 255).
-// MMA: {{^}}.shared .align 16 .b8 __dynamic_shmem__0;
+// it, declared in the kernel's body: each kernel is a PTX module of its
+// own). The prefill asks for two blocks per SM (registers up to 255).
 // MMA: {{^}}.visible .entry prefill_attention_mma_0(
 // MMA: {{^}}.minnctapersm 2
+// MMA: .shared .align 16 .b8 __dynamic_shmem__0;
 // MMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
 // MMA-DAG: cp.async.wait_group 1;
 // MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16

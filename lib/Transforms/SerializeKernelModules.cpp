@@ -1,0 +1,82 @@
+//===- SerializeKernelModules.cpp - The mla-serialize-kernel-modules pass -===//
+
+#include "mla/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Threading.h"
+
+namespace mla {
+#define GEN_PASS_DEF_SERIALIZEKERNELMODULES
+#include "mla/Transforms/Passes.h.inc"
+} // namespace mla
+
+using namespace mlir;
+
+namespace mla {
+namespace {
+
+/// One module's objects, one per target, or empty after a failure (which
+/// the target has reported on the module).
+SmallVector<Attribute> serialize(gpu::GPUModuleOp module,
+                                 const gpu::TargetOptions &options) {
+  SmallVector<Attribute> objects;
+  for (Attribute attr : module.getTargetsAttr()) {
+    auto target = dyn_cast<gpu::TargetAttrInterface>(attr);
+    if (!target) {
+      module.emitError() << "target " << attr << " cannot serialize a module";
+      return {};
+    }
+    std::optional<SmallVector<char, 0>> code =
+        target.serializeToObject(module, options);
+    if (!code) {
+      module.emitError() << "serializing the module for " << attr << " failed";
+      return {};
+    }
+    Attribute object = target.createObject(module, *code, options);
+    if (!object) {
+      module.emitError() << "no object for " << attr;
+      return {};
+    }
+    objects.push_back(object);
+  }
+  return objects;
+}
+
+struct SerializeKernelModules
+    : public impl::SerializeKernelModulesBase<SerializeKernelModules> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    SmallVector<gpu::GPUModuleOp> modules(top.getOps<gpu::GPUModuleOp>());
+    for (gpu::GPUModuleOp module : modules)
+      if (!module.getTargetsAttr() || module.getTargetsAttr().empty()) {
+        module.emitError() << "the module has no target to serialize for";
+        return signalPassFailure();
+      }
+
+    // Serialization reads its module and builds LLVM IR in a context of its
+    // own, so modules serialize independently; only the replacement below
+    // edits the parent.
+    gpu::TargetOptions options(/*toolkitPath=*/{}, /*librariesToLink=*/{},
+                               /*cmdOptions=*/{}, /*elfSection=*/{},
+                               gpu::CompilationTarget::Assembly);
+    SmallVector<SmallVector<Attribute>> objects(modules.size());
+    if (failed(failableParallelForEachN(
+            &getContext(), 0, modules.size(), [&](size_t i) {
+              objects[i] = serialize(modules[i], options);
+              return success(!objects[i].empty());
+            })))
+      return signalPassFailure();
+
+    for (auto [module, moduleObjects] : llvm::zip(modules, objects)) {
+      OpBuilder b(module);
+      gpu::BinaryOp::create(b, module.getLoc(), module.getName(),
+                            module.getOffloadingHandlerAttr(),
+                            b.getArrayAttr(moduleObjects));
+      module->erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace mla
