@@ -26,6 +26,17 @@ namespace mla {
 
 namespace {
 
+/// Strided views, affine maps, arith and index to the LLVM dialect, then a
+/// cleanup: the middle of both the kernel and the host lowering.
+void addScalarsToLLVM(OpPassManager &pm) {
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 /// Everything before the NVVM conversion: vectors, loops, affine maps,
 /// strided views and arith/index to LLVM, then gpu ops to NVVM. The
 /// gpu.module already carries its #nvvm.target (from convert-mla-to-gpu).
@@ -34,12 +45,7 @@ void addKernelLowering(OpPassManager &pm) {
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertNVVMToLLVMPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addScalarsToLLVM(pm);
   pm.addPass(createConvertGpuOpsToNVVMOps());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -50,12 +56,7 @@ void addKernelLowering(OpPassManager &pm) {
 void addHostLowering(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addScalarsToLLVM(pm);
   pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createCanonicalizerPass());

@@ -8,6 +8,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
 
+#include <cstdlib>
+#include <string_view>
+
 using namespace mlir;
 
 namespace mla {
@@ -89,6 +92,11 @@ llvm::Error EntryPoint::lower(
   DiagnosticCollector diagnostics(module.getContext());
   PassManager pm(module.getContext());
   buildPipeline(pm);
+  // MLA_TIME_PASSES=1: each pass's time, printed to stderr (as mla-opt's
+  // --mlir-timing) once the pipeline has run.
+  if (const char *timing = std::getenv("MLA_TIME_PASSES");
+      timing && *timing && std::string_view(timing) != "0")
+    pm.enableTiming();
   if (failed(pm.run(module)))
     return diagnostics.takeError(what.str());
   return llvm::Error::success();

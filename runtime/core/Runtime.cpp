@@ -224,9 +224,8 @@ Runtime::compile(ModuleBuilder build, llvm::StringRef entry,
   mlir::OwningOpRef<mlir::ModuleOp> module = build(state->context);
   if (!module)
     return makeError("the kernel module could not be built");
-  CompileRecipe recipe = *gpuTarget
-                             ? gpuCompileRecipe(**gpuTarget, *state->device)
-                             : cpuCompileRecipe();
+  CompileRecipe recipe =
+      *gpuTarget ? gpuCompileRecipe(**gpuTarget) : cpuCompileRecipe();
   std::string digest = kernelKeyFor(*module, recipe).digest() + ":" + entry.str();
   if (auto found = state->kernels.find(digest);
       found != state->kernels.end()) {

@@ -217,52 +217,10 @@ llvm::Error DeviceBuffer::fill(uint8_t value) {
 /// Room for the JIT's logs; ptxas stops writing at the end.
 static constexpr size_t kJitLogBytes = 64 * 1024;
 
-namespace {
-/// The options of one JIT call: its error and info log buffers, plus any
-/// integer options added. Option values travel in pointer-sized slots:
-/// integers by value, buffers by address.
-class JitOptions {
-public:
-  JitOptions() : errorLog(kJitLogBytes, '\0'), infoLog(kJitLogBytes, '\0') {
-    keys = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-    values = {errorLog.data(), slot(kJitLogBytes), infoLog.data(),
-              slot(kJitLogBytes)};
-  }
-  void add(CUjit_option key, size_t value) {
-    keys.push_back(key);
-    values.push_back(slot(value));
-  }
-
-  unsigned count() const { return keys.size(); }
-  CUjit_option *optionKeys() { return keys.data(); }
-  void **optionValues() { return values.data(); }
-
-  /// A CudaError for a failed `call`, with the error log when there is one.
-  llvm::Error failure(const Driver &driver, CUresult result,
-                      llvm::StringRef call) const {
-    std::string message = call.str() + " failed: " + driver.describe(result);
-    std::string log = text(errorLog);
-    if (!log.empty())
-      message += "\nJIT log:\n" + log;
-    return llvm::make_error<CudaError>(result, std::move(message));
-  }
-  std::string info() const { return text(infoLog); }
-
-private:
-  static void *slot(size_t value) {
-    return reinterpret_cast<void *>(static_cast<uintptr_t>(value));
-  }
-  /// The text the driver wrote into a log buffer.
-  static std::string text(const llvm::SmallVectorImpl<char> &buffer) {
-    return std::string(buffer.data(), strnlen(buffer.data(), buffer.size()));
-  }
-
-  llvm::SmallVector<char, 0> errorLog, infoLog;
-  llvm::SmallVector<CUjit_option, 6> keys;
-  llvm::SmallVector<void *, 6> values;
-};
-} // namespace
+/// The text the driver wrote into a log buffer.
+static std::string logText(const llvm::SmallVectorImpl<char> &buffer) {
+  return std::string(buffer.data(), strnlen(buffer.data(), buffer.size()));
+}
 
 llvm::Expected<Module> Module::loadPtx(llvm::StringRef ptx,
                                        const PtxJitOptions &options) {
@@ -272,50 +230,39 @@ llvm::Expected<Module> Module::loadPtx(llvm::StringRef ptx,
 
   // The driver reads PTX up to its terminating NUL.
   std::string text = ptx.str();
-  JitOptions jit;
-  if (options.optimizationLevel >= 0)
-    jit.add(CU_JIT_OPTIMIZATION_LEVEL, options.optimizationLevel);
-  if (options.verboseLog)
-    jit.add(CU_JIT_LOG_VERBOSE, 1);
+  llvm::SmallVector<char, 0> errorLog(kJitLogBytes, '\0');
+  llvm::SmallVector<char, 0> infoLog(kJitLogBytes, '\0');
+  // Option values travel in pointer-sized slots: integers by value, buffers
+  // by address.
+  auto integer = [](size_t value) {
+    return reinterpret_cast<void *>(static_cast<uintptr_t>(value));
+  };
+  llvm::SmallVector<CUjit_option, 6> keys = {
+      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  llvm::SmallVector<void *, 6> values = {errorLog.data(), integer(kJitLogBytes),
+                                         infoLog.data(), integer(kJitLogBytes)};
+  if (options.optimizationLevel >= 0) {
+    keys.push_back(CU_JIT_OPTIMIZATION_LEVEL);
+    values.push_back(integer(options.optimizationLevel));
+  }
+  if (options.verboseLog) {
+    keys.push_back(CU_JIT_LOG_VERBOSE);
+    values.push_back(integer(1));
+  }
 
   CUmodule module = nullptr;
   CUresult result = driver->fn.cuModuleLoadDataEx(
-      &module, text.c_str(), jit.count(), jit.optionKeys(), jit.optionValues());
-  if (result != CUDA_SUCCESS)
-    return jit.failure(*driver, result, "cuModuleLoadDataEx");
-  return Module(&*driver, module, jit.info());
-}
-
-llvm::Expected<std::string> assemblePtx(llvm::StringRef ptx) {
-  llvm::Expected<Driver &> driver = Driver::get();
-  if (!driver)
-    return driver.takeError();
-  JitOptions jit;
-  CUlinkState link = nullptr;
-  CUresult result = driver->fn.cuLinkCreate(jit.count(), jit.optionKeys(),
-                                            jit.optionValues(), &link);
-  if (result != CUDA_SUCCESS)
-    return jit.failure(*driver, result, "cuLinkCreate");
-  // The PTX is given with its terminating NUL, which the JIT expects.
-  std::string text = ptx.str();
-  result = driver->fn.cuLinkAddData(link, CU_JIT_INPUT_PTX, text.data(),
-                                    text.size() + 1, "kernels.ptx", 0, nullptr,
-                                    nullptr);
-  void *image = nullptr;
-  size_t size = 0;
-  if (result == CUDA_SUCCESS)
-    result = driver->fn.cuLinkComplete(link, &image, &size);
-  // The image belongs to the link state: copy it before destroying that.
-  std::string cubin;
-  if (result == CUDA_SUCCESS)
-    cubin.assign(static_cast<const char *>(image), size);
-  llvm::Error error = result == CUDA_SUCCESS
-                          ? llvm::Error::success()
-                          : jit.failure(*driver, result, "assembling PTX");
-  (void)driver->fn.cuLinkDestroy(link);
-  if (error)
-    return std::move(error);
-  return cubin;
+      &module, text.c_str(), keys.size(), keys.data(), values.data());
+  if (result != CUDA_SUCCESS) {
+    std::string message =
+        "cuModuleLoadDataEx failed: " + driver->describe(result);
+    std::string log = logText(errorLog);
+    if (!log.empty())
+      message += "\nJIT log:\n" + log;
+    return llvm::make_error<CudaError>(result, std::move(message));
+  }
+  return Module(&*driver, module, logText(infoLog));
 }
 
 llvm::Expected<Module> Module::loadImage(const void *image) {

@@ -2,7 +2,6 @@
 
 #include "mla/Runtime/GpuKernel.h"
 
-#include "KernelAssembly.h"
 #include "LaunchShims.h"
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Runtime/CpuKernel.h"
@@ -10,6 +9,8 @@
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
+
+#include <chrono>
 
 using namespace mlir;
 
@@ -31,21 +32,6 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target) {
   };
   recipe.optLevel = 2;
   recipe.failureMessage = "lowering for " + target.chip() + " failed";
-  return recipe;
-}
-
-CompileRecipe gpuCompileRecipe(const GpuTarget &target,
-                               const cuda::Device &device) {
-  CompileRecipe recipe = gpuCompileRecipe(target);
-  // The artifact holds machine code for this device's architecture, as the
-  // driver that assembled it made it.
-  cuda::ComputeCapability capability = device.capability();
-  recipe.target += " sass=sm_" + std::to_string(capability.major) +
-                   std::to_string(capability.minor) +
-                   " driver=" + std::to_string(device.driver().version());
-  recipe.finishKernels = [&device](ModuleOp module) {
-    return gpu::assembleKernelBinaries(module, device);
-  };
   return recipe;
 }
 
@@ -78,8 +64,8 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     module->getContext()->appendDialectRegistry(registry);
   }
   auto compiled =
-      compileModule(std::move(module), entry, gpuCompileRecipe(*target, device),
-                    cache, gpu::launchShimSymbols);
+      compileModule(std::move(module), entry, gpuCompileRecipe(*target), cache,
+                    gpu::launchShimSymbols);
   if (!compiled)
     return compiled.takeError();
 
@@ -88,12 +74,19 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   kernel->gpuTarget = *target;
   kernel->compiled = std::move(*compiled);
 
-  // The module's constructors load the kernels on the current context.
+  // The module's constructors load the kernels on the current context
+  // (the driver compiles their PTX then, one module after another).
+  auto loadStart = std::chrono::steady_clock::now();
   if (llvm::Error error = device.makeCurrent())
     return std::move(error);
   gpu::GpuCall call(device.driver(), nullptr);
   if (llvm::Error error = kernel->compiled.object->initialize())
     return std::move(error);
+  double loadMs = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - loadStart)
+                      .count();
+  kernel->compiled.event.phases.emplace_back("load", loadMs);
+  kernel->compiled.event.milliseconds += loadMs;
   kernel->device = &device;
   if (llvm::Error error = call.takeError())
     return makeError("loading the kernels for " + target->chip() + ": " +

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -24,6 +25,14 @@ std::string_view CompileEvent::source() const {
     break;
   }
   return "compiled";
+}
+
+std::string CompileEvent::describePhases() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const auto &[phase, ms] : phases)
+    os << (text.empty() ? "" : ", ") << phase << llvm::format(" %.0f ms", ms);
+  return text;
 }
 
 //===----------------------------------------------------------------------===//
@@ -88,50 +97,70 @@ runtime::KernelKey kernelKeyFor(ModuleOp module, const CompileRecipe &recipe) {
 // Artifacts
 //===----------------------------------------------------------------------===//
 
-// The cached payload: a magic line, then the object file and the PTX, each
+// The cached payload: a magic line, the object file, the number of kernel
+// modules as 8 little-endian bytes, then each module's PTX; every part
 // preceded by its size as 8 little-endian bytes. The cache checksums the
 // whole payload; the framing only has to be unambiguous.
-static constexpr llvm::StringLiteral kArtifactMagic = "mla-kernel-artifact-1\n";
+static constexpr llvm::StringLiteral kArtifactMagic = "mla-kernel-artifact-2\n";
+
+static void appendSize(std::string &out, uint64_t size) {
+  char bytes[8];
+  llvm::support::endian::write64le(bytes, size);
+  out.append(bytes, 8);
+}
 
 static void appendSized(std::string &out, llvm::StringRef part) {
-  char size[8];
-  llvm::support::endian::write64le(size, part.size());
-  out.append(size, 8);
+  appendSize(out, part.size());
   out.append(part.data(), part.size());
 }
 
-static std::string packArtifact(llvm::StringRef object, llvm::StringRef ptx) {
+static std::string packArtifact(llvm::StringRef object,
+                                const std::vector<std::string> &kernelPtx) {
   std::string out(kArtifactMagic);
   appendSized(out, object);
-  appendSized(out, ptx);
+  appendSize(out, kernelPtx.size());
+  for (const std::string &ptx : kernelPtx)
+    appendSized(out, ptx);
   return out;
 }
 
-static bool takeSized(llvm::StringRef &in, llvm::StringRef &part) {
+static bool takeSize(llvm::StringRef &in, uint64_t &size) {
   if (in.size() < 8)
     return false;
-  uint64_t size = llvm::support::endian::read64le(in.data());
+  size = llvm::support::endian::read64le(in.data());
   in = in.drop_front(8);
-  if (size > in.size())
+  return true;
+}
+
+static bool takeSized(llvm::StringRef &in, llvm::StringRef &part) {
+  uint64_t size;
+  if (!takeSize(in, size) || size > in.size())
     return false;
   part = in.take_front(size);
   in = in.drop_front(size);
   return true;
 }
 
-/// Splits a payload into object and PTX; false when it is not one.
+/// Splits a payload into object and kernel PTX; false when it is not one.
 static bool unpackArtifact(llvm::StringRef payload, llvm::StringRef &object,
-                           llvm::StringRef &ptx) {
-  if (!payload.consume_front(kArtifactMagic))
+                           std::vector<std::string> &kernelPtx) {
+  uint64_t modules;
+  if (!payload.consume_front(kArtifactMagic) || !takeSized(payload, object) ||
+      !takeSize(payload, modules) || modules > payload.size() / 8)
     return false;
-  return takeSized(payload, object) && takeSized(payload, ptx) &&
-         payload.empty();
+  for (uint64_t i = 0; i < modules; ++i) {
+    llvm::StringRef ptx;
+    if (!takeSized(payload, ptx))
+      return false;
+    kernelPtx.push_back(ptx.str());
+  }
+  return payload.empty();
 }
 
-/// The PTX of every gpu.binary object in a lowered module (a module per
-/// kernel), one after the other.
-static std::string collectPtx(ModuleOp module) {
-  std::string ptx;
+/// The PTX of every gpu.binary object in a lowered module, in module order
+/// (the order of the host code's loads).
+static std::vector<std::string> collectPtx(ModuleOp module) {
+  std::vector<std::string> kernelPtx;
   module.walk([&](Operation *op) {
     if (op->getName().getStringRef() != "gpu.binary")
       return;
@@ -148,10 +177,10 @@ static std::string collectPtx(ModuleOp module) {
               text = string.getValue();
           },
           [](Type) {});
-      ptx += text;
+      kernelPtx.push_back(text.str());
     }
   });
-  return ptx;
+  return kernelPtx;
 }
 
 //===----------------------------------------------------------------------===//
@@ -163,6 +192,16 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
               const CompileRecipe &recipe, runtime::KernelCache *cache,
               ExtraSymbols extraSymbols) {
   auto start = std::chrono::steady_clock::now();
+  CompiledModule compiled;
+  // Adds the time since the previous phase ended (or since the start).
+  auto phaseStart = start;
+  auto endPhase = [&](const char *phase) {
+    auto now = std::chrono::steady_clock::now();
+    compiled.event.phases.emplace_back(
+        phase,
+        std::chrono::duration<double, std::milli>(now - phaseStart).count());
+    phaseStart = now;
+  };
   auto entryPoint = EntryPoint::verifyAndPrepare(*module, entry);
   if (!entryPoint)
     return entryPoint.takeError();
@@ -172,17 +211,15 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     if (llvm::Error error = EntryPoint::lower(*module, recipe.buildPipeline,
                                               recipe.failureMessage))
       return std::move(error);
-    std::string ptx = collectPtx(*module);
-    if (recipe.finishKernels)
-      if (llvm::Error error = recipe.finishKernels(*module))
-        return std::move(error);
+    std::vector<std::string> kernelPtx = collectPtx(*module);
+    endPhase("lower");
     auto object = emitHostObject(*module, entry, recipe.optLevel);
     if (!object)
       return object.takeError();
-    return packArtifact(*object, ptx);
+    endPhase("host code");
+    return packArtifact(*object, kernelPtx);
   };
 
-  CompiledModule compiled;
   compiled.entry = std::move(*entryPoint);
   compiled.event.entryName = key.entryName();
   llvm::Expected<std::string> payload =
@@ -190,8 +227,10 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
             : lowerAndEmit();
   if (!payload)
     return payload.takeError();
-  llvm::StringRef object, ptx;
-  if (!unpackArtifact(*payload, object, ptx))
+  if (compiled.event.outcome != runtime::CacheOutcome::Compiled)
+    endPhase("cache read");
+  llvm::StringRef object;
+  if (!unpackArtifact(*payload, object, compiled.kernelPtx))
     return makeError("the cached artifact " + compiled.event.entryName +
                      " is not a kernel artifact; remove it or set "
                      "MLA_CACHE_FORCE_RECOMPILE=1");
@@ -203,7 +242,7 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     return packed.takeError();
   compiled.object = std::move(*loaded);
   compiled.packed = *packed;
-  compiled.ptx = ptx.str();
+  endPhase("link");
   compiled.event.milliseconds =
       std::chrono::duration<double, std::milli>(
           std::chrono::steady_clock::now() - start)

@@ -49,8 +49,20 @@ protected:
     EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
     if (!kernel)
       return {};
-    EXPECT_EQ((*kernel)->compileEvent().outcome, expected)
-        << (*kernel)->compileEvent().source();
+    const CompileEvent &event = (*kernel)->compileEvent();
+    EXPECT_EQ(event.outcome, expected) << event.source();
+    // The phases name what the path did, and fit in the total.
+    std::vector<std::string> phases, want = {"lower", "host code", "link"};
+    if (expected != runtime::CacheOutcome::Compiled)
+      want = {"cache read", "link"};
+    double sum = 0;
+    for (const auto &[phase, ms] : event.phases) {
+      phases.push_back(phase);
+      EXPECT_GE(ms, 0.0) << phase;
+      sum += ms;
+    }
+    EXPECT_EQ(phases, want) << event.describePhases();
+    EXPECT_LE(sum, event.milliseconds + 1e-6) << event.describePhases();
     HostTensor po(DType::F32, {3, 4, 32}), so(DType::F32, {3, 4, 32});
     HostTensor pl(DType::F32, {4, 3}), sl(DType::F32, {4, 3});
     std::mt19937 fixed(7);
@@ -185,8 +197,14 @@ TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
         return map;
       });
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
-  EXPECT_NE(compiled->ptx.find(".target sm_90a"), std::string::npos);
-  EXPECT_NE(compiled->ptx.find("decode_attention_split"), std::string::npos);
+  // A PTX module per kernel: the split kernel and both combines.
+  ASSERT_EQ(compiled->kernelPtx.size(), 3u);
+  for (const std::string &ptx : compiled->kernelPtx) {
+    EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+    EXPECT_EQ(ptx.find(".entry"), ptx.rfind(".entry")) << "one kernel each";
+  }
+  EXPECT_NE(compiled->kernelPtx[0].find(".entry decode_attention_split"),
+            std::string::npos);
   EXPECT_NE(compiled->packed, nullptr);
   EXPECT_EQ(compiled->event.outcome, runtime::CacheOutcome::Compiled);
   EXPECT_NE(compiled->event.entryName.find("decode_attention__h16"),

@@ -378,50 +378,6 @@ TEST_F(CudaDevice, InvalidPtxErrorCarriesTheJitLog) {
   EXPECT_TRUE(contains(message, "not_an_instruction")) << message;
 }
 
-TEST_F(CudaDevice, AssembledPtxLoadsAsAnImageAndRuns) {
-  llvm::Expected<std::string> cubin = assemblePtx(kTestPtx);
-  ASSERT_TRUE(bool(cubin)) << errorText(cubin);
-  ASSERT_GT(cubin->size(), 4u);
-  EXPECT_EQ(cubin->substr(0, 4), "\x7f"
-                                 "ELF");
-  llvm::Expected<Module> module = Module::loadImage(cubin->data());
-  ASSERT_TRUE(bool(module)) << errorText(module);
-  llvm::Expected<CUfunction> kernel = module->function("write_index");
-  ASSERT_TRUE(bool(kernel)) << errorText(kernel);
-
-  const unsigned n = 300;
-  llvm::Expected<DeviceBuffer> out = DeviceBuffer::allocate(n * 4);
-  ASSERT_TRUE(bool(out)) << errorText(out);
-  ASSERT_EQ(errorText(out->fill(0xff)), "");
-  CUdeviceptr pointer = out->ptr();
-  unsigned count = n;
-  void *params[] = {&pointer, &count};
-  ASSERT_EQ(errorText(launch(*kernel, {2}, {256}, 0, nullptr, params)), "");
-  std::vector<uint32_t> host(n, 0);
-  ASSERT_EQ(errorText(out->copyToHost(host.data(), n * 4)), "");
-  for (unsigned i = 0; i < n; ++i)
-    ASSERT_EQ(host[i], i) << "at " << i;
-}
-
-TEST_F(CudaDevice, InvalidPtxAssemblyCarriesTheJitLog) {
-  llvm::Expected<std::string> cubin = assemblePtx(R"(
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry broken()
-{
-    not_an_instruction.u32 %r1;
-    ret;
-}
-)");
-  ASSERT_FALSE(cubin);
-  std::string message = errorText(cubin);
-  EXPECT_TRUE(contains(message, "CUDA_ERROR_INVALID_PTX")) << message;
-  EXPECT_TRUE(contains(message, "JIT log:")) << message;
-  EXPECT_TRUE(contains(message, "not_an_instruction")) << message;
-}
-
 TEST_F(CudaDevice, MissingFunctionIsNamed) {
   llvm::Expected<Module> module = Module::loadPtx(kTestPtx);
   ASSERT_TRUE(bool(module)) << errorText(module);

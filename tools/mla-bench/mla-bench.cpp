@@ -158,8 +158,9 @@ compile(mlir::OwningOpRef<mlir::ModuleOp> module, const char *what,
   double ms = std::chrono::duration<double, std::milli>(
                   std::chrono::steady_clock::now() - start)
                   .count();
-  outs() << format("  compiled %s for %s in %.0f ms\n", what,
-                   kernel->target().chip().c_str(), ms);
+  outs() << format("  compiled %s for %s in %.0f ms (%s)\n", what,
+                   kernel->target().chip().c_str(), ms,
+                   kernel->compileEvent().describePhases().c_str());
   return kernel;
 }
 

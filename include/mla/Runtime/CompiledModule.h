@@ -26,6 +26,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mla {
 
@@ -37,11 +39,6 @@ struct CompileRecipe {
   std::string options;
   /// Builds the lowering to the LLVM dialect.
   std::function<void(mlir::OpPassManager &)> buildPipeline;
-  /// Runs on the lowered module before its host code is emitted, when set:
-  /// the GPU recipe for a device assembles the kernels' PTX into that
-  /// device's machine code here. Unset, PTX stays for the driver to
-  /// compile when the module loads.
-  std::function<llvm::Error(mlir::ModuleOp)> finishKernels;
   /// LLVM optimization level of the host code.
   unsigned optLevel = 3;
   /// What a failed lowering is reported as.
@@ -53,8 +50,18 @@ struct CompileEvent {
   /// The cache entry's readable name (KernelKey::entryName).
   std::string entryName;
   runtime::CacheOutcome outcome = runtime::CacheOutcome::Compiled;
-  /// Wall time from the module to a loaded object.
+  /// Wall time from the module to a loaded object (for GPU kernels: to
+  /// kernels loaded on the device).
   double milliseconds = 0;
+  /// Where that time went, in order: "lower" (MLIR pipeline, kernels to
+  /// PTX) and "host code" (LLVM to an object file) or, on a cache hit,
+  /// "cache read"; then "link" (in memory) and, for GPU kernels, "load"
+  /// (the driver compiles their PTX, the kernels in parallel, and loads
+  /// it).
+  std::vector<std::pair<std::string, double>> phases;
+
+  /// "lower 812 ms, host code 64 ms, ...": the phases in words.
+  std::string describePhases() const;
 
   /// "compiled", "memory cache" or "disk cache".
   std::string_view source() const;
@@ -66,8 +73,9 @@ struct CompiledModule {
   EntryPoint entry;
   std::unique_ptr<JitObject> object;
   JitObject::PackedFunction packed = nullptr;
-  /// The PTX of the GPU kernels, empty for CPU modules.
-  std::string ptx;
+  /// The PTX of each GPU kernel module (a module per kernel), in the order
+  /// the host code loads them; empty for CPU modules.
+  std::vector<std::string> kernelPtx;
   CompileEvent event;
 };
 

@@ -137,14 +137,6 @@ struct PtxJitOptions {
   bool verboseLog = false;
 };
 
-/// Machine code for the current context's device, assembled from PTX text
-/// by the driver's JIT linker (cuLinkCreate, cuLinkAddData, cuLinkComplete):
-/// a cubin that Module::loadImage loads without compiling anything. A failed
-/// assembly's error carries the JIT's error log. Each call has a link state
-/// of its own, so threads (each with the context current) may assemble
-/// modules at the same time.
-llvm::Expected<std::string> assemblePtx(llvm::StringRef ptx);
-
 /// Code loaded into the current context, unloaded when the Module goes
 /// away. Move-only.
 class Module {

@@ -46,7 +46,6 @@ struct CUstream_st;
 struct CUevent_st;
 struct CUgraph_st;
 struct CUgraphExec_st;
-struct CUlinkState_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
@@ -54,7 +53,6 @@ using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
 using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
-using CUlinkState = CUlinkState_st *;
 
 /// cuStreamBeginCapture modes: RELAXED lets other threads make calls that
 /// are unsafe during capture (allocations), which the runtime never makes
@@ -104,11 +102,6 @@ enum CUjit_option : int {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CU_JIT_OPTIMIZATION_LEVEL = 7,
   CU_JIT_LOG_VERBOSE = 12,
-};
-
-/// What cuLinkAddData is given.
-enum CUjitInputType : int {
-  CU_JIT_INPUT_PTX = 1,
 };
 
 /// Flags of cuEventCreate.

@@ -54,8 +54,10 @@ public:
                   cuda::CUstream stream = nullptr) const;
 
   const GpuTarget &target() const { return gpuTarget; }
-  /// The PTX of the kernels, as loaded.
-  const std::string &ptx() const { return compiled.ptx; }
+  /// The PTX of each kernel module, as the driver compiled it.
+  const std::vector<std::string> &kernelPtx() const {
+    return compiled.kernelPtx;
+  }
   const std::vector<ArgumentSpec> &signature() const {
     return compiled.entry.arguments();
   }
@@ -73,15 +75,9 @@ private:
   std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
 };
 
-/// The recipe of the GPU pipeline for `target` (kernels, left as PTX for
-/// the driver to compile when they load) and this host (launch code).
+/// The recipe of the GPU pipeline for `target` (kernels) and this host
+/// (launch code).
 CompileRecipe gpuCompileRecipe(const GpuTarget &target);
-/// The same, with the kernels assembled into `device`'s machine code before
-/// the host code embeds them (KernelAssembly.h): what GpuKernel::compile
-/// uses. The key names the device's architecture and driver version.
-/// `device` must outlive the recipe.
-CompileRecipe gpuCompileRecipe(const GpuTarget &target,
-                               const cuda::Device &device);
 
 } // namespace mla
 
