@@ -227,8 +227,10 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
             : lowerAndEmit();
   if (!payload)
     return payload.takeError();
-  if (compiled.event.outcome != runtime::CacheOutcome::Compiled)
-    endPhase("cache read");
+  if (cache)
+    endPhase(compiled.event.outcome == runtime::CacheOutcome::Compiled
+                 ? "cache write"
+                 : "cache read");
   llvm::StringRef object;
   if (!unpackArtifact(*payload, object, compiled.kernelPtx))
     return makeError("the cached artifact " + compiled.event.entryName +

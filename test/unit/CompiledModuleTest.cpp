@@ -19,6 +19,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cstdlib>
 #include <fstream>
 
 using namespace mla;
@@ -52,7 +53,8 @@ protected:
     const CompileEvent &event = (*kernel)->compileEvent();
     EXPECT_EQ(event.outcome, expected) << event.source();
     // The phases name what the path did, and fit in the total.
-    std::vector<std::string> phases, want = {"lower", "host code", "link"};
+    std::vector<std::string> phases,
+        want = {"lower", "host code", "cache write", "link"};
     if (expected != runtime::CacheOutcome::Compiled)
       want = {"cache read", "link"};
     double sum = 0;
@@ -171,6 +173,24 @@ TEST_F(CompiledModuleCache, SpecializationsAreSeparateEntries) {
 /// Stand-ins for the launch shims: a GPU artifact links against them
 /// without a GPU. None is ever called.
 void unusedShim() {}
+
+TEST(CompiledModule, PassTimesArePrintedOnlyWhenAskedFor) {
+  auto compileMerge = [] {
+    testing::internal::CaptureStderr();
+    auto kernel = CpuKernel::compile(
+        buildMergeAttnStates(testContext(), {4, 32, DType::F32, true}),
+        kKernelEntry, {}, nullptr);
+    EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    return testing::internal::GetCapturedStderr();
+  };
+  ASSERT_EQ(setenv("MLA_TIME_PASSES", "1", 1), 0);
+  std::string timed = compileMerge();
+  ASSERT_EQ(unsetenv("MLA_TIME_PASSES"), 0);
+  EXPECT_NE(timed.find("Execution time report"), std::string::npos) << timed;
+  EXPECT_NE(timed.find("ConvertMLAToLoops"), std::string::npos) << timed;
+  std::string quiet = compileMerge();
+  EXPECT_EQ(quiet.find("Execution time report"), std::string::npos) << quiet;
+}
 
 TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
   auto target = GpuTarget::parse("sm_90a");

@@ -54,10 +54,10 @@ struct CompileEvent {
   /// kernels loaded on the device).
   double milliseconds = 0;
   /// Where that time went, in order: "lower" (MLIR pipeline, kernels to
-  /// PTX) and "host code" (LLVM to an object file) or, on a cache hit,
-  /// "cache read"; then "link" (in memory) and, for GPU kernels, "load"
-  /// (the driver compiles their PTX, the kernels in parallel, and loads
-  /// it).
+  /// PTX), "host code" (LLVM to an object file) and, with a cache, "cache
+  /// write"; or, on a cache hit, "cache read"; then "link" (in memory) and,
+  /// for GPU kernels, "load" (the driver compiles their PTX, one module
+  /// after another, and loads it).
   std::vector<std::pair<std::string, double>> phases;
 
   /// "lower 812 ms, host code 64 ms, ...": the phases in words.
