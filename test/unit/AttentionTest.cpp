@@ -849,9 +849,9 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
 
 TEST(DecodeWgmma, MisalignedSplitWorkspaces) {
   // Workspaces 4 bytes off (f32-aligned, not 16-byte aligned): the wgmma
-  // kernel cannot bulk-copy its partial rows and writes them element by
-  // element, and the combine reads them so (the 3-split request; the
-  // 1-split one gets out and lse from its split).
+  // kernel cannot store its partial rows in 16-byte vectors and writes
+  // them element by element, and the combine reads them so (the 3-split
+  // request; the 1-split one gets out and lse from its split).
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(0, 4);
@@ -859,8 +859,8 @@ TEST(DecodeWgmma, MisalignedSplitWorkspaces) {
 
 TEST(DecodeWgmma, MisalignedOutput) {
   // out 2 bytes off (bf16-aligned, not 16-byte aligned): the 1-split
-  // request's rows cannot leave by bulk copies and are stored element by
-  // element; the 3-split one's come from the combine.
+  // request's rows cannot leave in 16-byte vectors and are stored element
+  // by element; the 3-split one's come from the combine.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(0, 0, 2);
@@ -927,8 +927,9 @@ TEST(PrefillMma, MisalignedQueryKeysValues) {
 }
 
 TEST(PrefillMma, MisalignedOutput) {
-  // out 2 bytes past an aligned allocation: the wgmma prefill cannot send
-  // its rows by bulk copies and stores them element by element.
+  // out 2 bytes past an aligned allocation: the tensor-core prefills
+  // cannot store their rows in 16-byte vectors and store them element by
+  // element.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   std::vector<KernelStrategy> strategies{KernelStrategy::TensorCore};

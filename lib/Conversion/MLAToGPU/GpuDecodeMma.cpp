@@ -31,8 +31,11 @@
 //     f32 per lane). A barrier before the next tile is copied.
 // At the end the warps' row sums are added through shared memory, and
 // out = O / l (0 when l = 0) and lse = m ln 2 + log(l) (-inf when l = 0)
-// are written to the split partials of the real rows, exactly as the
-// generic split kernel writes them. Where q or the cache is not 16-byte
+// are written to the split partials of the real rows (or out and lse for
+// a request of one split), exactly as the generic split kernel writes
+// them: the rows staged as f32 in shared memory, then copied out by the
+// block in 16-byte pieces (element by element where the destination is
+// not vector-aligned). Where q or the cache is not 16-byte
 // aligned, the tiles are copied element by element instead.
 //
 //===----------------------------------------------------------------------===//
@@ -304,26 +307,42 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                       group, e.index(w * kTileRows + 8 * i))}));
             ends.push_back(e.finishRow(state[i], sum));
           }
+          // O / l staged as f32 rows in the Q and KV tiles (every warp is
+          // past its last P V), once for either destination; then the
+          // block copies the real rows out (copyStagedRows).
+          const int64_t stagingStride = latent + kRowPad;
+          Value staging =
+              e.sharedView(raw, 0, {kTileRows, stagingStride}, b.getF32Type());
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t t = 0; t < warpNTiles; ++t) {
+              Value pair = vector::FromElementsOp::create(
+                  b, l, VectorType::get({2}, b.getF32Type()),
+                  ValueRange{
+                      e.mulf(state[4 + 4 * t + 2 * i], ends[i].inverse),
+                      e.mulf(state[4 + 4 * t + 2 * i + 1], ends[i].inverse)});
+              Value col = e.add(warpCol0,
+                                e.add(e.index(8 * t), e.mul(quad, e.index(2))));
+              vector::StoreOp::create(
+                  b, l, pair, staging, ValueRange{laneRows[i].local, col},
+                  /*nontemporal=*/false, llvm::MaybeAlign(8));
+            }
+          e.barrier();
           block.writeResults([&](const SplitResults &to) {
             for (int64_t i = 0; i < 2; ++i) {
               const DecodeSplitBlock::LaneRow &row = laneRows[i];
-              const MmaEmitter::RowEnd &end = ends[i];
-              e.ifThen(row.real, [&] {
-                for (int64_t t = 0; t < warpNTiles; ++t)
-                  for (int64_t c = 0; c < 2; ++c) {
-                    Value col = e.add(warpCol0, e.add(e.index(8 * t + c),
-                                                      e.mul(quad, e.index(2))));
-                    SmallVector<Value, 5> at = to.rowIndex(row.query, row.head);
-                    at.push_back(col);
-                    e.storeF32(
-                        e.mulf(state[4 + 4 * t + 2 * i + c], end.inverse),
-                        to.values, at);
-                  }
-                e.ifThen(writesLse, [&] {
-                  e.storeF32(end.lse, to.lse, to.lseIndex(row.query, row.head));
-                });
+              e.ifThen(e.andi(row.real, writesLse), [&] {
+                e.storeF32(ends[i].lse, to.lse,
+                           to.lseIndex(row.query, row.head));
               });
             }
+            e.copyStagedRows(
+                staging, kTileRows, latent, e.threadId(), kWarps * kWarpSize,
+                [&](Value r) { return block.laneRow(r).real; },
+                [&](Value r) {
+                  DecodeSplitBlock::LaneRow row = block.laneRow(r);
+                  return to.rowIndex(row.query, row.head);
+                },
+                to.values);
           });
         });
       });

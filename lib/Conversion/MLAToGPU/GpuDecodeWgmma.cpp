@@ -53,10 +53,12 @@
 // which the ptxas lit test refuses). out = O / l (0 when l = 0) and lse =
 // m ln 2 + log(l) (-inf when l = 0) go to out and lse for a request of one
 // split, else to the split partials of the real rows, as every split
-// kernel writes them: the rows staged in shared memory (out's type, or
-// f32 partials) and written by one bulk copy (cp.async.bulk) a row, or
-// element by element where out or the partials are not vector-aligned
-// (the alignment the lowering checks); lse element by element. Q and the
+// kernel writes them: the rows staged once as f32 in shared memory, then
+// copied out by the whole block in 16-byte pieces, or element by element
+// where out or the partials are not vector-aligned (staging once and
+// copying in a loop, where each destination had its own unrolled stores,
+// took a fifth of the kernel's PTX and a quarter of ptxas's time away);
+// lse element by element. Q and the
 // cache are copied in 16-byte vectors only: the host launches the generic
 // split kernel where either is not 16-byte aligned
 // (element-by-element copies doubled this kernel's code and compile time).
@@ -109,11 +111,10 @@ static_assert(kDescriptorSlotsOffset + 2 * 8 <= kPartBarriersOffset &&
                       kTileRows * kTileTokens * 2,
               "the seesaw's exchanges, descriptors and mbarriers fit the P "
               "region of 16-bit P");
-/// Row stride of the output staging, in elements of the staged type: 8
-/// elements of padding shift each row by as many banks as a quad's
-/// two-element stores span (8 for f32, 4 for 16-bit), so the rows a warp
-/// stores at once hit distinct banks; rows stay 16-byte aligned for the
-/// bulk copies.
+/// Row stride of the output staging (f32): 8 elements of padding shift
+/// each row by as many banks as a quad's two-element stores span, so the
+/// rows a warp stores at once hit fewer banks twice; rows stay 32-byte
+/// aligned for the vector reads of the copy out.
 constexpr int64_t kStagingStride(int64_t latent) { return latent + 8; }
 /// Whether a block runs the seesaw schedule: two KV stages, and a rope
 /// column block in each to take its tile's P once scored (rope dims are
@@ -678,87 +679,37 @@ SmallVector<Value> SplitBody::seesawSchedule() {
 }
 
 void SplitBody::writeResults(ArrayRef<Value> state) {
-  Value part = block.part;
   Value sumS = f32View(layout.sum, kWarpgroups * kTileRows);
   // Row sums of both halves.
   SmallVector<Value> groupSum;
   for (int64_t i = 0; i < 2; ++i)
     groupSum.push_back(e.quadSum(state[2 + i]));
   SmallVector<Value> sums = acrossGroups(sumS, groupSum, /*max=*/false);
-  Value writesLse = e.andi(leader, e.eqIndex(thread.group, 0));
-  Value groupCol0 = e.mul(thread.group, e.index(halfColumns));
-  // out = O / l per lane row: (scale, O column of accumulator 4 j + 2 i +
-  // c).
   SmallVector<MmaEmitter::RowEnd, 2> ends;
   for (int64_t i = 0; i < 2; ++i)
     ends.push_back(e.finishRow(state[i], sums[i]));
-  auto column = [&](int64_t j, int64_t c) {
-    return e.add(groupCol0,
-                 e.add(e.index(8 * j + c), e.mul(thread.quad, e.index(2))));
-  };
-  // Element by element into the results (final or partial).
-  auto storeDirect = [&](const SplitResults &to) {
-    for (int64_t i = 0; i < 2; ++i) {
-      const DecodeSplitBlock::LaneRow &row = laneRows[i];
-      e.ifThen(row.real, [&] {
-        for (int64_t j = 0; j < halfColumns / 8; ++j)
-          for (int64_t c = 0; c < 2; ++c) {
-            SmallVector<Value, 5> at = to.rowIndex(row.query, row.head);
-            at.push_back(column(j, c));
-            e.storeF32(e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse),
-                       to.values, at);
-          }
-      });
+  // O / l staged as f32 rows in shared memory (the tiles are dead: every
+  // thread is past the row-sum barrier, and the staging ends before the
+  // sums), once for either destination; the block then copies the rows
+  // out (copyStagedRows). Accumulator 4 j + 2 i + c is lane row i, column
+  // 8 j + 2 quad + c of the warpgroup's half.
+  Value staging = e.sharedView(raw, pad, {kTileRows, kStagingStride(latent)},
+                               b.getF32Type());
+  Value groupCol0 = e.mul(thread.group, e.index(halfColumns));
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < halfColumns / 8; ++j) {
+      Value pair = vector::FromElementsOp::create(
+          b, l, VectorType::get({2}, b.getF32Type()),
+          ValueRange{e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse),
+                     e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse)});
+      Value column = e.add(
+          groupCol0, e.add(e.index(8 * j), e.mul(thread.quad, e.index(2))));
+      vector::StoreOp::create(b, l, pair, staging,
+                              ValueRange{laneRows[i].local, column},
+                              /*nontemporal=*/false, llvm::MaybeAlign(8));
     }
-  };
-  // Staged as rows of the results' type in shared memory (the tiles are
-  // dead: every thread is past the row-sum barrier), then one bulk copy a
-  // row (cp.async.bulk, 16-byte multiples from 16-byte aligned addresses:
-  // a row is Lkv elements of a row-major buffer). Element by element, the
-  // final bf16 rows took a 2-byte store per value: at 1k tokens the LSU
-  // queue's stalls (lg_throttle) were a fifth of the kernel's.
-  auto storeBulk = [&](const SplitResults &to) {
-    Type staged = cast<MemRefType>(to.values.getType()).getElementType();
-    int64_t elementBytes = staged.getIntOrFloatBitWidth() / 8;
-    Value staging =
-        e.sharedView(raw, pad, {kTileRows, kStagingStride(latent)}, staged);
-    auto asStaged = [&](Value v) {
-      return staged.isF32() ? v : arith::TruncFOp::create(b, l, staged, v);
-    };
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < halfColumns / 8; ++j) {
-        auto pair = VectorType::get({2}, staged);
-        Value v = vector::FromElementsOp::create(
-            b, l, pair,
-            ValueRange{
-                asStaged(e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse)),
-                asStaged(
-                    e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse))});
-        vector::StoreOp::create(
-            b, l, v, staging, ValueRange{laneRows[i].local, column(j, 0)},
-            /*nontemporal=*/false, llvm::MaybeAlign(2 * elementBytes));
-      }
-    e.sharedProxyFence();
-    allThreadsBarrier();
-    // Tile row r = s * N + h is out row (req * Sq + s) * N + h = req * Sq
-    // * N + r, or partial row ((req * Sq + s) * N + h) * S + split.
-    int64_t rowBytes = latent * elementBytes;
-    e.sendStagedRows(
-        base, kStagingStride(latent) * elementBytes, rowBytes, thread.tid,
-        kTileRows,
-        [&](Value r) {
-          return e.lessThan(e.add(block.tileRow0, r), block.rows);
-        },
-        [&](Value r) {
-          Value row =
-              e.add(e.mul(block.req, block.rows), e.add(block.tileRow0, r));
-          if (to.partial)
-            row = e.add(e.mul(row, e.dim(part, 3)), block.split);
-          Value valuesBase =
-              memref::ExtractAlignedPointerAsIndexOp::create(b, l, to.values);
-          return e.add(valuesBase, e.mul(row, e.index(rowBytes)));
-        });
-  };
+  allThreadsBarrier();
+  Value writesLse = e.andi(leader, e.eqIndex(thread.group, 0));
   block.writeResults([&](const SplitResults &to) {
     for (int64_t i = 0; i < 2; ++i) {
       const DecodeSplitBlock::LaneRow &row = laneRows[i];
@@ -766,12 +717,14 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
         e.storeF32(ends[i].lse, to.lse, to.lseIndex(row.query, row.head));
       });
     }
-    if (GpuEmitter::hasVectorRows(to.values))
-      e.ifThenElse(
-          e.vectorAligned({to.values}), [&] { storeBulk(to); },
-          [&] { storeDirect(to); });
-    else
-      storeDirect(to);
+    e.copyStagedRows(
+        staging, kTileRows, latent, thread.tid, kThreads,
+        [&](Value r) { return block.laneRow(r).real; },
+        [&](Value r) {
+          DecodeSplitBlock::LaneRow row = block.laneRow(r);
+          return to.rowIndex(row.query, row.head);
+        },
+        to.values);
   });
 }
 

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -171,17 +172,64 @@ Value GpuEmitter::loadVectorF32(Value memref, ValueRange indices) {
   return v;
 }
 
+Value GpuEmitter::convertFloat(Value value, Type element) {
+  Type type = element;
+  if (auto vector = dyn_cast<VectorType>(value.getType()))
+    type = VectorType::get(vector.getShape(), element);
+  unsigned from = getElementTypeOrSelf(value).getIntOrFloatBitWidth();
+  if (from > element.getIntOrFloatBitWidth())
+    return arith::TruncFOp::create(b, loc, type, value);
+  if (getElementTypeOrSelf(value) != element)
+    return arith::ExtFOp::create(b, loc, type, value);
+  return value;
+}
+
 void GpuEmitter::storeVector(Value value, Value memref, ValueRange indices) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
-  auto type = VectorType::get({kVectorWidth}, element);
-  Type from = cast<VectorType>(value.getType()).getElementType();
-  if (from.getIntOrFloatBitWidth() > element.getIntOrFloatBitWidth())
-    value = arith::TruncFOp::create(b, loc, type, value);
-  else if (from != element)
-    value = arith::ExtFOp::create(b, loc, type, value);
-  vector::StoreOp::create(b, loc, value, memref, indices,
+  vector::StoreOp::create(b, loc, convertFloat(value, element), memref, indices,
                           /*nontemporal=*/false,
                           llvm::MaybeAlign(vectorBytes(memref)));
+}
+
+void GpuEmitter::copyStagedRows(
+    Value staging, int64_t rows, int64_t columns, Value tid, int64_t threads,
+    const std::function<Value(Value)> &real,
+    const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest) {
+  const int64_t piecesPerRow = columns / kVectorWidth;
+  // Uniform over the block: the branch below never diverges.
+  Value aligned = hasVectorRows(dest) ? vectorAligned({dest}) : Value();
+  forLoop(tid, index(rows * piecesPerRow), threads, [&](Value piece) {
+    Value row = arith::DivUIOp::create(b, loc, piece, index(piecesPerRow));
+    Value column =
+        mul(arith::RemUIOp::create(b, loc, piece, index(piecesPerRow)),
+            index(kVectorWidth));
+    ifThen(real(row), [&] {
+      // 16-byte aligned (the rows' stride and start are multiples of 16
+      // bytes): what a piece's 16-byte reads need.
+      Type staged = cast<MemRefType>(staging.getType()).getElementType();
+      Value values = vector::LoadOp::create(
+          b, loc, VectorType::get({kVectorWidth}, staged), staging,
+          ValueRange{row, column}, /*nontemporal=*/false, llvm::MaybeAlign(16));
+      SmallVector<Value, 4> at = destRow(row);
+      at.push_back(column);
+      Type element = cast<MemRefType>(dest.getType()).getElementType();
+      auto elementwise = [&] {
+        for (int64_t k = 0; k < kVectorWidth; ++k) {
+          at.back() = add(column, index(k));
+          memref::StoreOp::create(
+              b, loc,
+              convertFloat(vector::ExtractOp::create(b, loc, values, k),
+                           element),
+              dest, at);
+        }
+      };
+      if (aligned)
+        ifThenElse(
+            aligned, [&] { storeVector(values, dest, at); }, elementwise);
+      else
+        elementwise();
+    });
+  });
 }
 
 } // namespace mla::gpu

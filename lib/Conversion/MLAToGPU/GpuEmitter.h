@@ -100,9 +100,30 @@ public:
   mlir::Value loadVector(mlir::Value memref, mlir::ValueRange indices);
   /// The same as vector<8xf32>.
   mlir::Value loadVectorF32(mlir::Value memref, mlir::ValueRange indices);
+  /// A float (or vector of floats) as `element` (or a vector of it):
+  /// truncated, extended or as is.
+  mlir::Value convertFloat(mlir::Value value, mlir::Type element);
   /// Stores a vector of floats there, converted to the element type.
   void storeVector(mlir::Value value, mlir::Value memref,
                    mlir::ValueRange indices);
+
+  /// Copies rows staged in shared memory out to `dest`, converted to its
+  /// element type: columns [0, `columns`) (a multiple of kVectorWidth) of
+  /// rows [0, `rows`) of `staging` (a shared [rows, stride] view whose rows
+  /// start 16-byte aligned) go
+  /// to dest[destRow(r)..., column] where `real(r)` holds. The `threads`
+  /// threads (`tid` numbering this one) take kVectorWidth-column pieces in
+  /// turn, so a warp reads and writes whole lines; 16-byte stores where
+  /// dest's rows allow them and its base is aligned, else element by
+  /// element. The rows must be written and the block past a barrier.
+  /// (A loop, not unrolled: the kernels' results leave through it in a
+  /// few instructions whatever their size.)
+  void copyStagedRows(
+      mlir::Value staging, int64_t rows, int64_t columns, mlir::Value tid,
+      int64_t threads, const std::function<mlir::Value(mlir::Value)> &real,
+      const std::function<llvm::SmallVector<mlir::Value, 4>(mlir::Value)>
+          &destRow,
+      mlir::Value dest);
 
 private:
   mlir::Value warpReduce(mlir::Value value, bool max);

@@ -331,64 +331,41 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                          {block.head, e.add(block.qBegin, rowOf[i])});
             });
           }
-          // O value 4 j + 2 i + c of the lane: row i, column `column(j, c)`.
-          auto column = [&](int64_t j, int64_t c) {
-            return e.add(e.index(8 * j + c), e.mul(quad, e.index(2)));
-          };
-          auto value = [&](int64_t i, int64_t j, int64_t c) {
-            return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
-          };
-          auto storeDirect = [&] {
-            for (int64_t i = 0; i < 2; ++i)
-              e.ifThen(e.lessThan(rowOf[i], block.sq), [&] {
-                Value token = e.add(block.qBegin, rowOf[i]);
-                for (int64_t j = 0; j < vDim / 8; ++j)
-                  for (int64_t c = 0; c < 2; ++c)
-                    e.storeF32(value(i, j, c), block.out,
-                               {token, block.head, column(j, c)});
-              });
-          };
-          // Staged as out's rows in the KV stages (dead once both
-          // warpgroups are past the loop: the last tile's V was there),
-          // rows padded by 8 elements so that a warp's 4-byte stores hit
-          // distinct banks, then one bulk copy (cp.async.bulk) a real row:
-          // element by element, a 2-byte store a value.
-          auto storeBulk = [&] {
-            const int64_t stride = vDim + 8, rowBytes = vDim * 2;
-            e.barrier();
-            Value staging = e.sharedView(raw, e.add(pad, e.index(layout.kv)),
-                                         {kBlockRows, stride}, element);
-            for (int64_t i = 0; i < 2; ++i) {
-              Value row = e.add(groupRow0, localRow[i]);
-              for (int64_t j = 0; j < vDim / 8; ++j)
-                vector::StoreOp::create(
-                    b, l, e.pack(value(i, j, 0), value(i, j, 1)), staging,
-                    ValueRange{row, column(j, 0)}, /*nontemporal=*/false,
-                    llvm::MaybeAlign(4));
+          // out = O / l staged as out's rows in the KV stages (dead once
+          // both warpgroups are past the loop: the last tile's V was
+          // there), rows padded by 8 elements so that a warp's 4-byte
+          // stores hit distinct banks; then the block copies the real rows
+          // out (copyStagedRows). O value 4 j + 2 i + c of the lane is row
+          // i, column 8 j + 2 quad + c.
+          const int64_t stride = vDim + 8;
+          e.barrier();
+          Value staging = e.sharedView(raw, e.add(pad, e.index(layout.kv)),
+                                       {kBlockRows, stride}, element);
+          for (int64_t i = 0; i < 2; ++i) {
+            Value row = e.add(groupRow0, localRow[i]);
+            for (int64_t j = 0; j < vDim / 8; ++j) {
+              auto value = [&](int64_t c) {
+                return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
+              };
+              vector::StoreOp::create(
+                  b, l, e.pack(value(0), value(1)), staging,
+                  ValueRange{row,
+                             e.add(e.index(8 * j), e.mul(quad, e.index(2)))},
+                  /*nontemporal=*/false, llvm::MaybeAlign(4));
             }
-            e.sharedProxyFence();
-            e.barrier();
-            // Tile row r is out row (qBegin + row0 + r) * N + head.
-            e.sendStagedRows(
-                e.add(base, e.index(layout.kv)), stride * 2, rowBytes,
-                thread.tid, kBlockRows,
-                [&](Value r) {
-                  return e.lessThan(e.add(block.row0, r), block.sq);
-                },
-                [&](Value r) {
-                  Value token = e.add(block.qBegin, e.add(block.row0, r));
-                  Value outRow =
-                      e.add(e.mul(token, e.dim(block.out, 1)), block.head);
-                  Value outBase =
-                      memref::ExtractAlignedPointerAsIndexOp::create(b, l,
-                                                                     block.out);
-                  return e.add(outBase, e.mul(outRow, e.index(rowBytes)));
-                });
-          };
-          if (GpuEmitter::hasVectorRows(block.out))
-            e.ifThenElse(e.vectorAligned({block.out}), storeBulk, storeDirect);
-          else
-            storeDirect();
+          }
+          e.barrier();
+          // Tile row r is out row (qBegin + row0 + r, head).
+          e.copyStagedRows(
+              staging, kBlockRows, vDim, thread.tid, kThreads,
+              [&](Value r) {
+                return e.lessThan(e.add(block.row0, r), block.sq);
+              },
+              [&](Value r) {
+                return SmallVector<Value, 4>{
+                    e.add(block.qBegin, e.add(block.row0, r)), block.head};
+              },
+              block.out);
         });
       },
       kThreads);

@@ -205,36 +205,6 @@ static Value pointerAt(OpBuilder &b, Location loc, Value address,
 /// Address space 3: shared memory (shared-window addresses).
 static constexpr unsigned kSharedSpace = 3;
 
-void WgmmaEmitter::bulkCopyToGlobal(Value sharedSource,
-                                    Value globalDestination, int64_t bytes) {
-  MLIRContext *ctx = b.getContext();
-  // Address spaces of NVPTX: the destination is a generic address, cast
-  // to global (cvta.to.global); the source is a shared-window address.
-  Value global =
-      LLVM::AddrSpaceCastOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 1),
-                                    pointerAt(b, loc, globalDestination, 0));
-  NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
-      b, loc, global, pointerAt(b, loc, sharedSource, kSharedSpace),
-      arith::ConstantIntOp::create(b, loc, bytes, 32), Value(), Value());
-  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-}
-
-void WgmmaEmitter::waitBulkReads() {
-  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
-                                       b.getUnitAttr());
-}
-
-void WgmmaEmitter::sendStagedRows(
-    Value staging, int64_t strideBytes, int64_t rowBytes, Value tid,
-    int64_t rows, const std::function<Value(Value)> &real,
-    const std::function<Value(Value)> &destination) {
-  ifThen(andi(lessThan(tid, index(rows)), real(tid)), [&] {
-    bulkCopyToGlobal(add(staging, mul(tid, index(strideBytes))),
-                     destination(tid), rowBytes);
-  });
-  waitBulkReads();
-}
-
 void WgmmaEmitter::initBarrier(Value address, int64_t count) {
   NVVM::MBarrierInitOp::create(b, loc, pointerAt(b, loc, address, kSharedSpace),
                                arith::ConstantIntOp::create(b, loc, count, 32),

@@ -110,28 +110,8 @@ public:
   /// accesses before the barrier's completion.
   void namedBarrier(int64_t id, int64_t threads, bool wait);
   /// fence.proxy.async on shared memory: makes the generic proxy's writes
-  /// (stores, cp.async) visible to wgmma's and bulk copies' reads.
+  /// (stores, cp.async) visible to wgmma's reads.
   void sharedProxyFence();
-
-  /// cp.async.bulk of `bytes` (a multiple of 16) from shared address
-  /// `sharedSource` to generic address `globalDestination` of global
-  /// memory (both index, 16-byte aligned), committed as a bulk group.
-  void bulkCopyToGlobal(mlir::Value sharedSource,
-                        mlir::Value globalDestination, int64_t bytes);
-  /// Waits until the thread's bulk copies have read their shared sources
-  /// (before the block's shared memory goes away).
-  void waitBulkReads();
-  /// Rows staged in shared memory leave by one bulk copy each: thread
-  /// `tid` < `rows` sends row `tid` (`rowBytes` from shared address
-  /// `staging` + tid * `strideBytes`) to global address `destination(tid)`
-  /// where `real(tid)` holds; every thread then waits for its copies' reads
-  /// (waitBulkReads). The rows must be written and fenced (async proxy)
-  /// and the block past a barrier before.
-  void
-  sendStagedRows(mlir::Value staging, int64_t strideBytes, int64_t rowBytes,
-                 mlir::Value tid, int64_t rows,
-                 const std::function<mlir::Value(mlir::Value)> &real,
-                 const std::function<mlir::Value(mlir::Value)> &destination);
 
   /// mbarriers at shared address `address` (index, 8-byte aligned):
   /// initialize with `count` expected arrivals (phase 0); arrive once this

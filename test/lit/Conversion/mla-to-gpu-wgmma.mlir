@@ -8,8 +8,8 @@
 // (ceil(Sq * N / 64), B, S) with 231424 bytes: Q, two KV stages (3 x 73728),
 // P 8192, row maxima and sums 1024, 1024 of alignment slack. Fewer heads
 // keep the mma-sync kernel, other dtypes the generic one. A request of
-// one split writes out and lse directly; the partial outputs of the others
-// leave through shared memory by bulk copies (cp.async.bulk).
+// one split writes out and lse directly, the others their partials; the
+// rows leave through shared memory, copied out by the whole block.
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
 
@@ -106,26 +106,29 @@
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
 // CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.wgmma.mma_async
-// One split: lse element by element; out, where 16-byte aligned, staged
-// as bf16 rows in shared memory (stride 520) and one bulk copy of 1024
-// bytes a row, else element stores. Else the partials: staged as f32
-// rows, one bulk copy of 2048 bytes a row.
+// The results: O / l staged once as f32 rows in shared memory (stride
+// 520), then, for a request of one split, lse element by element and out
+// copied from the staging by every thread, 8-column pieces of the real
+// rows in turn (4096 pieces, 256 at a time): 16-byte stores where out is
+// aligned, else element stores; for the others the partials likewise.
+// CHECK: vector.store %{{.+}} : memref<64x520xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: nvvm.barrier id = %c7_i32 number_of_threads = %c256_i32
+// CHECK-NOT: vector.store %{{.+}} : memref<64x520xf32
 // CHECK: scf.if %{{.+}} {
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<?x128x?xf32>
-// CHECK: scf.if %{{.+}} {
-// CHECK: vector.store %{{.+}} : memref<64x520xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK: nvvm.fence.proxy
-// CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c1024_i32 : <1>, <3>
-// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
-// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: scf.for %{{.+}} = %thread_id_x to %c4096 step %c256 {
+// CHECK: vector.load %{{.+}} : memref<64x520xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK: vector.store %{{.+}} : memref<?x?x128x512xbf16>, vector<8xbf16>
+// CHECK-NEXT: } else {
+// CHECK-COUNT-8: memref.store %{{.+}} : memref<?x?x128x512xbf16>
 // CHECK: } else {
-// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x128x512xbf16>
-// CHECK: } else {
-// CHECK: vector.store %{{.+}} : memref<64x520xf32, #gpu.address_space<workgroup>>, vector<2xf32>
-// CHECK: nvvm.fence.proxy
-// CHECK: nvvm.cp.async.bulk.global.shared.cta %{{.+}}, %{{.+}}, %c2048_i32 : <1>, <3>
-// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
-// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<?x?x128x?xf32>
+// CHECK: scf.for %{{.+}} = %thread_id_x to %c4096 step %c256 {
+// CHECK: vector.load %{{.+}} : memref<64x520xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK: vector.store %{{.+}} : memref<?x?x128x?x512xf32>, vector<8xf32>
+// CHECK-NEXT: } else {
+// CHECK-COUNT-8: memref.store %{{.+}} : memref<?x?x128x?x512xf32>
+// CHECK-NOT: nvvm.cp.async.bulk
 // CHECK: gpu.func @decode_attention_combine_narrow_2(
 func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,

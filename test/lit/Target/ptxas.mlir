@@ -146,8 +146,8 @@
 // per warpgroup for its P tile, the key tiles in a four-stage cp.async
 // ring (one group in flight besides the next tile's). The decodes' split kernels: two
 // warpgroups, scores by m64n32k16 and PV by m64n256k16 (B N-major) wgmma
-// from shared memory, made visible to them by fence.proxy.async; partial
-// rows written by bulk copies.
+// from shared memory, made visible to them by fence.proxy.async; the
+// results staged in shared memory and copied out in 16-byte stores.
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_0(
 // WGMMA: {{^}}.maxntid 256, 1, 1
 // WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
@@ -170,8 +170,7 @@
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
 // WGMMA-DAG: wgmma.commit_group.sync.aligned;
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
-// WGMMA-DAG: cp.async.bulk.global.shared::cta.bulk_group [{{.+}}], [{{.+}}], {{.+}};
-// WGMMA-DAG: cp.async.bulk.wait_group.read 0;
+// WGMMA-DAG: st.global.v4.b32 [{{.+}}], {{{.+}}};
 // WGMMA: {{^}}.visible .entry decode_attention_split_5(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_6(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_7(
