@@ -28,8 +28,10 @@
 // describes.
 //
 // Rows past a sequence's queries are padding (zero queries, never
-// written). A row that sees no key gets out = 0 and lse = -inf. Where q, k
-// or v is not 16-byte aligned the tiles are copied element by element.
+// written). A row that sees no key gets out = 0 and lse = -inf. out
+// leaves through shared memory: staged as rows, copied out by the block in
+// 16-byte pieces (element by element where out is not aligned). Where q,
+// k or v is not 16-byte aligned the tiles are copied element by element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +42,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -81,7 +84,8 @@ struct PrefillLayout {
     kStage = kTileKeys * qkStride * 2;
     v = k + stages * kStage;
     vStage = kTileKeys * vStride * 2;
-    bytes = v + stages * vStage;
+    // The results are staged as out's rows over all of it at the end.
+    bytes = std::max(v + stages * vStage, kBlockRows * vStride * 2);
   }
 };
 
@@ -354,27 +358,45 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           e.waitAllCopies();
 
           // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
-          // l = 0), for the real rows.
+          // l = 0), for the real rows: lse by the quads' leaders, out staged
+          // as rows of its type over the block's shared memory (dead once
+          // every warp is past its last tile and the Q copies; rows padded
+          // by 8 elements) and copied out by the block in 16-byte pieces
+          // (copyStagedRows), where a 2-byte store a value queued on the
+          // load/store unit.
+          e.barrier();
+          Value staging =
+              e.sharedView(raw, 0, {kBlockRows, layout.vStride}, element);
           Value leader = e.eqIndex(quad, 0);
           for (int64_t m = 0; m < kWarpRowTiles; ++m)
             for (int64_t i = 0; i < 2; ++i) {
               int64_t row = 2 * m + i;
-              Value sum = e.quadSum(state[laneRows + row]);
-              e.ifThen(e.lessThan(rowOf[row], sq), [&] {
-                Value token = e.add(qBegin, rowOf[row]);
-                MmaEmitter::RowEnd end = e.finishRow(state[row], sum);
-                for (int64_t t = 0; t < vTiles; ++t)
-                  for (int64_t c = 0; c < 2; ++c) {
-                    Value col =
-                        e.add(e.index(8 * t + c), e.mul(quad, e.index(2)));
-                    e.storeF32(e.mulf(state[oAt(m, t, i, c)], end.inverse),
-                               out, {token, head, col});
-                  }
-                e.ifThen(leader, [&] {
-                  e.storeF32(end.lse, lse, {head, token});
-                });
+              MmaEmitter::RowEnd end =
+                  e.finishRow(state[row], e.quadSum(state[laneRows + row]));
+              e.ifThen(e.andi(leader, e.lessThan(rowOf[row], sq)), [&] {
+                e.storeF32(end.lse, lse, {head, e.add(qBegin, rowOf[row])});
               });
+              Value local = e.sub(rowOf[row], block.row0);
+              for (int64_t t = 0; t < vTiles; ++t) {
+                auto value = [&](int64_t c) {
+                  return e.mulf(state[oAt(m, t, i, c)], end.inverse);
+                };
+                vector::StoreOp::create(
+                    b, l, e.pack(value(0), value(1)), staging,
+                    ValueRange{local,
+                               e.add(e.index(8 * t), e.mul(quad, e.index(2)))},
+                    /*nontemporal=*/false, llvm::MaybeAlign(4));
+              }
             }
+          e.barrier();
+          e.copyStagedRows(
+              staging, kBlockRows, vDim, e.threadId(), kBlockWarps * kWarpSize,
+              [&](Value r) { return e.lessThan(e.add(block.row0, r), sq); },
+              [&](Value r) {
+                return SmallVector<Value, 4>{
+                    e.add(qBegin, e.add(block.row0, r)), head};
+              },
+              out);
         });
       });
 

@@ -47,6 +47,19 @@
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK: gpu.barrier
+// The results: lse by the quads' leaders; out staged as bf16 rows (stride
+// 136) over the block's shared memory, then copied out by the block,
+// 8-column pieces of the real rows in turn (2048 pieces, 128 at a time):
+// 16-byte stores where out is aligned, else element stores.
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.+}} : memref<16x200xf32>
+// CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c2048 step %c128 {
+// CHECK: vector.load %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.+}} : memref<200x16x128xbf16>, vector<8xbf16>
+// CHECK-NEXT: } else {
+// CHECK-COUNT-8: memref.store %{{.+}} : memref<200x16x128xbf16>
 func.func @prefill_bf16_causal(%q: memref<200x16x192xbf16>, %k: memref<300x16x192xbf16>,
                                %v: memref<300x16x128xbf16>, %cq: memref<4xi32>, %ck: memref<4xi32>,
                                %o: memref<200x16x128xbf16>, %lse: memref<16x200xf32>) {
