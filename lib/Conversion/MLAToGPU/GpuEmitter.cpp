@@ -7,6 +7,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 
@@ -195,6 +196,15 @@ void GpuEmitter::copyStagedRows(
     Value staging, int64_t rows, int64_t columns, Value tid, int64_t threads,
     const std::function<Value(Value)> &real,
     const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest) {
+  auto stagingType = cast<MemRefType>(staging.getType());
+  Type staged = stagingType.getElementType();
+  int64_t strideBytes =
+      stagingType.getDimSize(1) * staged.getIntOrFloatBitWidth() / 8;
+  // The kernels' own layouts: a violation is a bug in the caller.
+  if (columns % kVectorWidth != 0 || strideBytes % 16 != 0 ||
+      columns > stagingType.getDimSize(1))
+    llvm::report_fatal_error("copyStagedRows: staged rows are not whole "
+                             "16-byte pieces");
   const int64_t piecesPerRow = columns / kVectorWidth;
   // Uniform over the block: the branch below never diverges.
   Value aligned = hasVectorRows(dest) ? vectorAligned({dest}) : Value();
@@ -206,7 +216,6 @@ void GpuEmitter::copyStagedRows(
     ifThen(real(row), [&] {
       // 16-byte aligned (the rows' stride and start are multiples of 16
       // bytes): what a piece's 16-byte reads need.
-      Type staged = cast<MemRefType>(staging.getType()).getElementType();
       Value values = vector::LoadOp::create(
           b, loc, VectorType::get({kVectorWidth}, staged), staging,
           ValueRange{row, column}, /*nontemporal=*/false, llvm::MaybeAlign(16));

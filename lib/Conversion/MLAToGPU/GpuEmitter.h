@@ -109,8 +109,8 @@ public:
 
   /// Copies rows staged in shared memory out to `dest`, converted to its
   /// element type: columns [0, `columns`) (a multiple of kVectorWidth) of
-  /// rows [0, `rows`) of `staging` (a shared [rows, stride] view whose rows
-  /// start 16-byte aligned) go
+  /// rows [0, `rows`) of `staging` (a shared [rows, stride] view, its rows
+  /// 16 bytes apart times a whole number and starting 16-byte aligned) go
   /// to dest[destRow(r)..., column] where `real(r)` holds. The `threads`
   /// threads (`tid` numbering this one) take kVectorWidth-column pieces in
   /// turn, so a warp reads and writes whole lines; 16-byte stores where
