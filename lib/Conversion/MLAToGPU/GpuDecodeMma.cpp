@@ -314,18 +314,11 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           Value staging =
               e.sharedView(raw, 0, {kTileRows, stagingStride}, b.getF32Type());
           for (int64_t i = 0; i < 2; ++i)
-            for (int64_t t = 0; t < warpNTiles; ++t) {
-              Value pair = vector::FromElementsOp::create(
-                  b, l, VectorType::get({2}, b.getF32Type()),
-                  ValueRange{
-                      e.mulf(state[4 + 4 * t + 2 * i], ends[i].inverse),
-                      e.mulf(state[4 + 4 * t + 2 * i + 1], ends[i].inverse)});
-              Value col = e.add(warpCol0,
-                                e.add(e.index(8 * t), e.mul(quad, e.index(2))));
-              vector::StoreOp::create(
-                  b, l, pair, staging, ValueRange{laneRows[i].local, col},
-                  /*nontemporal=*/false, llvm::MaybeAlign(8));
-            }
+            e.stageFragmentRow(staging, laneRows[i].local, warpCol0, quad,
+                               warpNTiles, [&](int64_t t, int64_t c) {
+                                 return e.mulf(state[4 + 4 * t + 2 * i + c],
+                                               ends[i].inverse);
+                               });
           e.barrier();
           block.writeResults([&](const SplitResults &to) {
             for (int64_t i = 0; i < 2; ++i) {

@@ -697,17 +697,11 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
                                b.getF32Type());
   Value groupCol0 = e.mul(thread.group, e.index(halfColumns));
   for (int64_t i = 0; i < 2; ++i)
-    for (int64_t j = 0; j < halfColumns / 8; ++j) {
-      Value pair = vector::FromElementsOp::create(
-          b, l, VectorType::get({2}, b.getF32Type()),
-          ValueRange{e.mulf(state[4 + 4 * j + 2 * i], ends[i].inverse),
-                     e.mulf(state[4 + 4 * j + 2 * i + 1], ends[i].inverse)});
-      Value column = e.add(
-          groupCol0, e.add(e.index(8 * j), e.mul(thread.quad, e.index(2))));
-      vector::StoreOp::create(b, l, pair, staging,
-                              ValueRange{laneRows[i].local, column},
-                              /*nontemporal=*/false, llvm::MaybeAlign(8));
-    }
+    e.stageFragmentRow(staging, laneRows[i].local, groupCol0, thread.quad,
+                       halfColumns / 8, [&](int64_t j, int64_t c) {
+                         return e.mulf(state[4 + 4 * j + 2 * i + c],
+                                       ends[i].inverse);
+                       });
   allThreadsBarrier();
   Value writesLse = e.andi(leader, e.eqIndex(thread.group, 0));
   block.writeResults([&](const SplitResults &to) {

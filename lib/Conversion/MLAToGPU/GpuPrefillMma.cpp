@@ -376,17 +376,11 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
               e.ifThen(e.andi(leader, e.lessThan(rowOf[row], sq)), [&] {
                 e.storeF32(end.lse, lse, {head, e.add(qBegin, rowOf[row])});
               });
-              Value local = e.sub(rowOf[row], block.row0);
-              for (int64_t t = 0; t < vTiles; ++t) {
-                auto value = [&](int64_t c) {
-                  return e.mulf(state[oAt(m, t, i, c)], end.inverse);
-                };
-                vector::StoreOp::create(
-                    b, l, e.pack(value(0), value(1)), staging,
-                    ValueRange{local,
-                               e.add(e.index(8 * t), e.mul(quad, e.index(2)))},
-                    /*nontemporal=*/false, llvm::MaybeAlign(4));
-              }
+              e.stageFragmentRow(
+                  staging, e.sub(rowOf[row], block.row0), e.index(0), quad,
+                  vTiles, [&](int64_t t, int64_t c) {
+                    return e.mulf(state[oAt(m, t, i, c)], end.inverse);
+                  });
             }
           e.barrier();
           e.copyStagedRows(

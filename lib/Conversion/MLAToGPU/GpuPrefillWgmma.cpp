@@ -341,19 +341,12 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           e.barrier();
           Value staging = e.sharedView(raw, e.add(pad, e.index(layout.kv)),
                                        {kBlockRows, stride}, element);
-          for (int64_t i = 0; i < 2; ++i) {
-            Value row = e.add(groupRow0, localRow[i]);
-            for (int64_t j = 0; j < vDim / 8; ++j) {
-              auto value = [&](int64_t c) {
-                return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
-              };
-              vector::StoreOp::create(
-                  b, l, e.pack(value(0), value(1)), staging,
-                  ValueRange{row,
-                             e.add(e.index(8 * j), e.mul(quad, e.index(2)))},
-                  /*nontemporal=*/false, llvm::MaybeAlign(4));
-            }
-          }
+          for (int64_t i = 0; i < 2; ++i)
+            e.stageFragmentRow(
+                staging, e.add(groupRow0, localRow[i]), e.index(0), quad,
+                vDim / 8, [&](int64_t j, int64_t c) {
+                  return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
+                });
           e.barrier();
           // Tile row r is out row (qBegin + row0 + r, head).
           e.copyStagedRows(

@@ -232,6 +232,23 @@ Value MmaEmitter::pack(Value lo, Value hi) {
                  arith::TruncFOp::create(b, loc, element, hi)});
 }
 
+void MmaEmitter::stageFragmentRow(
+    Value staging, Value row, Value column0, Value quad, int64_t tiles,
+    const std::function<Value(int64_t, int64_t)> &value) {
+  Type staged = cast<MemRefType>(staging.getType()).getElementType();
+  int64_t pairBytes = 2 * staged.getIntOrFloatBitWidth() / 8;
+  for (int64_t j = 0; j < tiles; ++j) {
+    Value pair = staged.isF32() ? vector::FromElementsOp::create(
+                                      b, loc, VectorType::get({2}, staged),
+                                      ValueRange{value(j, 0), value(j, 1)})
+                                      .getResult()
+                                : pack(value(j, 0), value(j, 1));
+    Value column = add(column0, add(index(8 * j), mul(quad, index(2))));
+    vector::StoreOp::create(b, loc, pair, staging, ValueRange{row, column},
+                            /*nontemporal=*/false, llvm::MaybeAlign(pairBytes));
+  }
+}
+
 Value MmaEmitter::operand(Value piece) {
   if (element.isF16())
     return piece;

@@ -125,6 +125,16 @@ public:
   /// Two f32 values as one 2-element piece of the element type.
   mlir::Value pack(mlir::Value lo, mlir::Value hi);
 
+  /// Stages one accumulator row of the lane into the shared matrix
+  /// `staging` (f32 or the element type) for the block to copy out
+  /// (GpuEmitter::copyStagedRows): `value(j, c)` goes to row `row`, column
+  /// `column0` + 8 j + 2 quad + c (the fragment layout), for j < `tiles`,
+  /// the two of a j in one store.
+  void stageFragmentRow(
+      mlir::Value staging, mlir::Value row, mlir::Value column0,
+      mlir::Value quad, int64_t tiles,
+      const std::function<mlir::Value(int64_t j, int64_t c)> &value);
+
   /// D = A (16x16) B (16x8) + C with m16n8k16 mma.sync, f32 accumulators.
   /// `c` holds the four accumulators, updated in place.
   void mma(llvm::ArrayRef<mlir::Value> a, mlir::Value b0, mlir::Value b1,
