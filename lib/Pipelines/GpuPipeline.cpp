@@ -26,6 +26,13 @@ namespace mla {
 
 namespace {
 
+/// Canonicalization then common subexpressions, after each group of
+/// conversions.
+void addCleanup(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 /// Strided views, affine maps, arith and index to the LLVM dialect, then a
 /// cleanup: the middle of both the kernel and the host lowering.
 void addScalarsToLLVM(OpPassManager &pm) {
@@ -33,8 +40,14 @@ void addScalarsToLLVM(OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  addCleanup(pm);
+}
+
+/// The end of both lowerings: a cleanup, then the casts left between
+/// converted ops folded away.
+void addFinish(OpPassManager &pm) {
+  addCleanup(pm);
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 /// Everything before the NVVM conversion: vectors, loops, affine maps,
@@ -47,9 +60,7 @@ void addKernelLowering(OpPassManager &pm) {
   pm.addPass(createConvertNVVMToLLVMPass());
   addScalarsToLLVM(pm);
   pm.addPass(createConvertGpuOpsToNVVMOps());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  addFinish(pm);
 }
 
 /// The host functions to the LLVM dialect, launches included.
@@ -59,9 +70,7 @@ void addHostLowering(OpPassManager &pm) {
   addScalarsToLLVM(pm);
   pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  addFinish(pm);
 }
 
 } // namespace
