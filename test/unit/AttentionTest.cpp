@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuTestSupport.h"
 #include "MlaReference.h"
 #include "TestSupport.h"
 #include "mla/Builders/KernelBuilders.h"
@@ -80,13 +81,6 @@ bool hasMmaPrefillKernel(const PrefillCase &c) {
   return (c.dtype == DType::BF16 || c.dtype == DType::F16) &&
          c.qkDim % 16 == 0 && c.vDim % 16 == 0 && c.qkDim <= 256 &&
          c.vDim <= 128;
-}
-
-/// Whether the test GPU runs sm_90a code (the wgmma strategy).
-bool testGpuRunsWgmma() {
-  const cuda::Device *device = testGpu();
-  return testingOnGpu() && device && device->capability().major == 9 &&
-         device->capability().minor == 0;
 }
 
 /// Whether the wgmma strategy has its prefill kernel for `c`, by the rule
@@ -711,60 +705,6 @@ TEST(DecodeScheduled, WgmmaSplitCounts) {
 //===----------------------------------------------------------------------===//
 // Decode on device buffers (GPU only): misaligned bases, and timings.
 //===----------------------------------------------------------------------===//
-
-/// A host tensor's copy in device memory, `offset` bytes past an aligned
-/// allocation.
-struct DeviceTensor {
-  cuda::DeviceBuffer buffer;
-  BufferView view;
-  size_t offset = 0;
-
-  static DeviceTensor of(HostTensor &host, size_t offset = 0) {
-    DeviceTensor t;
-    t.offset = offset;
-    std::vector<uint8_t> bytes(offset + host.sizeInBytes());
-    std::memcpy(bytes.data() + offset, host.view().data, host.sizeInBytes());
-    auto buffer = cuda::DeviceBuffer::allocate(bytes.size());
-    EXPECT_TRUE(bool(buffer)) << llvm::toString(buffer.takeError());
-    if (!buffer)
-      return t;
-    t.buffer = std::move(*buffer);
-    if (llvm::Error e = t.buffer.copyFromHost(bytes.data(), bytes.size()))
-      ADD_FAILURE() << llvm::toString(std::move(e));
-    t.view = host.view();
-    t.view.data = reinterpret_cast<char *>(t.buffer.ptr()) + offset;
-    return t;
-  }
-
-  void copyTo(HostTensor &host) const {
-    std::vector<uint8_t> bytes(buffer.size());
-    if (llvm::Error e = buffer.copyToHost(bytes.data(), bytes.size()))
-      ADD_FAILURE() << llvm::toString(std::move(e));
-    std::memcpy(host.view().data, bytes.data() + offset, host.sizeInBytes());
-  }
-};
-
-/// Compiles `m` for the test GPU with `strategy`, for the device's own
-/// chip or for `chip` (older chips' PTX runs on newer ones).
-std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
-                                        KernelStrategy strategy,
-                                        const char *chip = nullptr) {
-  const cuda::Device &device = *testGpu();
-  auto target = chip ? GpuTarget::parse(chip)
-                     : GpuTarget::forCapability(device.capability().major,
-                                                device.capability().minor);
-  if (!target) {
-    ADD_FAILURE() << llvm::toString(target.takeError());
-    return nullptr;
-  }
-  target->strategy = strategy;
-  auto kernel = GpuKernel::compile(std::move(m), kKernelEntry, device, *target);
-  if (!kernel) {
-    ADD_FAILURE() << llvm::toString(kernel.takeError());
-    return nullptr;
-  }
-  return std::move(*kernel);
-}
 
 /// Decode on device buffers `inputOffset` bytes past aligned allocations
 /// (q and the cache) with every strategy the device runs; with a

@@ -1,5 +1,6 @@
 //===- ProjectionTest.cpp - kv_up_proj, q_absorb, v_up_proj ---------------===//
 
+#include "GpuTestSupport.h"
 #include "MlaReference.h"
 #include "TestSupport.h"
 #include "mla/Builders/KernelBuilders.h"
@@ -22,8 +23,10 @@ void fillWeight(HostTensor &w, int64_t depth) {
   w.fillRandom(rng(), -bound, bound);
 }
 
-void checkKvUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
-  auto kernel = compileKernel(buildKvUpProj(testContext(), {d, dtype}));
+void checkKvUpProjWith(DType dtype, const MlaDims &d, int64_t tokens,
+                       std::optional<KernelStrategy> strategy) {
+  auto kernel =
+      compileKernel(buildKvUpProj(testContext(), {d, dtype}), strategy);
   ASSERT_TRUE(kernel);
   int64_t n = d.numHeads, nopeV = d.qkNopeHeadDim + d.vHeadDim;
   HostTensor kvc(dtype, {tokens, d.kvLoraRank}), kpe(dtype, {tokens, d.ropeDim}),
@@ -44,8 +47,10 @@ void checkKvUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
   expectClose(v.toDouble(), vRef, tolerance(dtype), "v");
 }
 
-void checkQAbsorb(DType dtype, const MlaDims &d, int64_t tokens) {
-  auto kernel = compileKernel(buildQAbsorb(testContext(), {d, dtype}));
+void checkQAbsorbWith(DType dtype, const MlaDims &d, int64_t tokens,
+                      std::optional<KernelStrategy> strategy) {
+  auto kernel =
+      compileKernel(buildQAbsorb(testContext(), {d, dtype}), strategy);
   ASSERT_TRUE(kernel);
   int64_t n = d.numHeads;
   HostTensor q(dtype, {tokens, n, d.qkNopeHeadDim}),
@@ -63,8 +68,10 @@ void checkQAbsorb(DType dtype, const MlaDims &d, int64_t tokens) {
 
 /// q_absorb with rope_dim: the decode query [q_nope x W_UK_T | q_pe] from
 /// the whole query.
-void checkDecodeQuery(DType dtype, const MlaDims &d, int64_t tokens) {
-  auto kernel = compileKernel(buildDecodeQuery(testContext(), {d, dtype}));
+void checkDecodeQueryWith(DType dtype, const MlaDims &d, int64_t tokens,
+                          std::optional<KernelStrategy> strategy) {
+  auto kernel =
+      compileKernel(buildDecodeQuery(testContext(), {d, dtype}), strategy);
   ASSERT_TRUE(kernel);
   int64_t n = d.numHeads, qk = d.qkHeadDim(), entry = d.cacheEntry();
   HostTensor q(dtype, {tokens, n, qk}),
@@ -94,8 +101,10 @@ void checkDecodeQuery(DType dtype, const MlaDims &d, int64_t tokens) {
   EXPECT_EQ(gotPe, qPe) << "decode query, rope part";
 }
 
-void checkVUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
-  auto kernel = compileKernel(buildVUpProj(testContext(), {d, dtype}));
+void checkVUpProjWith(DType dtype, const MlaDims &d, int64_t tokens,
+                      std::optional<KernelStrategy> strategy) {
+  auto kernel =
+      compileKernel(buildVUpProj(testContext(), {d, dtype}), strategy);
   ASSERT_TRUE(kernel);
   int64_t n = d.numHeads;
   HostTensor o(dtype, {tokens, n, d.kvLoraRank}),
@@ -108,6 +117,40 @@ void checkVUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
   ref::vUpProj(o.toDouble(), w.toDouble(), tokens, n, d.kvLoraRank, d.vHeadDim,
                want);
   expectClose(out.toDouble(), want, tolerance(dtype), "v_up_proj out");
+}
+
+/// Runs `check` with the generic kernels and, on the GPU, with each
+/// tensor-core strategy the device runs (mma-sync, and wgmma on sm_90a):
+/// their up-projections are the tensor-core product kernel wherever it
+/// takes the operands (bf16 or f16, dims it tiles), the generic one
+/// otherwise, and both must match the reference.
+void forEachStrategy(
+    const std::function<void(std::optional<KernelStrategy>)> &check) {
+  {
+    SCOPED_TRACE("strategy generic");
+    check(std::nullopt);
+  }
+  if (testingOnGpu()) {
+    SCOPED_TRACE("strategy mma-sync");
+    check(KernelStrategy::TensorCore);
+  }
+  if (testGpuRunsWgmma()) {
+    SCOPED_TRACE("strategy wgmma");
+    check(KernelStrategy::Warpgroup);
+  }
+}
+
+void checkKvUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
+  forEachStrategy([&](auto s) { checkKvUpProjWith(dtype, d, tokens, s); });
+}
+void checkQAbsorb(DType dtype, const MlaDims &d, int64_t tokens) {
+  forEachStrategy([&](auto s) { checkQAbsorbWith(dtype, d, tokens, s); });
+}
+void checkDecodeQuery(DType dtype, const MlaDims &d, int64_t tokens) {
+  forEachStrategy([&](auto s) { checkDecodeQueryWith(dtype, d, tokens, s); });
+}
+void checkVUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
+  forEachStrategy([&](auto s) { checkVUpProjWith(dtype, d, tokens, s); });
 }
 
 class ProjectionByDType : public ::testing::TestWithParam<DType> {};
@@ -150,6 +193,83 @@ TEST(Projection, DecodeQueryAppendsQPe) {
 TEST(Projection, ManyHeads) {
   checkQAbsorb(DType::BF16, deepSeekDims(128), 2);
   checkVUpProj(DType::BF16, deepSeekDims(128), 2);
+}
+
+TEST(Projection, SeveralTokenTiles) {
+  // 64-token tiles: a full one and a partial one (70), three with a
+  // single-token tail (129); rows past the tokens are never written.
+  checkKvUpProj(DType::BF16, deepSeekDims(2), 70);
+  checkQAbsorb(DType::F16, deepSeekDims(3), 129);
+  checkVUpProj(DType::BF16, deepSeekDims(2), 129);
+  checkDecodeQuery(DType::BF16, deepSeekDims(4), 70);
+}
+
+TEST(Projection, SixtyFourColumnTiles) {
+  // The key's 64 columns and the value's 64 are not whole 128-column
+  // tiles: the tensor-core kernel takes 64-column tiles, each output's
+  // own; a depth of 96 is three 32-deep slices, fewer than the ring's
+  // stages.
+  MlaDims d;
+  d.numHeads = 3;
+  d.kvLoraRank = 96;
+  d.qkNopeHeadDim = 64;
+  d.ropeDim = 32;
+  d.vHeadDim = 64;
+  checkKvUpProj(DType::BF16, d, 67);
+  checkQAbsorb(DType::BF16, d, 5);
+  checkVUpProj(DType::F16, d, 65);
+}
+
+/// kv_up_proj on device buffers (GPU only) whose inputs start
+/// `inputOffset` bytes and outputs `outputOffset` bytes past aligned
+/// allocations, by `strategy`, against the reference.
+void checkKvUpProjOnGpu(KernelStrategy strategy, size_t inputOffset,
+                        size_t outputOffset) {
+  const MlaDims d = deepSeekDims(2);
+  const int64_t tokens = 75, n = d.numHeads,
+                nopeV = d.qkNopeHeadDim + d.vHeadDim;
+  HostTensor kvc(DType::BF16, {tokens, d.kvLoraRank}),
+      kpe(DType::BF16, {tokens, d.ropeDim}),
+      w(DType::BF16, {d.kvLoraRank, n, nopeV});
+  kvc.fillRandom(rng());
+  kpe.fillRandom(rng());
+  fillWeight(w, d.kvLoraRank);
+  HostTensor k(DType::BF16, {tokens, n, d.qkHeadDim()}),
+      v(DType::BF16, {tokens, n, d.vHeadDim});
+  k.poison();
+  v.poison();
+  auto kernel =
+      compileOnGpu(buildKvUpProj(testContext(), {d, DType::BF16}), strategy);
+  ASSERT_TRUE(kernel);
+  DeviceTensor dkvc = DeviceTensor::of(kvc, inputOffset),
+               dkpe = DeviceTensor::of(kpe, inputOffset),
+               dw = DeviceTensor::of(w, inputOffset),
+               dk = DeviceTensor::of(k, outputOffset),
+               dv = DeviceTensor::of(v, outputOffset);
+  llvm::Error error =
+      kernel->run({dkvc.view, dkpe.view, dw.view, dk.view, dv.view});
+  ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
+  dk.copyTo(k);
+  dv.copyTo(v);
+  std::vector<double> kRef(tokens * n * d.qkHeadDim()),
+      vRef(tokens * n * d.vHeadDim);
+  ref::kvUpProj(kvc.toDouble(), kpe.toDouble(), w.toDouble(), tokens, n,
+                d.kvLoraRank, d.qkNopeHeadDim, d.ropeDim, d.vHeadDim, kRef,
+                vRef);
+  expectClose(k.toDouble(), kRef, tolerance(DType::BF16), "k");
+  expectClose(v.toDouble(), vRef, tolerance(DType::BF16), "v");
+}
+
+TEST(ProjectionMma, MisalignedBuffers) {
+  // Inputs 2 bytes off: the slices are copied element by element; outputs
+  // 2 bytes off: the staged rows are stored element by element.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  for (auto [in, out] : {std::pair<size_t, size_t>{2, 0}, {0, 2}, {2, 2}}) {
+    SCOPED_TRACE("input offset " + std::to_string(in) + ", output offset " +
+                 std::to_string(out));
+    checkKvUpProjOnGpu(KernelStrategy::TensorCore, in, out);
+  }
 }
 
 } // namespace

@@ -32,7 +32,8 @@ using llvm::format;
 using llvm::outs;
 
 static llvm::cl::opt<std::string>
-    suite("suite", llvm::cl::desc("decode, prefill, merge, gather or all"),
+    suite("suite",
+          llvm::cl::desc("decode, prefill, merge, gather, proj or all"),
           llvm::cl::init("all"));
 static llvm::cl::opt<bool>
     quick("quick", llvm::cl::desc("a few shapes per suite"), llvm::cl::init(false));
@@ -447,6 +448,83 @@ void benchGather(mlir::MLIRContext &ctx) {
   }
 }
 
+/// The up-projections of a decode step (the decode query from q_absorb,
+/// v_up_proj of its latent output) and of a chunked-context prefill
+/// (kv_up_proj of a workspace chunk), per strategy: their kernels are the
+/// CUDA-core product (generic) or the tensor-core one (mma-sync, wgmma).
+void benchProjections(mlir::MLIRContext &ctx) {
+  outs() << "\n== up-projections: DeepSeek dims, bf16 (FLOPs: 2 x tokens x "
+            "heads x depth x width; bytes: weights, inputs, outputs once) ==\n";
+  const MlaDims base;
+  const int64_t latent = base.kvLoraRank, nope = base.qkNopeHeadDim,
+                rope = base.ropeDim, vDim = base.vHeadDim;
+  struct Case {
+    const char *op;
+    std::vector<int64_t> tokens;
+  };
+  std::vector<Case> cases = {
+      {"decode query (q_absorb)",
+       quick ? std::vector<int64_t>{64} : std::vector<int64_t>{1, 64, 128}},
+      {"v_up_proj", quick ? std::vector<int64_t>{64}
+                          : std::vector<int64_t>{1, 64, 128, 4096}},
+      {"kv_up_proj",
+       quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{4096, 16384}}};
+  for (KernelStrategy strategy : chosenStrategies())
+    for (const Case &c : cases)
+      for (int64_t heads : headCounts()) {
+        MlaDims dims;
+        dims.numHeads = heads;
+        ProjectionSpec spec{dims, DType::BF16};
+        std::string op = c.op;
+        std::string what = op + " (" + std::to_string(heads) + " heads, " +
+                           name(strategy) + ")";
+        auto module = op == "kv_up_proj"  ? buildKvUpProj(ctx, spec)
+                      : op == "v_up_proj" ? buildVUpProj(ctx, spec)
+                                          : buildDecodeQuery(ctx, spec);
+        auto kernel = compile(std::move(module), what.c_str(), strategy);
+        printHeader("heads x tokens");
+        for (int64_t t : c.tokens) {
+          std::vector<Tensor> tensors;
+          double flops = 0, bytes = 0;
+          if (op == "kv_up_proj") {
+            tensors.push_back(randomTensor(DType::BF16, {t, latent}));
+            tensors.push_back(randomTensor(DType::BF16, {t, rope}));
+            tensors.push_back(
+                randomTensor(DType::BF16, {latent, heads, nope + vDim}));
+            tensors.push_back(
+                randomTensor(DType::BF16, {t, heads, nope + rope}));
+            tensors.push_back(randomTensor(DType::BF16, {t, heads, vDim}));
+            flops = 2.0 * t * heads * latent * (nope + vDim);
+            bytes =
+                2.0 * (latent * heads * (nope + vDim) + t * (latent + rope) +
+                       double(t) * heads * (nope + rope + vDim));
+          } else if (op == "v_up_proj") {
+            tensors.push_back(randomTensor(DType::BF16, {t, heads, latent}));
+            tensors.push_back(randomTensor(DType::BF16, {heads, latent, vDim}));
+            tensors.push_back(randomTensor(DType::BF16, {t, heads, vDim}));
+            flops = 2.0 * t * heads * latent * vDim;
+            bytes = 2.0 * (heads * latent * vDim +
+                           double(t) * heads * (latent + vDim));
+          } else {
+            tensors.push_back(
+                randomTensor(DType::BF16, {t, heads, nope + rope}));
+            tensors.push_back(randomTensor(DType::BF16, {heads, nope, latent}));
+            tensors.push_back(
+                randomTensor(DType::BF16, {t, heads, latent + rope}));
+            flops = 2.0 * t * heads * nope * latent;
+            bytes = 2.0 * (heads * nope * latent +
+                           double(t) * heads * (nope + rope + latent + rope));
+          }
+          std::vector<BufferView> args;
+          for (const Tensor &tensor : tensors)
+            args.push_back(tensor.view);
+          double ms = timeKernel(*kernel, args);
+          printRow(std::to_string(heads) + " x " + std::to_string(t), ms, bytes,
+                   flops);
+        }
+      }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -512,5 +590,7 @@ int main(int argc, char **argv) {
     benchMerge(ctx);
   if (suite == "all" || suite == "gather")
     benchGather(ctx);
+  if (suite == "all" || suite == "proj")
+    benchProjections(ctx);
   return 0;
 }

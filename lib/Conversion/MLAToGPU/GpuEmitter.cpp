@@ -137,17 +137,37 @@ static int64_t vectorBytes(Value memref) {
 
 bool GpuEmitter::hasVectorRows(Value memref) {
   auto type = cast<MemRefType>(memref.getType());
-  if (!type.getLayout().isIdentity() || type.getRank() == 0)
+  if (type.getRank() == 0)
     return false;
   int64_t inner = type.getShape().back();
-  return !ShapedType::isDynamic(inner) && inner % kVectorWidth == 0;
+  if (ShapedType::isDynamic(inner) || inner % kVectorWidth != 0)
+    return false;
+  if (type.getLayout().isIdentity())
+    return true;
+  // Views (a column range of wider rows, leading rows of a buffer) qualify
+  // when their rows are contiguous and start whole vectors apart; a
+  // dynamic offset is part of the run-time alignment check.
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return false;
+  for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % kVectorWidth != 0)
+      return false;
+  return true;
 }
 
 Value GpuEmitter::vectorAligned(ValueRange memrefs) {
   Value all;
   for (Value memref : memrefs) {
+    // The first element's address: the aligned base plus the view's
+    // offset (0 for an identity layout).
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    int64_t elementBytes =
+        cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
     Value address =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+        add(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+            mul(metadata.getOffset(), index(elementBytes)));
     Value misaligned =
         arith::RemUIOp::create(b, loc, address, index(vectorBytes(memref)));
     Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -195,7 +215,8 @@ void GpuEmitter::storeVector(Value value, Value memref, ValueRange indices) {
 void GpuEmitter::copyStagedRows(
     Value staging, int64_t rows, int64_t columns, Value tid, int64_t threads,
     const std::function<Value(Value)> &real,
-    const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest) {
+    const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest,
+    Value destColumn0) {
   auto stagingType = cast<MemRefType>(staging.getType());
   Type staged = stagingType.getElementType();
   int64_t strideBytes =
@@ -219,12 +240,13 @@ void GpuEmitter::copyStagedRows(
       Value values = vector::LoadOp::create(
           b, loc, VectorType::get({kVectorWidth}, staged), staging,
           ValueRange{row, column}, /*nontemporal=*/false, llvm::MaybeAlign(16));
+      Value destColumn = destColumn0 ? add(destColumn0, column) : column;
       SmallVector<Value, 4> at = destRow(row);
-      at.push_back(column);
+      at.push_back(destColumn);
       Type element = cast<MemRefType>(dest.getType()).getElementType();
       auto elementwise = [&] {
         for (int64_t k = 0; k < kVectorWidth; ++k) {
-          at.back() = add(column, index(k));
+          at.back() = add(destColumn, index(k));
           memref::StoreOp::create(
               b, loc,
               convertFloat(vector::ExtractOp::create(b, loc, values, k),

@@ -87,13 +87,15 @@ public:
   /// two 16-byte accesses of f32).
   static constexpr int64_t kVectorWidth = 8;
   /// Whether `memref`'s rows can be read in whole vectors at any column
-  /// that is a multiple of kVectorWidth, given a suitably aligned base: a
-  /// row-major layout whose innermost dimension is static and a multiple of
-  /// the width (every outer stride then is too).
+  /// that is a multiple of kVectorWidth, given a suitably aligned first
+  /// element: a strided layout with contiguous rows (innermost stride 1),
+  /// the innermost dimension static and a multiple of the width, and every
+  /// outer stride static and a multiple of it. Identity layouts and views
+  /// such as a column range of wider rows qualify.
   static bool hasVectorRows(mlir::Value memref);
-  /// i1: every memref's base address is a multiple of its vector access
-  /// size (kVectorWidth elements). The same for every thread, so branching
-  /// on it never diverges.
+  /// i1: every memref's first element (base plus the view's offset) is at
+  /// a multiple of its vector access size (kVectorWidth elements). The
+  /// same for every thread, so branching on it never diverges.
   mlir::Value vectorAligned(mlir::ValueRange memrefs);
   /// memref[indices] .. memref[indices + kVectorWidth - 1] (innermost
   /// index) as a vector of the element type.
@@ -116,6 +118,8 @@ public:
   /// turn, so a warp reads and writes whole lines; 16-byte stores where
   /// dest's rows allow them and its base is aligned, else element by
   /// element. The rows must be written and the block past a barrier.
+  /// With `destColumn0` (a multiple of kVectorWidth), staged column c goes
+  /// to dest column `destColumn0` + c.
   /// (A loop, not unrolled: the kernels' results leave through it in a
   /// few instructions whatever their size.)
   void copyStagedRows(
@@ -123,7 +127,7 @@ public:
       int64_t threads, const std::function<mlir::Value(mlir::Value)> &real,
       const std::function<llvm::SmallVector<mlir::Value, 4>(mlir::Value)>
           &destRow,
-      mlir::Value dest);
+      mlir::Value dest, mlir::Value destColumn0 = {});
 
 private:
   mlir::Value warpReduce(mlir::Value value, bool max);

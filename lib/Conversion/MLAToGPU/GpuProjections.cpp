@@ -1,14 +1,15 @@
 //===- GpuProjections.cpp - The up-projection kernels ---------------------===//
 //
-// All three up-projections are per-head products out[t, h, :] =
-// x[t, h?, :] x W_h. One kernel shape serves them: a block owns 128 output
-// columns of one head for 8 tokens; each thread accumulates one column for
-// the 8 tokens in registers, reading the weight row coalesced across the
-// warp and the token's input value as a broadcast.
+// Each up-projection op described as a PerHeadProduct, and the CUDA-core
+// kernel that computes any of them: a block owns 128 output columns of one
+// head for 8 tokens; each thread accumulates one column for the 8 tokens
+// in registers, reading the weight row coalesced across the warp and the
+// token's input value as a broadcast. The tensor-core strategies use
+// GpuProjectionsMma.cpp's kernel where it takes the operands.
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuKernels.h"
+#include "PerHeadProduct.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -23,25 +24,28 @@ namespace {
 
 constexpr int64_t kTokensPerBlock = 8;
 
-struct PerHeadProduct {
-  int64_t heads, depth, width;
-  /// Input value x[t, h, r] as f32.
-  std::function<Value(GpuEmitter &, ValueRange, Value t, Value h, Value r)>
-      loadInput;
-  /// Weight value W_h[r, c] as f32.
-  std::function<Value(GpuEmitter &, ValueRange, Value h, Value r, Value c)>
-      loadWeight;
-  /// Stores output column c of token t, head h.
-  std::function<void(GpuEmitter &, ValueRange, Value t, Value h, Value c,
-                     Value v)>
-      store;
-  /// Extra per-(token, head) work done by the blocks of column tile 0.
-  std::function<void(GpuEmitter &, ValueRange, Value t, Value h)> extra;
-};
+SmallVector<Value, 4> concat(ArrayRef<Value> prefix, Value last) {
+  SmallVector<Value, 4> idx(prefix.begin(), prefix.end());
+  idx.push_back(last);
+  return idx;
+}
 
-void emitPerHeadProduct(Operation *op, Value tokensOperand,
-                        const PerHeadProduct &p, KernelFactory &kernels,
-                        StringRef name) {
+/// Stores product column c of (t, h) to the output holding it.
+void storeColumn(GpuEmitter &e, ValueRange a,
+                 ArrayRef<PerHeadProduct::Output> outputs, Value t, Value h,
+                 Value c, Value v) {
+  const PerHeadProduct::Output &o = outputs.front();
+  auto store = [&] {
+    e.storeF32(v, a[o.arg], {t, h, o.first ? e.sub(c, e.index(o.first)) : c});
+  };
+  if (outputs.size() == 1)
+    return store();
+  e.ifThenElse(e.lessThan(c, e.index(o.first + o.count)), store,
+               [&] { storeColumn(e, a, outputs.drop_front(), t, h, c, v); });
+}
+
+void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
+                         KernelFactory &kernels, StringRef name) {
   auto kernel = kernels.create(
       name, op->getOperandTypes(), [&](GpuEmitter &e, ValueRange a) {
         OpBuilder &b = e.builder();
@@ -53,66 +57,83 @@ void emitPerHeadProduct(Operation *op, Value tokensOperand,
         Value h = e.blockId(Dimension::y);
         Value firstToken =
             e.mul(e.blockId(Dimension::x), e.index(kTokensPerBlock));
-        Value numTokens = e.dim(a[0], 0);
+        Value numTokens = e.dim(a[p.inputArg], 0);
         Value lastToken = e.sub(numTokens, e.index(1));
-        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             column, e.index(p.width));
+        Value inside = e.lessThan(column, e.index(p.width));
         Value c = e.minIndex(column, e.index(p.width - 1));
         SmallVector<Value> tokens;
         for (int64_t i = 0; i < kTokensPerBlock; ++i)
           tokens.push_back(
               e.minIndex(e.add(firstToken, e.index(i)), lastToken));
+        SmallVector<SmallVector<Value, 3>> inputRows;
+        for (Value t : tokens)
+          inputRows.push_back(p.inputRow(e, a, t, h));
 
         SmallVector<Value> zeros(kTokensPerBlock, e.f32(0.0));
         SmallVector<Value> acc = e.forLoop(
             e.index(0), e.index(p.depth), 1, zeros,
             [&](Value r, ValueRange sums) -> SmallVector<Value> {
-              Value w = p.loadWeight(e, a, h, r, c);
+              Value w =
+                  e.loadF32(a[p.weightArg], concat(p.weightRow(e, a, h, r), c));
               SmallVector<Value> next;
               for (int64_t i = 0; i < kTokensPerBlock; ++i)
                 next.push_back(math::FmaOp::create(
-                    b, loc, p.loadInput(e, a, tokens[i], h, r), w, sums[i]));
+                    b, loc, e.loadF32(a[p.inputArg], concat(inputRows[i], r)),
+                    w, sums[i]));
               return next;
             });
         for (int64_t i = 0; i < kTokensPerBlock; ++i) {
           Value t = e.add(firstToken, e.index(i));
-          Value valid = arith::AndIOp::create(
-              b, loc, inside,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t,
-                                    numTokens));
-          e.ifThen(valid, [&] { p.store(e, a, t, h, c, acc[i]); });
-          if (p.extra) {
-            Value firstTile = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::eq, e.blockId(Dimension::z),
-                e.index(0));
-            Value tokenValid = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::slt, t, numTokens);
-            e.ifThen(arith::AndIOp::create(b, loc, firstTile, tokenValid),
-                     [&] { p.extra(e, a, t, h); });
-          }
+          Value tokenValid = e.lessThan(t, numTokens);
+          e.ifThen(arith::AndIOp::create(b, loc, inside, tokenValid),
+                   [&] { storeColumn(e, a, p.outputs, t, h, c, acc[i]); });
+          if (p.extra)
+            e.ifThen(
+                arith::AndIOp::create(
+                    b, loc, e.eqIndex(e.blockId(Dimension::z), 0), tokenValid),
+                [&] { p.extra(e, a, t, h); });
         }
       });
   OpBuilder host(op);
   LoopBuilder hb(host, op->getLoc());
-  KernelFactory::launch(host, op->getLoc(), kernel,
-                        {hb.ceilDiv(hb.dim(tokensOperand, 0), kTokensPerBlock),
-                         hb.index(p.heads),
-                         hb.index((p.width + kBlockThreads - 1) / kBlockThreads)},
-                        op->getOperands());
+  KernelFactory::launch(
+      host, op->getLoc(), kernel,
+      {hb.ceilDiv(hb.dim(op->getOperand(p.inputArg), 0), kTokensPerBlock),
+       hb.index(p.heads),
+       hb.index((p.width + kBlockThreads - 1) / kBlockThreads)},
+      op->getOperands());
 }
 
-/// The common case: x [T, N, depth], W [N, depth, width], out [T, N, width].
+void lowerProduct(Operation *op, const PerHeadProduct &p,
+                  KernelFactory &kernels, StringRef name) {
+  if (useMmaProduct(p, op, kernels.target()))
+    return lowerMmaProduct(p, op, kernels, (name + "_mma").str());
+  emitCudaCoreProduct(op, p, kernels, name);
+}
+
+/// x [T, N, >= depth], W [N, depth, width], out [T, N, >= width]: the
+/// product of q_absorb and v_up_proj (operands x, W, out).
 PerHeadProduct batchedPerHead(int64_t heads, int64_t depth, int64_t width) {
-  PerHeadProduct p{heads, depth, width, nullptr, nullptr, nullptr, nullptr};
-  p.loadInput = [](GpuEmitter &e, ValueRange a, Value t, Value h, Value r) {
-    return e.loadF32(a[0], {t, h, r});
+  PerHeadProduct p{heads, depth, width, /*inputArg=*/0, /*weightArg=*/1};
+  p.inputRow = [](GpuEmitter &, ValueRange, Value t, Value h) {
+    return SmallVector<Value, 3>{t, h};
   };
-  p.loadWeight = [](GpuEmitter &e, ValueRange a, Value h, Value r, Value c) {
-    return e.loadF32(a[1], {h, r, c});
+  p.weightRow = [](GpuEmitter &, ValueRange, Value h, Value r) {
+    return SmallVector<Value, 3>{h, r};
   };
-  p.store = [](GpuEmitter &e, ValueRange a, Value t, Value h, Value c,
-               Value v) { e.storeF32(v, a[2], {t, h, c}); };
+  p.outputs = {{/*arg=*/2, 0, width}};
   return p;
+}
+
+/// Copies columns [from, from + count) of src[srcRow] to columns [to, to +
+/// count) of dst[t, h], over the block's threads.
+void copyColumns(GpuEmitter &e, Value src, SmallVector<Value, 3> srcRow,
+                 int64_t from, Value dst, Value t, Value h, int64_t to,
+                 int64_t count) {
+  e.blockStridedLoop(e.index(0), e.index(count), [&](Value c) {
+    e.storeF32(e.loadF32(src, concat(srcRow, e.add(c, e.index(from)))), dst,
+               {t, h, e.add(c, e.index(to))});
+  });
 }
 
 } // namespace
@@ -122,57 +143,38 @@ void lowerQAbsorb(QAbsorbOp op, KernelFactory &kernels) {
   PerHeadProduct p = batchedPerHead(op.getNumHeads(), nope, latent);
   // With rope_dim: the decode query's q_pe columns are the query's, copied.
   if (std::optional<int64_t> rope = op.getRopeDim())
-    p.extra = [nope, latent, rope = *rope](GpuEmitter &e, ValueRange a,
-                                           Value t, Value h) {
-      e.blockStridedLoop(e.index(0), e.index(rope), [&](Value c) {
-        e.storeF32(e.loadF32(a[0], {t, h, e.add(c, e.index(nope))}), a[2],
-                   {t, h, e.add(c, e.index(latent))});
-      });
+    p.extra = [nope, latent, rope = *rope](GpuEmitter &e, ValueRange a, Value t,
+                                           Value h) {
+      copyColumns(e, a[0], {t, h}, nope, a[2], t, h, latent, rope);
     };
-  emitPerHeadProduct(op, op.getQNope(), p, kernels, "q_absorb");
+  lowerProduct(op, p, kernels, "q_absorb");
 }
 
 void lowerVUpProj(VUpProjOp op, KernelFactory &kernels) {
-  emitPerHeadProduct(op, op.getOLatent(),
-                     batchedPerHead(op.getNumHeads(), op.getKvLoraRank(),
-                                    op.getVHeadDim()),
-                     kernels, "v_up_proj");
+  lowerProduct(
+      op,
+      batchedPerHead(op.getNumHeads(), op.getKvLoraRank(), op.getVHeadDim()),
+      kernels, "v_up_proj");
 }
 
 void lowerKvUpProj(KvUpProjOp op, KernelFactory &kernels) {
   int64_t nope = op.getQkNopeHeadDim(), rope = op.getRopeDim(),
           vDim = op.getVHeadDim();
+  // Operands: kv_c [T, Lkv], k_pe [T, R], kv_b_proj [Lkv, N, P + V], k, v.
   PerHeadProduct p{int64_t(op.getNumHeads()), int64_t(op.getKvLoraRank()),
-                   nope + vDim,
-                   nullptr, nullptr, nullptr, nullptr};
-  // Operands: kv_c, k_pe, kv_b_proj, k, v.
-  p.loadInput = [](GpuEmitter &e, ValueRange a, Value t, Value, Value r) {
-    return e.loadF32(a[0], {t, r});
+                   nope + vDim, /*inputArg=*/0, /*weightArg=*/2};
+  p.inputRow = [](GpuEmitter &, ValueRange, Value t, Value) {
+    return SmallVector<Value, 3>{t};
   };
-  p.loadWeight = [](GpuEmitter &e, ValueRange a, Value h, Value r, Value c) {
-    return e.loadF32(a[2], {r, h, c});
+  p.weightRow = [](GpuEmitter &, ValueRange, Value h, Value r) {
+    return SmallVector<Value, 3>{r, h};
   };
-  p.store = [nope](GpuEmitter &e, ValueRange a, Value t, Value h, Value c,
-                   Value v) {
-    Value isKey = arith::CmpIOp::create(e.builder(), e.location(),
-                                        arith::CmpIPredicate::slt, c,
-                                        e.index(nope));
-    auto ifOp = scf::IfOp::create(e.builder(), e.location(), isKey,
-                                  /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(e.builder());
-    e.builder().setInsertionPointToStart(ifOp.thenBlock());
-    e.storeF32(v, a[3], {t, h, c});
-    e.builder().setInsertionPointToStart(ifOp.elseBlock());
-    e.storeF32(v, a[4], {t, h, e.sub(c, e.index(nope))});
-  };
+  p.outputs = {{/*arg=*/3, 0, nope}, {/*arg=*/4, nope, vDim}};
   // The rope key is shared by every head: copied into each head's key.
   p.extra = [nope, rope](GpuEmitter &e, ValueRange a, Value t, Value h) {
-    e.blockStridedLoop(e.index(0), e.index(rope), [&](Value c) {
-      e.storeF32(e.loadF32(a[1], {t, c}), a[3],
-                 {t, h, e.add(c, e.index(nope))});
-    });
+    copyColumns(e, a[1], {t}, 0, a[3], t, h, nope, rope);
   };
-  emitPerHeadProduct(op, op.getKvC(), p, kernels, "kv_up_proj");
+  lowerProduct(op, p, kernels, "kv_up_proj");
 }
 
 } // namespace mla::gpu

@@ -96,9 +96,9 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
         add(mul(warp, index(rowsPerWarp)), add(laneGroup, index(4 * i)));
     rows.push_back({row, source(row)});
   }
-  auto srcAt = [](const SourceRow &r, Value col) {
+  auto srcAt = [&](const SourceRow &r, Value col) {
     SmallVector<Value> idx(r.prefix.begin(), r.prefix.end());
-    idx.push_back(col);
+    idx.push_back(r.column0 ? add(r.column0, col) : col);
     return idx;
   };
   int64_t chunks = (vectors + 7) / 8;

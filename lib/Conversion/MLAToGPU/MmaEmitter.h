@@ -56,10 +56,13 @@ public:
 
   /// A tile row's source: whether it holds data (else it is zero-filled
   /// and not read) and the indices of its first element in `src` but the
-  /// innermost (in bounds either way).
+  /// innermost (in bounds either way). Tile column c comes from source
+  /// column `column0` + c (null: 0), for tiles that are a column range of
+  /// their source (a multiple of 8, so 16-byte copies stay aligned).
   struct SourceRow {
     mlir::Value valid;
     llvm::SmallVector<mlir::Value, 3> prefix;
+    mlir::Value column0 = {};
   };
 
   /// Where element (row, col) of a tile goes in its shared memref.

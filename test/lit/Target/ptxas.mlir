@@ -29,10 +29,13 @@
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
 //
 // The mma-sync strategy: the two bf16 decodes (@decode, @decode_scheduled)
-// get the tensor-core split kernel and the bf16 prefills (@prefill, the
-// chunked prefill's new-token attention) the tensor-core prefill kernel
-// (mma.sync, ldmatrix, cp.async, dynamic shared memory); the f32 ones and
-// every other op keep their generic kernels. On sm_80 and sm_90a ptxas must accept them with no stack
+// get the tensor-core split kernel, the bf16 prefills (@prefill, the
+// chunked prefill's new-token and context attentions, the latter on
+// strided views of scratch buffers) the tensor-core prefill kernel
+// (mma.sync, ldmatrix, cp.async, dynamic shared memory), and the bf16
+// up-projections (the chunked prefill's on column ranges of the workspace
+// rows) the tensor-core product kernel; the f32 ones and every other op
+// keep their generic kernels. On sm_80 and sm_90a ptxas must accept them with no stack
 // frame and no spills.
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.mma.sm_80.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefixes=MMA,SM80 --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.mma.sm_80.ptx
@@ -94,8 +97,9 @@
 // PTX: {{^}}.visible .entry prefill_attention_26(
 // PTX: {{^}}.visible .entry merge_attn_states_27(
 
-// With mma-sync, the same kernels but for the bf16 decode split kernels
-// and prefills. The dynamic shared memory the tensor-core kernels address
+// With mma-sync, the same kernels but for the bf16 decode split kernels,
+// prefills and up-projections (a four-stage ring: two groups in flight
+// besides the slice waited for). The dynamic shared memory the tensor-core kernels address
 // (1 byte of static shared memory standing for the dynamic region after
 // it, declared in the kernel's body: each kernel is a PTX module of its
 // own). The prefill asks for two blocks per SM (registers up to 255).
@@ -130,15 +134,22 @@
 // MMA: {{^}}.visible .entry merge_attn_states_15(
 // MMA: {{^}}.visible .entry gather_cache_16(
 // MMA: {{^}}.visible .entry concat_and_cache_17(
-// MMA: {{^}}.visible .entry kv_up_proj_18(
-// MMA: {{^}}.visible .entry q_absorb_19(
-// MMA: {{^}}.visible .entry v_up_proj_20(
+// MMA: {{^}}.visible .entry kv_up_proj_mma_18(
+// MMA: .shared .align 16 .b8 __dynamic_shmem__0;
+// MMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
+// MMA-DAG: cp.async.wait_group 2;
+// MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// MMA-DAG: st.global.v4.b32 [{{.+}}], {{{.+}}};
+// MMA: {{^}}.visible .entry q_absorb_mma_19(
+// MMA: {{^}}.visible .entry v_up_proj_mma_20(
 // MMA: {{^}}.visible .entry q_absorb_21(
-// MMA: {{^}}.visible .entry kv_up_proj_22(
+// MMA: {{^}}.visible .entry kv_up_proj_mma_22(
 // MMA: {{^}}.visible .entry prefill_attention_mma_23(
 // MMA: {{^}}.visible .entry gather_cache_24(
-// MMA: {{^}}.visible .entry kv_up_proj_25(
-// MMA: {{^}}.visible .entry prefill_attention_26(
+// MMA: {{^}}.visible .entry kv_up_proj_mma_25(
+// MMA: {{^}}.visible .entry prefill_attention_mma_26(
 // MMA: {{^}}.visible .entry merge_attn_states_27(
 
 // With wgmma, the bf16 prefills: two warpgroups, scores by m64n64k16 and
@@ -188,22 +199,23 @@
 // WGMMA: {{^}}.visible .entry merge_attn_states_19(
 // WGMMA: {{^}}.visible .entry gather_cache_20(
 // WGMMA: {{^}}.visible .entry concat_and_cache_21(
-// WGMMA: {{^}}.visible .entry kv_up_proj_22(
-// WGMMA: {{^}}.visible .entry q_absorb_23(
-// WGMMA: {{^}}.visible .entry v_up_proj_24(
+// WGMMA: {{^}}.visible .entry kv_up_proj_mma_22(
+// WGMMA: {{^}}.visible .entry q_absorb_mma_23(
+// WGMMA: {{^}}.visible .entry v_up_proj_mma_24(
 // WGMMA: {{^}}.visible .entry q_absorb_25(
-// WGMMA: {{^}}.visible .entry kv_up_proj_26(
+// WGMMA: {{^}}.visible .entry kv_up_proj_mma_26(
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_27(
 // WGMMA: {{^}}.visible .entry prefill_attention_28(
 // WGMMA: {{^}}.visible .entry gather_cache_29(
-// WGMMA: {{^}}.visible .entry kv_up_proj_30(
-// WGMMA: {{^}}.visible .entry prefill_attention_31(
-// WGMMA: {{^}}.visible .entry merge_attn_states_32(
+// WGMMA: {{^}}.visible .entry kv_up_proj_mma_30(
+// WGMMA: {{^}}.visible .entry prefill_attention_wgmma_31(
+// WGMMA: {{^}}.visible .entry prefill_attention_32(
+// WGMMA: {{^}}.visible .entry merge_attn_states_33(
 
 // RESOURCES-COUNT-28: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
-// With wgmma, 33 kernels: each wgmma prefill and decode split kernel
+// With wgmma, 34 kernels: each wgmma prefill and decode split kernel
 // comes with the generic one its launch takes for misaligned operands.
-// RESOURCES-WGMMA-COUNT-33: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// RESOURCES-WGMMA-COUNT-34: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
                    %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,

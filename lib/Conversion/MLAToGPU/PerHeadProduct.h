@@ -1,0 +1,58 @@
+//===- PerHeadProduct.h - The up-projections as one product shape -*- C++
+//-*-===//
+//
+// All three up-projections are per-head products out[t, h, :] = x[t, h?, :]
+// W_h with a [depth, width] weight slice W_h per head. Each op's lowering
+// describes its operands as a PerHeadProduct (where the rows of x and W_h
+// are, which product columns go to which output, what else is copied) and
+// one of two kernels computes it: the tensor-core kernel
+// (GpuProjectionsMma.cpp, mma.sync) where the strategy has tensor cores
+// and the operands suit them, else the CUDA-core kernel
+// (GpuProjections.cpp), which takes any float types and dims.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_LIB_CONVERSION_MLATOGPU_PERHEADPRODUCT_H
+#define MLA_LIB_CONVERSION_MLATOGPU_PERHEADPRODUCT_H
+
+#include "GpuKernels.h"
+
+namespace mla::gpu {
+
+struct PerHeadProduct {
+  int64_t heads, depth, width;
+  /// The kernel arguments (the op's operands, in order) of x and W.
+  unsigned inputArg, weightArg;
+  /// The indices of x[t, h, 0] but the innermost: x's rows are contiguous.
+  std::function<llvm::SmallVector<mlir::Value, 3>(
+      GpuEmitter &, mlir::ValueRange args, mlir::Value t, mlir::Value h)>
+      inputRow;
+  /// The indices of W_h[r, 0] but the innermost: W_h's rows are contiguous.
+  std::function<llvm::SmallVector<mlir::Value, 3>(
+      GpuEmitter &, mlir::ValueRange args, mlir::Value h, mlir::Value r)>
+      weightRow;
+  /// Product columns [first, first + count) go to columns [0, count) of
+  /// output argument `arg`, an [tokens, heads, >= count] memref.
+  struct Output {
+    unsigned arg;
+    int64_t first, count;
+  };
+  llvm::SmallVector<Output, 2> outputs;
+  /// Per-(token, head) copies made alongside the product (the rope
+  /// columns), by the blocks of the first column tile; may be null.
+  std::function<void(GpuEmitter &, mlir::ValueRange args, mlir::Value t,
+                     mlir::Value h)>
+      extra;
+};
+
+/// Whether the tensor-core kernel takes `p` on `target`, given `op`'s
+/// operands (all of them bf16, or all f16), and the kernel, launched in
+/// place of `op`.
+bool useMmaProduct(const PerHeadProduct &p, mlir::Operation *op,
+                   const GpuTarget &target);
+void lowerMmaProduct(const PerHeadProduct &p, mlir::Operation *op,
+                     KernelFactory &kernels, llvm::StringRef name);
+
+} // namespace mla::gpu
+
+#endif // MLA_LIB_CONVERSION_MLATOGPU_PERHEADPRODUCT_H
