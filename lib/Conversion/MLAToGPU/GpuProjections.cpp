@@ -44,6 +44,18 @@ void storeColumn(GpuEmitter &e, ValueRange a,
                [&] { storeColumn(e, a, outputs.drop_front(), t, h, c, v); });
 }
 
+/// The column copy of token t, head h, element by element over the
+/// block's threads.
+void copyColumns(GpuEmitter &e, ValueRange a,
+                 const PerHeadProduct::ColumnCopy &c, Value t, Value h) {
+  SmallVector<Value, 3> srcRow = c.srcRow(e, t, h);
+  e.blockStridedLoop(e.index(0), e.index(c.count), [&](Value col) {
+    e.storeF32(e.loadF32(a[c.srcArg],
+                         concat(srcRow, e.add(col, e.index(c.srcFirst)))),
+               a[c.dstArg], {t, h, e.add(col, e.index(c.dstFirst))});
+  });
+}
+
 void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
                          KernelFactory &kernels, StringRef name) {
   auto kernel = kernels.create(
@@ -87,11 +99,11 @@ void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
           Value tokenValid = e.lessThan(t, numTokens);
           e.ifThen(arith::AndIOp::create(b, loc, inside, tokenValid),
                    [&] { storeColumn(e, a, p.outputs, t, h, c, acc[i]); });
-          if (p.extra)
-            e.ifThen(
-                arith::AndIOp::create(
-                    b, loc, e.eqIndex(e.blockId(Dimension::z), 0), tokenValid),
-                [&] { p.extra(e, a, t, h); });
+          if (p.copy)
+            e.ifThen(arith::AndIOp::create(
+                         b, loc, e.eqIndex(e.blockId(Dimension::z), 0),
+                         tokenValid),
+                     [&] { copyColumns(e, a, *p.copy, t, h); });
         }
       });
   OpBuilder host(op);
@@ -125,17 +137,6 @@ PerHeadProduct batchedPerHead(int64_t heads, int64_t depth, int64_t width) {
   return p;
 }
 
-/// Copies columns [from, from + count) of src[srcRow] to columns [to, to +
-/// count) of dst[t, h], over the block's threads.
-void copyColumns(GpuEmitter &e, Value src, SmallVector<Value, 3> srcRow,
-                 int64_t from, Value dst, Value t, Value h, int64_t to,
-                 int64_t count) {
-  e.blockStridedLoop(e.index(0), e.index(count), [&](Value c) {
-    e.storeF32(e.loadF32(src, concat(srcRow, e.add(c, e.index(from)))), dst,
-               {t, h, e.add(c, e.index(to))});
-  });
-}
-
 } // namespace
 
 void lowerQAbsorb(QAbsorbOp op, KernelFactory &kernels) {
@@ -143,10 +144,12 @@ void lowerQAbsorb(QAbsorbOp op, KernelFactory &kernels) {
   PerHeadProduct p = batchedPerHead(op.getNumHeads(), nope, latent);
   // With rope_dim: the decode query's q_pe columns are the query's, copied.
   if (std::optional<int64_t> rope = op.getRopeDim())
-    p.extra = [nope, latent, rope = *rope](GpuEmitter &e, ValueRange a, Value t,
-                                           Value h) {
-      copyColumns(e, a[0], {t, h}, nope, a[2], t, h, latent, rope);
-    };
+    p.copy = PerHeadProduct::ColumnCopy{
+        /*srcArg=*/0,
+        [](GpuEmitter &, Value t, Value h) {
+          return SmallVector<Value, 3>{t, h};
+        },
+        nope, /*dstArg=*/2, latent, *rope};
   lowerProduct(op, p, kernels, "q_absorb");
 }
 
@@ -171,9 +174,10 @@ void lowerKvUpProj(KvUpProjOp op, KernelFactory &kernels) {
   };
   p.outputs = {{/*arg=*/3, 0, nope}, {/*arg=*/4, nope, vDim}};
   // The rope key is shared by every head: copied into each head's key.
-  p.extra = [nope, rope](GpuEmitter &e, ValueRange a, Value t, Value h) {
-    copyColumns(e, a[1], {t}, 0, a[3], t, h, nope, rope);
-  };
+  p.copy = PerHeadProduct::ColumnCopy{
+      /*srcArg=*/1,
+      [](GpuEmitter &, Value t, Value) { return SmallVector<Value, 3>{t}; },
+      0, /*dstArg=*/3, nope, rope};
   lowerProduct(op, p, kernels, "kv_up_proj");
 }
 

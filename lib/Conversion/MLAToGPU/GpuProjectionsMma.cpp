@@ -16,7 +16,8 @@
 //    ldmatrix's eight row addresses fall in different banks.
 //  - The results are staged as rows of the element type and leave in
 //    16-byte pieces (GpuEmitter::copyStagedRows) to the output holding the
-//    tile's columns.
+//    tile's columns; the rope columns copied alongside go the same way,
+//    8 columns a thread.
 //
 // The same kernel serves sm_80 to sm_90a. Dims it does not tile (depth not
 // a multiple of 32, outputs not whole 64-column tiles) and other types go
@@ -73,6 +74,44 @@ struct ProductLayout {
     bytes = std::max(kStages * stageBytes, kTileTokens * wStride * 2);
   }
 };
+
+/// The column copy for the tile's tokens: the block's threads take
+/// 8-column pieces in turn, moved as 16-byte vectors where both rows allow
+/// it and both first elements are aligned, else element by element.
+void copyTileColumns(MmaEmitter &e, ValueRange a,
+                     const PerHeadProduct::ColumnCopy &c, Value token0,
+                     Value numTokens, Value h, Value tid) {
+  Value src = a[c.srcArg], dst = a[c.dstArg];
+  const int64_t width = GpuEmitter::kVectorWidth;
+  bool vectors = c.count % width == 0 && c.srcFirst % width == 0 &&
+                 c.dstFirst % width == 0 && GpuEmitter::hasVectorRows(src) &&
+                 GpuEmitter::hasVectorRows(dst);
+  const int64_t pieceColumns = vectors ? width : 1;
+  const int64_t perRow = c.count / pieceColumns;
+  Value aligned = vectors ? e.vectorAligned({src, dst}) : Value();
+  e.forLoop(tid, e.index(kTileTokens * perRow), kBlockThreads, [&](Value piece) {
+    Value t = e.add(token0, e.divui(piece, perRow));
+    Value column = e.mul(e.remui(piece, perRow), e.index(pieceColumns));
+    e.ifThen(e.lessThan(t, numTokens), [&] {
+      SmallVector<Value> from(c.srcRow(e, t, h));
+      from.push_back(e.add(column, e.index(c.srcFirst)));
+      SmallVector<Value> to{t, h, e.add(column, e.index(c.dstFirst))};
+      auto elements = [&](int64_t count) {
+        for (int64_t k = 0; k < count; ++k) {
+          SmallVector<Value> f(from), d(to);
+          f.back() = e.add(f.back(), e.index(k));
+          d.back() = e.add(d.back(), e.index(k));
+          e.storeF32(e.loadF32(src, f), dst, d);
+        }
+      };
+      if (!vectors)
+        return elements(1);
+      e.ifThenElse(
+          aligned, [&] { e.storeVector(e.loadVector(src, from), dst, to); },
+          [&] { elements(width); });
+    });
+  });
+}
 
 } // namespace
 
@@ -156,12 +195,13 @@ void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
         };
 
         // The ring's first kStages - 1 slices, a group each (empty past
-        // the depth, so the waits below count the same).
-        for (int64_t s = 0; s + 1 < kStages; ++s) {
-          if (s < slices)
-            copySlice(e.index(s), e.index(s));
+        // the depth, so the waits below count the same). A loop, so that
+        // the copy code (with its element fallback) is emitted twice in
+        // the kernel, not four times.
+        e.forLoop(e.index(0), e.index(kStages - 1), 1, [&](Value s) {
+          e.ifThen(e.lessThan(s, e.index(slices)), [&] { copySlice(s, s); });
           e.commitCopies();
-        }
+        });
 
         // ldmatrix lane addresses. A (x): row lane % 16 of the m16 tile,
         // depth (lane / 16) * 8 of the k16 step. B (W, transposed): depth
@@ -253,12 +293,9 @@ void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
                              e.sub(column0, e.index(o.first)));
           });
         }
-        if (p.extra)
+        if (p.copy)
           e.ifThen(e.eqIndex(e.blockId(Dimension::z), 0), [&] {
-            e.forLoop(
-                token0,
-                e.minIndex(e.add(token0, e.index(kTileTokens)), numTokens), 1,
-                [&](Value t) { p.extra(e, a, t, h); });
+            copyTileColumns(e, a, *p.copy, token0, numTokens, h, tid);
           });
       });
 

@@ -38,11 +38,20 @@ struct PerHeadProduct {
     int64_t first, count;
   };
   llvm::SmallVector<Output, 2> outputs;
-  /// Per-(token, head) copies made alongside the product (the rope
-  /// columns), by the blocks of the first column tile; may be null.
-  std::function<void(GpuEmitter &, mlir::ValueRange args, mlir::Value t,
-                     mlir::Value h)>
-      extra;
+  /// Columns copied alongside the product (the rope columns): for each
+  /// token t and head h, columns [srcFirst, srcFirst + count) of row
+  /// srcRow(t, h) of argument `srcArg` go to columns [dstFirst, dstFirst +
+  /// count) of dst[t, h]. Done by the blocks of the first column tile.
+  struct ColumnCopy {
+    unsigned srcArg;
+    std::function<llvm::SmallVector<mlir::Value, 3>(
+        GpuEmitter &, mlir::Value t, mlir::Value h)>
+        srcRow;
+    int64_t srcFirst;
+    unsigned dstArg;
+    int64_t dstFirst, count;
+  };
+  std::optional<ColumnCopy> copy;
 };
 
 /// Whether the tensor-core kernel takes `p` on `target`, given `op`'s
