@@ -57,8 +57,9 @@ Backend cpuJit() {
 Backend tcSm80() {
   Backend b;
   b.name = kTcSm80Backend;
-  b.description = "mma.sync tensor-core decode and prefill attention "
-                  "(bf16/f16, sm_80+); other phases on CUDA cores";
+  b.description = "mma.sync tensor-core decode and prefill attention and "
+                  "up-projections (bf16/f16, sm_80+); other phases on CUDA "
+                  "cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = KernelStrategy::TensorCore;
   b.minCapability = {8, 0};
@@ -85,7 +86,8 @@ Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;
   b.description = "wgmma tensor-core decode (16+ heads) and prefill on "
-                  "sm_90a; other phases on CUDA cores";
+                  "sm_90a, mma.sync up-projections; other phases on CUDA "
+                  "cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = KernelStrategy::Warpgroup;
   // wgmma exists only on sm_90a: code for it does not run on later chips.

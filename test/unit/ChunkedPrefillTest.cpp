@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuTestSupport.h"
 #include "MlaReference.h"
 #include "TestSupport.h"
 #include "mla/Builders/KernelBuilders.h"
@@ -27,12 +28,15 @@ struct ChunkedCase {
   int32_t chunkLen;
 };
 
-void checkChunkedPrefill(const ChunkedCase &c) {
+void checkChunkedPrefillWith(const ChunkedCase &c,
+                             std::optional<KernelStrategy> strategy) {
   MlaDims d;
   d.numHeads = c.heads;
   float scale = 1.0f / std::sqrt(static_cast<float>(d.qkHeadDim()));
-  auto kernel = compileKernel(buildChunkedPrefill(
-      testContext(), {d, c.activation, c.cache, c.blockSize, scale}));
+  auto kernel = compileKernel(
+      buildChunkedPrefill(testContext(),
+                          {d, c.activation, c.cache, c.blockSize, scale}),
+      strategy);
   ASSERT_TRUE(kernel);
 
   int64_t batch = c.contextLens.size(), n = c.heads;
@@ -106,6 +110,12 @@ void checkChunkedPrefill(const ChunkedCase &c) {
   expectLseClose(lse.toDouble(), lseRef, 2e-2, "prefill lse");
 }
 
+/// With every strategy: the tensor-core ones take the chunks' attention
+/// and up-projections on views of the workspace and scratch buffers.
+void checkChunkedPrefill(const ChunkedCase &c) {
+  forEachStrategy([&](auto strategy) { checkChunkedPrefillWith(c, strategy); });
+}
+
 TEST(ChunkedPrefill, SeveralChunksMixedContexts) {
   // One request without context, one whose context ends mid-chunk, chunk
   // length not a multiple of the page size: some chunks are empty for some
@@ -115,6 +125,14 @@ TEST(ChunkedPrefill, SeveralChunksMixedContexts) {
 
 TEST(ChunkedPrefill, Bf16CacheAndActivations) {
   checkChunkedPrefill({DType::BF16, DType::BF16, 16, 64, {130, 1}, {4, 1}, 64});
+}
+
+TEST(ChunkedPrefill, Bf16ChunksOfSeveralTiles) {
+  // Chunks of up to 260 gathered rows (five 64-token product tiles, three
+  // 128-query attention tiles a chunk's keys are read by), new tokens in
+  // more than one attention tile.
+  checkChunkedPrefill(
+      {DType::BF16, DType::BF16, 2, 64, {300, 77, 0}, {70, 5, 140}, 200});
 }
 
 TEST(ChunkedPrefill, F16ActivationsOverBf16Cache) {

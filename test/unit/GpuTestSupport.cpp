@@ -58,4 +58,20 @@ bool testGpuRunsWgmma() {
          device->capability().minor == 0;
 }
 
+void forEachStrategy(
+    const std::function<void(std::optional<KernelStrategy>)> &check) {
+  {
+    SCOPED_TRACE("strategy generic");
+    check(std::nullopt);
+  }
+  if (testingOnGpu()) {
+    SCOPED_TRACE("strategy mma-sync");
+    check(KernelStrategy::TensorCore);
+  }
+  if (testGpuRunsWgmma()) {
+    SCOPED_TRACE("strategy wgmma");
+    check(KernelStrategy::Warpgroup);
+  }
+}
+
 } // namespace mla::test

@@ -16,6 +16,9 @@
 #include "mla/Runtime/CudaDevice.h"
 #include "mla/Runtime/GpuKernel.h"
 
+#include <functional>
+#include <optional>
+
 namespace mla::test {
 
 /// A host tensor's copy in device memory, `offset` bytes past an aligned
@@ -37,6 +40,13 @@ std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
 
 /// Whether the test GPU runs sm_90a code (the wgmma strategy).
 bool testGpuRunsWgmma();
+
+/// Runs `check` with the default (generic) strategy and, on the GPU, with
+/// each tensor-core strategy the device runs (mma-sync, and wgmma on
+/// sm_90a), each under a trace naming it: for ops whose kernels every
+/// strategy must get right, whichever kernel it picks.
+void forEachStrategy(
+    const std::function<void(std::optional<KernelStrategy>)> &check);
 
 } // namespace mla::test
 

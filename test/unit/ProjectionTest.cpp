@@ -17,6 +17,17 @@ MlaDims deepSeekDims(int64_t heads) {
   return d;
 }
 
+MlaDims customDims(int64_t heads, int64_t latent, int64_t nope, int64_t rope,
+                   int64_t vDim) {
+  MlaDims d;
+  d.numHeads = heads;
+  d.kvLoraRank = latent;
+  d.qkNopeHeadDim = nope;
+  d.ropeDim = rope;
+  d.vHeadDim = vDim;
+  return d;
+}
+
 /// Weights scaled so products stay O(1) whatever the depth.
 void fillWeight(HostTensor &w, int64_t depth) {
   double bound = 1.0 / std::sqrt(static_cast<double>(depth));
@@ -119,27 +130,6 @@ void checkVUpProjWith(DType dtype, const MlaDims &d, int64_t tokens,
   expectClose(out.toDouble(), want, tolerance(dtype), "v_up_proj out");
 }
 
-/// Runs `check` with the generic kernels and, on the GPU, with each
-/// tensor-core strategy the device runs (mma-sync, and wgmma on sm_90a):
-/// their up-projections are the tensor-core product kernel wherever it
-/// takes the operands (bf16 or f16, dims it tiles), the generic one
-/// otherwise, and both must match the reference.
-void forEachStrategy(
-    const std::function<void(std::optional<KernelStrategy>)> &check) {
-  {
-    SCOPED_TRACE("strategy generic");
-    check(std::nullopt);
-  }
-  if (testingOnGpu()) {
-    SCOPED_TRACE("strategy mma-sync");
-    check(KernelStrategy::TensorCore);
-  }
-  if (testGpuRunsWgmma()) {
-    SCOPED_TRACE("strategy wgmma");
-    check(KernelStrategy::Warpgroup);
-  }
-}
-
 void checkKvUpProj(DType dtype, const MlaDims &d, int64_t tokens) {
   forEachStrategy([&](auto s) { checkKvUpProjWith(dtype, d, tokens, s); });
 }
@@ -167,12 +157,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, ProjectionByDType,
                          });
 
 TEST(Projection, OddDimsAndSingleToken) {
-  MlaDims d;
-  d.numHeads = 3;
-  d.kvLoraRank = 40;
-  d.qkNopeHeadDim = 24;
-  d.ropeDim = 8;
-  d.vHeadDim = 20;
+  MlaDims d = customDims(3, 40, 24, 8, 20);
   checkKvUpProj(DType::F32, d, 1);
   checkQAbsorb(DType::BF16, d, 1);
   checkVUpProj(DType::F16, d, 1);
@@ -181,13 +166,7 @@ TEST(Projection, OddDimsAndSingleToken) {
 TEST(Projection, DecodeQueryAppendsQPe) {
   checkDecodeQuery(DType::BF16, deepSeekDims(16), 5);
   checkDecodeQuery(DType::F32, deepSeekDims(2), 1);
-  MlaDims odd;
-  odd.numHeads = 3;
-  odd.kvLoraRank = 40;
-  odd.qkNopeHeadDim = 24;
-  odd.ropeDim = 8;
-  odd.vHeadDim = 20;
-  checkDecodeQuery(DType::F16, odd, 4);
+  checkDecodeQuery(DType::F16, customDims(3, 40, 24, 8, 20), 4);
 }
 
 TEST(Projection, ManyHeads) {
@@ -209,12 +188,7 @@ TEST(Projection, SixtyFourColumnTiles) {
   // tiles: the tensor-core kernel takes 64-column tiles, each output's
   // own; a depth of 96 is three 32-deep slices, fewer than the ring's
   // stages.
-  MlaDims d;
-  d.numHeads = 3;
-  d.kvLoraRank = 96;
-  d.qkNopeHeadDim = 64;
-  d.ropeDim = 32;
-  d.vHeadDim = 64;
+  MlaDims d = customDims(3, 96, 64, 32, 64);
   checkKvUpProj(DType::BF16, d, 67);
   checkQAbsorb(DType::BF16, d, 5);
   checkVUpProj(DType::F16, d, 65);

@@ -31,10 +31,10 @@ using namespace mla;
 using llvm::format;
 using llvm::outs;
 
-static llvm::cl::opt<std::string>
-    suite("suite",
-          llvm::cl::desc("decode, prefill, merge, gather, proj or all"),
-          llvm::cl::init("all"));
+static llvm::cl::opt<std::string> suite(
+    "suite",
+    llvm::cl::desc("decode, prefill, merge, gather, proj, chunked or all"),
+    llvm::cl::init("all"));
 static llvm::cl::opt<bool>
     quick("quick", llvm::cl::desc("a few shapes per suite"), llvm::cl::init(false));
 static llvm::cl::opt<std::string>
@@ -525,6 +525,78 @@ void benchProjections(mlir::MLIRContext &ctx) {
       }
 }
 
+/// The chunked-context prefill (mla.chunked_prefill) of one request: its
+/// new tokens' causal attention, then per context chunk a gather, the
+/// up-projection of the chunk's latent rows, the attention of the new
+/// tokens over them and a merge. Timed as direct calls: the op's host code
+/// reads the chunk plan from the device, which a graph cannot capture.
+void benchChunkedPrefill(mlir::MLIRContext &ctx) {
+  outs() << "\n== chunked prefill: one request, bf16, page 64, 4096-token "
+            "chunks (FLOPs: attention 2 x heads x 320 x pairs + "
+            "up-projections 2 x tokens x heads x 512 x 256) ==\n";
+  const MlaDims base;
+  const int64_t page = 64, chunk = 4096, latent = base.kvLoraRank,
+                rope = base.ropeDim, entry = latent + rope,
+                nopeV = base.qkNopeHeadDim + base.vHeadDim;
+  std::vector<std::pair<int64_t, int64_t>> shapes =
+      quick ? std::vector<std::pair<int64_t, int64_t>>{{1024, 8192}}
+            : std::vector<std::pair<int64_t, int64_t>>{
+                  {1024, 8192}, {1024, 32768}, {4096, 16384}};
+  for (KernelStrategy strategy : chosenStrategies())
+    for (int64_t heads : headCounts()) {
+      MlaDims dims;
+      dims.numHeads = heads;
+      std::string what = "chunked prefill (" + std::to_string(heads) +
+                         " heads, " + name(strategy) + ")";
+      auto kernel =
+          compile(buildChunkedPrefill(ctx, {dims, DType::BF16, DType::BF16,
+                                            page, 1.0f / std::sqrt(192.0f)}),
+                  what.c_str(), strategy);
+      printHeader("heads x new + context");
+      for (auto [tokens, context] : shapes) {
+        int64_t blocks = context / page, chunks = context / chunk;
+        std::vector<int32_t> table(blocks);
+        std::iota(table.begin(), table.end(), 0);
+        std::shuffle(table.begin(), table.end(), std::mt19937(7));
+        std::vector<int32_t> chunkCu, chunkStarts;
+        for (int64_t c = 0; c < chunks; ++c) {
+          chunkCu.insert(chunkCu.end(), {0, int32_t(chunk)});
+          chunkStarts.push_back(int32_t(c * chunk));
+        }
+        std::vector<int32_t> cuQ{0, int32_t(tokens)};
+        Tensor q = randomTensor(DType::BF16, {tokens, heads, 192});
+        Tensor kvc = randomTensor(DType::BF16, {tokens, latent});
+        Tensor kpe = randomTensor(DType::BF16, {tokens, rope});
+        Tensor cuQT = hostTensor(DType::I32, {2}, cuQ);
+        Tensor cache = randomTensor(DType::BF16, {blocks, page, entry});
+        Tensor bt = hostTensor(DType::I32, {1, blocks}, table);
+        Tensor cuC = hostTensor(DType::I32, {chunks, 2}, chunkCu);
+        Tensor starts = hostTensor(DType::I32, {chunks, 1}, chunkStarts);
+        Tensor w = randomTensor(DType::BF16, {latent, heads, nopeV});
+        Tensor ws = randomTensor(DType::BF16, {chunk, entry});
+        Tensor out = randomTensor(DType::BF16, {tokens, heads, 128});
+        Tensor lse = randomTensor(DType::F32, {heads, tokens});
+        std::vector<BufferView> args{
+            q.view,   kvc.view,    kpe.view, cuQT.view, cache.view, bt.view,
+            cuC.view, starts.view, w.view,   ws.view,   out.view,   lse.view};
+        double ms = check(
+            bench::timeOnDevice(
+                *stream, [&]() { return kernel->run(args, stream->handle()); },
+                1, 5, flushL2),
+            "timing");
+        double pairs =
+            double(tokens) * (tokens + 1) / 2 + double(tokens) * context;
+        double flops = 2.0 * heads * 320 * pairs +
+                       2.0 * (tokens + context) * heads * latent * nopeV;
+        double bytes = 2.0 * (double(context) * entry +
+                              double(tokens) * heads * (192 + 128));
+        printRow(std::to_string(heads) + " x " + std::to_string(tokens) +
+                     " + " + std::to_string(context),
+                 ms, bytes, flops);
+      }
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -592,5 +664,7 @@ int main(int argc, char **argv) {
     benchGather(ctx);
   if (suite == "all" || suite == "proj")
     benchProjections(ctx);
+  if (suite == "all" || suite == "chunked")
+    benchChunkedPrefill(ctx);
   return 0;
 }

@@ -18,7 +18,8 @@ namespace mla {
 /// How kernels are written for a target. `Generic` uses CUDA cores only
 /// (any sm_80+ chip). `TensorCore` ("mma-sync") writes the kernels that
 /// have a tensor-core form with warp-level mma.sync (sm_80+; the bf16/f16
-/// decode split kernel and prefill attention) and the others as `Generic`
+/// decode split kernel, prefill attention and up-projections) and the
+/// others as `Generic`
 /// does. `Warpgroup` ("wgmma", sm_90a only) writes the kernels that have a
 /// Hopper form with warpgroup-level wgmma (the decode split kernel for 16
 /// and more heads) and the others as `TensorCore` does.

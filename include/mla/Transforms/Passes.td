@@ -59,7 +59,7 @@ def SelectGpuTarget : Pass<"mla-select-gpu-target", "mlir::ModuleOp"> {
 
     `strategy` is `generic` (CUDA cores only), `mma-sync` (tensor cores
     through warp-level mma.sync where a kernel has that form: the bf16/f16
-    decode split kernel and prefill attention) or `wgmma` (sm_90a only:
+    decode split kernel, prefill attention and up-projections) or `wgmma` (sm_90a only:
     warpgroup-level wgmma where a kernel has that form, the decode split
     kernel for 16 or more heads, else as mma-sync; refused for other
     chips). Without it, the module's existing strategy is kept (also when

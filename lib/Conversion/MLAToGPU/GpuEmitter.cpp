@@ -197,12 +197,22 @@ Value GpuEmitter::convertFloat(Value value, Type element) {
   Type type = element;
   if (auto vector = dyn_cast<VectorType>(value.getType()))
     type = VectorType::get(vector.getShape(), element);
-  unsigned from = getElementTypeOrSelf(value).getIntOrFloatBitWidth();
-  if (from > element.getIntOrFloatBitWidth())
+  Type source = getElementTypeOrSelf(value);
+  if (source == element)
+    return value;
+  unsigned from = source.getIntOrFloatBitWidth(),
+           to = element.getIntOrFloatBitWidth();
+  if (from == to) {
+    // bf16 <-> f16: neither an extension nor a truncation; through f32.
+    Type f32 = b.getF32Type();
+    if (auto vector = dyn_cast<VectorType>(value.getType()))
+      f32 = VectorType::get(vector.getShape(), f32);
+    value = arith::ExtFOp::create(b, loc, f32, value);
+    from = 32;
+  }
+  if (from > to)
     return arith::TruncFOp::create(b, loc, type, value);
-  if (getElementTypeOrSelf(value) != element)
-    return arith::ExtFOp::create(b, loc, type, value);
-  return value;
+  return arith::ExtFOp::create(b, loc, type, value);
 }
 
 void GpuEmitter::storeVector(Value value, Value memref, ValueRange indices) {
