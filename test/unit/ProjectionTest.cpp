@@ -175,9 +175,12 @@ TEST(Projection, ManyHeads) {
 }
 
 TEST(Projection, SeveralTokenTiles) {
-  // 64-token tiles: a full one and a partial one (70), three with a
-  // single-token tail (129); rows past the tokens are never written.
+  // 64-token tiles (128 for wgmma's kv_up_proj): a full one and a partial
+  // one (70), three with a single-token tail (129), 300 tokens (three
+  // wgmma tiles, the last partial); rows past the tokens are never
+  // written.
   checkKvUpProj(DType::BF16, deepSeekDims(2), 70);
+  checkKvUpProj(DType::F16, deepSeekDims(3), 300);
   checkQAbsorb(DType::F16, deepSeekDims(3), 129);
   checkVUpProj(DType::BF16, deepSeekDims(2), 129);
   checkDecodeQuery(DType::BF16, deepSeekDims(4), 70);
@@ -239,11 +242,18 @@ TEST(ProjectionMma, MisalignedBuffers) {
   // 2 bytes off: the staged rows are stored element by element.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
-  for (auto [in, out] : {std::pair<size_t, size_t>{2, 0}, {0, 2}, {2, 2}}) {
-    SCOPED_TRACE("input offset " + std::to_string(in) + ", output offset " +
-                 std::to_string(out));
-    checkKvUpProjOnGpu(KernelStrategy::TensorCore, in, out);
-  }
+  // Both tensor-core kernels: mma.sync, and on sm_90a the wgmma one
+  // (kv_up_proj is a product of prefill size).
+  std::vector<KernelStrategy> strategies{KernelStrategy::TensorCore};
+  if (testGpuRunsWgmma())
+    strategies.push_back(KernelStrategy::Warpgroup);
+  for (KernelStrategy strategy : strategies)
+    for (auto [in, out] : {std::pair<size_t, size_t>{2, 0}, {0, 2}, {2, 2}}) {
+      SCOPED_TRACE("strategy " + name(strategy) + ", input offset " +
+                   std::to_string(in) + ", output offset " +
+                   std::to_string(out));
+      checkKvUpProjOnGpu(strategy, in, out);
+    }
 }
 
 } // namespace

@@ -362,8 +362,8 @@ private:
   /// V N-major (descriptors from kMajor and groupV). Issued and committed;
   /// the caller waits (e.wait) before reading the result.
   Value issuePv(ArrayRef<Value> o, Value descP, Value descV) {
-    return e.issueProbabilitiesTimesValues(e.toAccumulator(o), descP, descV,
-                                           kTileTokens, halfColumns);
+    return e.issueProductNMajorB(e.toAccumulator(o), descP, descV, kTileTokens,
+                                 halfColumns);
   }
   SmallVector<Value> pv(ArrayRef<Value> o, Value descP, Value descV) {
     Value acc = issuePv(o, descP, descV);

@@ -309,7 +309,7 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 Value descV = e.descriptor(
                     e.add(base, stageAt(t, layout.vOffset)), kBlockBytes,
                     kAtomBytes);
-                Value o = e.issueProbabilitiesTimesValues(
+                Value o = e.issueProductNMajorB(
                     e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
                     descP, descV, kTileKeys, vDim);
                 e.wait(0);

@@ -118,6 +118,8 @@ void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
 
 void lowerProduct(Operation *op, const PerHeadProduct &p,
                   KernelFactory &kernels, StringRef name) {
+  if (useWgmmaProduct(p, op, kernels.target()))
+    return lowerWgmmaProduct(p, op, kernels, (name + "_wgmma").str());
   if (useMmaProduct(p, op, kernels.target()))
     return lowerMmaProduct(p, op, kernels, (name + "_mma").str());
   emitCudaCoreProduct(op, p, kernels, name);
@@ -173,6 +175,8 @@ void lowerKvUpProj(KvUpProjOp op, KernelFactory &kernels) {
     return SmallVector<Value, 3>{r, h};
   };
   p.outputs = {{/*arg=*/3, 0, nope}, {/*arg=*/4, nope, vDim}};
+  // The keys and values of a prefill's tokens or of a context chunk.
+  p.prefillSized = true;
   // The rope key is shared by every head: copied into each head's key.
   p.copy = PerHeadProduct::ColumnCopy{
       /*srcArg=*/1,

@@ -47,19 +47,6 @@ constexpr int64_t kStages = 4;
 /// Padding after each shared row (16 bytes).
 constexpr int64_t kRowPad = 8;
 
-/// The widest column tile, 128 or 64, that splits the product's width
-/// and every output's range into whole tiles; 0 if neither does.
-int64_t tileColumnsFor(const PerHeadProduct &p) {
-  for (int64_t columns : {128, 64}) {
-    bool whole = p.width % columns == 0;
-    for (const PerHeadProduct::Output &o : p.outputs)
-      whole = whole && o.first % columns == 0 && o.count % columns == 0;
-    if (whole)
-      return columns;
-  }
-  return 0;
-}
-
 /// The block's dynamic shared memory (bytes): `kStages` slices, each the
 /// x rows (64 x 32) then the W rows (32 x tileColumns), rows padded; the
 /// staged results reuse it at the end.
@@ -75,69 +62,20 @@ struct ProductLayout {
   }
 };
 
-/// The column copy for the tile's tokens: the block's threads take
-/// 8-column pieces in turn, moved as 16-byte vectors where both rows allow
-/// it and both first elements are aligned, else element by element.
-void copyTileColumns(MmaEmitter &e, ValueRange a,
-                     const PerHeadProduct::ColumnCopy &c, Value token0,
-                     Value numTokens, Value h, Value tid) {
-  Value src = a[c.srcArg], dst = a[c.dstArg];
-  const int64_t width = GpuEmitter::kVectorWidth;
-  bool vectors = c.count % width == 0 && c.srcFirst % width == 0 &&
-                 c.dstFirst % width == 0 && GpuEmitter::hasVectorRows(src) &&
-                 GpuEmitter::hasVectorRows(dst);
-  const int64_t pieceColumns = vectors ? width : 1;
-  const int64_t perRow = c.count / pieceColumns;
-  Value aligned = vectors ? e.vectorAligned({src, dst}) : Value();
-  e.forLoop(tid, e.index(kTileTokens * perRow), kBlockThreads, [&](Value piece) {
-    Value t = e.add(token0, e.divui(piece, perRow));
-    Value column = e.mul(e.remui(piece, perRow), e.index(pieceColumns));
-    e.ifThen(e.lessThan(t, numTokens), [&] {
-      SmallVector<Value> from(c.srcRow(e, t, h));
-      from.push_back(e.add(column, e.index(c.srcFirst)));
-      SmallVector<Value> to{t, h, e.add(column, e.index(c.dstFirst))};
-      auto elements = [&](int64_t count) {
-        for (int64_t k = 0; k < count; ++k) {
-          SmallVector<Value> f(from), d(to);
-          f.back() = e.add(f.back(), e.index(k));
-          d.back() = e.add(d.back(), e.index(k));
-          e.storeF32(e.loadF32(src, f), dst, d);
-        }
-      };
-      if (!vectors)
-        return elements(1);
-      e.ifThenElse(
-          aligned, [&] { e.storeVector(e.loadVector(src, from), dst, to); },
-          [&] { elements(width); });
-    });
-  });
-}
-
 } // namespace
 
 bool useMmaProduct(const PerHeadProduct &p, Operation *op,
                    const GpuTarget &target) {
-  if (!target.usesMmaSync())
-    return false;
-  Type element = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
-  if (!(element.isBF16() || element.isF16()))
-    return false;
-  for (Value operand : op->getOperands())
-    if (cast<MemRefType>(operand.getType()).getElementType() != element)
-      return false;
-  if (!GpuEmitter::hasVectorRows(op->getOperand(p.inputArg)) ||
-      !GpuEmitter::hasVectorRows(op->getOperand(p.weightArg)))
-    return false;
-  if (p.depth % kSliceDepth || !tileColumnsFor(p))
-    return false;
-  return ProductLayout(tileColumnsFor(p)).bytes <=
-         target.maxSharedBytesPerBlock();
+  return target.usesMmaSync() &&
+         hasTensorCoreProductOperands(p, op, kSliceDepth) &&
+         ProductLayout(productTileColumns(p)).bytes <=
+             target.maxSharedBytesPerBlock();
 }
 
 void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
                      KernelFactory &kernels, StringRef name) {
   Type element = cast<MemRefType>(op->getOperand(0).getType()).getElementType();
-  const int64_t tileColumns = tileColumnsFor(p);
+  const int64_t tileColumns = productTileColumns(p);
   const int64_t warpColumns = tileColumns / 2;
   const int64_t nTiles = warpColumns / 8; // n8 tiles a warp
   const int64_t slices = p.depth / kSliceDepth;
@@ -276,36 +214,11 @@ void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
                                  return acc[accAt(m, j, 2 * i + c)];
                                });
         e.barrier();
-        auto real = [&](Value r) {
-          return e.lessThan(e.add(token0, r), numTokens);
-        };
-        auto destRow = [&](Value r) {
-          return SmallVector<Value, 4>{e.add(token0, r), h};
-        };
-        for (const PerHeadProduct::Output &o : p.outputs) {
-          // Whether the tile's columns are this output's.
-          Value mine = e.lessThan(column0, e.index(o.first + o.count));
-          if (o.first > 0)
-            mine = e.andi(mine, e.lessThan(e.index(o.first - 1), column0));
-          e.ifThen(mine, [&] {
-            e.copyStagedRows(staging, kTileTokens, tileColumns, tid,
-                             kBlockThreads, real, destRow, a[o.arg],
-                             e.sub(column0, e.index(o.first)));
-          });
-        }
-        if (p.copy)
-          e.ifThen(e.eqIndex(e.blockId(Dimension::z), 0), [&] {
-            copyTileColumns(e, a, *p.copy, token0, numTokens, h, tid);
-          });
+        storeProductTile(e, a, p, staging, kTileTokens, tileColumns, token0,
+                         column0, numTokens, h, tid, kBlockThreads);
       });
 
-  OpBuilder host(op);
-  LoopBuilder hb(host, op->getLoc());
-  KernelFactory::launch(
-      host, op->getLoc(), kernel,
-      {hb.ceilDiv(hb.dim(op->getOperand(p.inputArg), 0), kTileTokens),
-       hb.index(p.heads), hb.index(p.width / tileColumns)},
-      op->getOperands(), layout.bytes);
+  launchProduct(p, op, kernel, kTileTokens, tileColumns, layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -149,12 +149,11 @@ SmallVector<Value> WgmmaEmitter::rescaleRows(ValueRange acc,
       [&] { return SmallVector<Value>(acc.begin(), acc.end()); });
 }
 
-Value WgmmaEmitter::issueProbabilitiesTimesValues(Value acc, Value descP,
-                                                  Value descV, int64_t keys,
-                                                  int64_t n) {
+Value WgmmaEmitter::issueProductNMajorB(Value acc, Value descA, Value descB,
+                                        int64_t depth, int64_t n) {
   fence();
-  for (int64_t k = 0; k < keys / 16; ++k)
-    acc = mma(acc, advance(descP, 32 * k), advance(descV, 2 * kAtomBytes * k),
+  for (int64_t k = 0; k < depth / 16; ++k)
+    acc = mma(acc, advance(descA, 32 * k), advance(descB, 2 * kAtomBytes * k),
               n, /*accumulate=*/true, /*transposeB=*/true);
   commit();
   return acc;

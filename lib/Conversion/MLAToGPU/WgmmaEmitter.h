@@ -86,13 +86,13 @@ public:
   mlir::Value mma(mlir::Value acc, mlir::Value descA, mlir::Value descB,
                   int64_t n, bool accumulate, bool transposeB);
 
-  /// acc += P V for attention: P (64 x `keys`) K-major, V (`keys` x n)
-  /// N-major in 128-byte swizzle (k16 steps 32 bytes into P's atoms, two
-  /// atoms along V), as one fenced and committed group of `keys` / 16
-  /// wgmma. Returns the accumulator struct; the caller waits for it.
-  mlir::Value issueProbabilitiesTimesValues(mlir::Value acc, mlir::Value descP,
-                                            mlir::Value descV, int64_t keys,
-                                            int64_t n);
+  /// acc += A B: A (64 x `depth`) K-major, B (`depth` x n) N-major, both
+  /// in 128-byte swizzle (k16 steps 32 bytes into A's atoms, two atoms
+  /// along B), as one fenced and committed group of `depth` / 16 wgmma
+  /// (attention's P V, an up-projection's slice). Returns the accumulator
+  /// struct; the caller waits for it.
+  mlir::Value issueProductNMajorB(mlir::Value acc, mlir::Value descA,
+                                  mlir::Value descB, int64_t depth, int64_t n);
 
   /// wgmma.fence: orders earlier register and shared-memory accesses
   /// before the wgmma that follow.

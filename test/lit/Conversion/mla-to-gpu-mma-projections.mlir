@@ -7,8 +7,14 @@
 // workspace rows) qualify, their offset part of the alignment check. f32
 // and dims the kernel does not tile keep the CUDA-core kernel.
 //
-// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --convert-mla-to-gpu | FileCheck %s
-// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu | FileCheck %s
+// With wgmma, kv_up_proj (a product of prefill size) gets the wgmma
+// product kernel instead where its columns are whole 128-column tiles:
+// 128-token tiles, two warpgroups, a three-stage ring of 64-deep slices
+// in the swizzled layout, four m64n128k16 wgmma a slice, 99328 bytes of
+// dynamic shared memory. The decode-sized products keep the mma.sync one.
+//
+// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --convert-mla-to-gpu | FileCheck %s --check-prefixes=CHECK,MMA
+// RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu | FileCheck %s --check-prefixes=CHECK,WG
 // The generic strategy keeps the CUDA-core kernel everywhere.
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target=chip=sm_80 --convert-mla-to-gpu | FileCheck %s --check-prefix=GENERIC
 
@@ -18,38 +24,53 @@
 // kv_up_proj on column ranges of the workspace rows (576 wide): key and
 // value columns are one 128-column tile each.
 // CHECK-LABEL: func.func @kv_up_proj_on_workspace_columns(
-// CHECK: gpu.launch_func @mla_kernels::@kv_up_proj_mma_0 blocks in (%{{.+}}, %c16, %c2) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c55296_i32
-// CHECK: gpu.func @kv_up_proj_mma_0(%[[X:.+]]: memref<?x512xbf16, strided<[576, 1]>>, %[[KPE:.+]]: memref<?x64xbf16, strided<[576, 1], offset: 512>>, %[[W:.+]]: memref<512x16x256xbf16>, %[[K:.+]]: memref<?x16x192xbf16>, %[[V:.+]]: memref<?x16x128xbf16>)
+// MMA: gpu.launch_func @mla_kernels::@kv_up_proj_mma_0 blocks in (%{{.+}}, %c16, %c2) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c55296_i32
+// MMA: gpu.func @kv_up_proj_mma_0(%[[X:.+]]: memref<?x512xbf16, strided<[576, 1]>>, %[[KPE:.+]]: memref<?x64xbf16, strided<[576, 1], offset: 512>>, %[[W:.+]]: memref<512x16x256xbf16>, %[[K:.+]]: memref<?x16x192xbf16>, %[[V:.+]]: memref<?x16x128xbf16>)
 // The alignment check adds the view's offset.
-// CHECK: %{{.+}}, %[[XOFF:.+]], %{{.+}}:2, %{{.+}}:2 = memref.extract_strided_metadata %[[X]]
-// CHECK: arith.muli %[[XOFF]], %c2
+// MMA: %{{.+}}, %[[XOFF:.+]], %{{.+}}:2, %{{.+}}:2 = memref.extract_strided_metadata %[[X]]
+// MMA: arith.muli %[[XOFF]], %c2
 // The ring's first three slices, a group each.
-// CHECK: scf.for
-// CHECK: nvgpu.device_async_copy %[[X]]
-// CHECK: nvgpu.device_async_copy %[[W]]
-// CHECK: nvgpu.device_async_create_group
+// MMA: scf.for
+// MMA: nvgpu.device_async_copy %[[X]]
+// MMA: nvgpu.device_async_copy %[[W]]
+// MMA: nvgpu.device_async_create_group
 // The slices: wait for the oldest, refill the stage three ahead, then two
 // k16 steps of 2 x 8 mma (64 accumulators a lane).
-// CHECK: scf.for %{{.+}} = %{{.+}} to %c16{{(_[0-9]+)?}} step %{{.+}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK-NEXT: nvvm.cp.async.wait.group 2
-// CHECK-NEXT: gpu.barrier
-// CHECK: nvgpu.device_async_copy %[[X]]
-// CHECK: nvgpu.device_async_create_group
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x40xbf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = true} : memref<32x136xbf16, #gpu.address_space<workgroup>>
-// CHECK-COUNT-4: nvvm.mma.sync
-// CHECK: scf.yield
-// CHECK: nvvm.cp.async.wait.group 0
+// MMA: scf.for %{{.+}} = %{{.+}} to %c16{{(_[0-9]+)?}} step %{{.+}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// MMA-NEXT: nvvm.cp.async.wait.group 2
+// MMA-NEXT: gpu.barrier
+// MMA: nvgpu.device_async_copy %[[X]]
+// MMA: nvgpu.device_async_create_group
+// MMA: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x40xbf16, #gpu.address_space<workgroup>>
+// MMA: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = true} : memref<32x136xbf16, #gpu.address_space<workgroup>>
+// MMA-COUNT-4: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: nvvm.cp.async.wait.group 0
 // Results staged in shared memory, then the key tile to k, the value tile
 // to v, in 16-byte pieces.
-// CHECK: vector.store %{{.+}} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK: gpu.barrier
-// CHECK: vector.store %{{.+}}, %[[K]][{{.+}}] {alignment = 16 : i64} : memref<?x16x192xbf16>, vector<8xbf16>
-// CHECK: vector.store %{{.+}}, %[[V]][{{.+}}] {alignment = 16 : i64} : memref<?x16x128xbf16>, vector<8xbf16>
+// MMA: vector.store %{{.+}} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// MMA: gpu.barrier
+// MMA: vector.store %{{.+}}, %[[K]][{{.+}}] {alignment = 16 : i64} : memref<?x16x192xbf16>, vector<8xbf16>
+// MMA: vector.store %{{.+}}, %[[V]][{{.+}}] {alignment = 16 : i64} : memref<?x16x128xbf16>, vector<8xbf16>
 // The rope key, 8 columns a thread, into columns 128.. of every head's key.
-// CHECK: vector.load %[[KPE]]
-// CHECK: vector.store %{{.+}}, %[[K]]
-// CHECK: gpu.return
+// MMA: vector.load %[[KPE]]
+// MMA: vector.store %{{.+}}, %[[K]]
+// MMA: gpu.return
+// WG: gpu.launch_func @mla_kernels::@kv_up_proj_wgmma_0 blocks in (%{{.+}}, %c16, %c2) threads in (%c256, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c99328_i32
+// WG: gpu.func @kv_up_proj_wgmma_0(%[[WX:.+]]: memref<?x512xbf16, strided<[576, 1]>>, %[[WKPE:.+]]: memref<?x64xbf16, strided<[576, 1], offset: 512>>, %[[WW:.+]]: memref<512x16x256xbf16>, %[[WK:.+]]: memref<?x16x192xbf16>, %[[WV:.+]]: memref<?x16x128xbf16>)
+// WG: scf.for %{{.+}} = %{{.+}} to %c8{{(_[0-9]+)?}} step %{{.+}} iter_args(
+// WG-NEXT: nvvm.cp.async.wait.group 1
+// WG-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WG-NEXT: gpu.barrier
+// WG: nvgpu.device_async_copy %[[WX]]
+// WG: nvgpu.device_async_copy %[[WW]]
+// WG: nvvm.wgmma.fence.aligned
+// WG-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>
+// WG-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// WG-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// WG: vector.store %{{.+}}, %[[WK]][{{.+}}] {alignment = 16 : i64} : memref<?x16x192xbf16>, vector<8xbf16>
+// WG: vector.store %{{.+}}, %[[WV]][{{.+}}] {alignment = 16 : i64} : memref<?x16x128xbf16>, vector<8xbf16>
+// WG: vector.load %[[WKPE]]
 func.func @kv_up_proj_on_workspace_columns(%ws: memref<?x576xbf16>, %w: memref<512x16x256xbf16>,
     %k: memref<?x16x192xbf16>, %v: memref<?x16x128xbf16>, %n: index) {
   %kvc = memref.subview %ws[0, 0] [%n, 512] [1, 1] : memref<?x576xbf16> to memref<?x512xbf16, strided<[576, 1]>>

@@ -199,15 +199,17 @@
 // WGMMA: {{^}}.visible .entry merge_attn_states_19(
 // WGMMA: {{^}}.visible .entry gather_cache_20(
 // WGMMA: {{^}}.visible .entry concat_and_cache_21(
-// WGMMA: {{^}}.visible .entry kv_up_proj_mma_22(
+// WGMMA: {{^}}.visible .entry kv_up_proj_wgmma_22(
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
+// WGMMA-DAG: cp.async.wait_group 1;
 // WGMMA: {{^}}.visible .entry q_absorb_mma_23(
 // WGMMA: {{^}}.visible .entry v_up_proj_mma_24(
 // WGMMA: {{^}}.visible .entry q_absorb_25(
-// WGMMA: {{^}}.visible .entry kv_up_proj_mma_26(
+// WGMMA: {{^}}.visible .entry kv_up_proj_wgmma_26(
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_27(
 // WGMMA: {{^}}.visible .entry prefill_attention_28(
 // WGMMA: {{^}}.visible .entry gather_cache_29(
-// WGMMA: {{^}}.visible .entry kv_up_proj_mma_30(
+// WGMMA: {{^}}.visible .entry kv_up_proj_wgmma_30(
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_31(
 // WGMMA: {{^}}.visible .entry prefill_attention_32(
 // WGMMA: {{^}}.visible .entry merge_attn_states_33(
