@@ -32,7 +32,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
-using mlir::gpu::Dimension;
 
 namespace mla::gpu {
 
@@ -84,19 +83,13 @@ void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
   auto kernel = kernels.create(
       name, op->getOperandTypes(), [&](GpuEmitter &base, ValueRange a) {
         MmaEmitter e(base.builder(), base.location(), element);
-        Value x = a[p.inputArg], w = a[p.weightArg];
-        Value numTokens = e.dim(x, 0);
-        Value h = e.blockId(Dimension::y);
-        Value token0 = e.mul(e.blockId(Dimension::x), e.index(kTileTokens));
-        Value column0 = e.mul(e.blockId(Dimension::z), e.index(tileColumns));
+        ProductTile tile(e, p, a, kTileTokens, tileColumns);
+        Value x = tile.x, w = tile.w;
         Value tid = e.threadId();
         Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
         Value warpRow = e.divui(warp, 2), warpColumn = e.remui(warp, 2);
         Value group = e.divui(lane, 4), quad = e.remui(lane, 4);
         Value aligned = e.vectorAligned({x, w});
-        Value lastToken = e.sub(numTokens, e.index(1));
-        Value allRows =
-            arith::ConstantIntOp::create(e.builder(), e.location(), 1, 1);
 
         Value raw = e.dynamicShared();
         auto stageAt = [&](Value stage) {
@@ -116,20 +109,11 @@ void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
         auto copySlice = [&](Value slice, Value stage) {
           Value depth0 = e.mul(slice, e.index(kSliceDepth));
           e.copyTile(aligned, xSlice(stage), x, kTileTokens,
-                     kSliceDepth / kCopyElems, warp, lane, [&](Value row) {
-                       Value t = e.add(token0, row);
-                       return MmaEmitter::SourceRow{
-                           e.lessThan(t, numTokens),
-                           p.inputRow(e, a, e.minIndex(t, lastToken), h),
-                           depth0};
-                     });
+                     kSliceDepth / kCopyElems, warp, lane,
+                     [&](Value row) { return tile.inputRow(row, depth0); });
           e.copyTile(aligned, wSlice(stage), w, kSliceDepth,
-                     tileColumns / kCopyElems, warp, lane, [&](Value row) {
-                       // Every slice lies inside the depth.
-                       return MmaEmitter::SourceRow{
-                           allRows, p.weightRow(e, a, h, e.add(depth0, row)),
-                           column0};
-                     });
+                     tileColumns / kCopyElems, warp, lane,
+                     [&](Value row) { return tile.weightRow(row, depth0); });
         };
 
         // The ring's first kStages - 1 slices, a group each (empty past
@@ -214,8 +198,7 @@ void lowerMmaProduct(const PerHeadProduct &p, Operation *op,
                                  return acc[accAt(m, j, 2 * i + c)];
                                });
         e.barrier();
-        storeProductTile(e, a, p, staging, kTileTokens, tileColumns, token0,
-                         column0, numTokens, h, tid, kBlockThreads);
+        tile.store(staging, tid, kBlockThreads);
       });
 
   launchProduct(p, op, kernel, kTileTokens, tileColumns, layout.bytes);

@@ -19,7 +19,7 @@
 //    edge, ptxas would serialize every wgmma).
 //  - The accumulators (64 x 128 f32 a warpgroup, 64 registers a thread)
 //    are staged as rows of the element type over the dead ring and leave
-//    as the mma.sync kernel's do (storeProductTile).
+//    as the mma.sync kernel's do (ProductTile::store).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +31,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 using namespace mlir;
-using mlir::gpu::Dimension;
 
 namespace mla::gpu {
 
@@ -75,16 +74,10 @@ void lowerWgmmaProduct(const PerHeadProduct &p, Operation *op,
       name, op->getOperandTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
-        Value x = a[p.inputArg], w = a[p.weightArg];
-        Value numTokens = e.dim(x, 0);
-        Value h = e.blockId(Dimension::y);
-        Value token0 = e.mul(e.blockId(Dimension::x), e.index(kTileTokens));
-        Value column0 = e.mul(e.blockId(Dimension::z), e.index(kTileColumns));
+        ProductTile tile(e, p, a, kTileTokens, kTileColumns);
+        Value x = tile.x, w = tile.w;
         WgmmaEmitter::WarpgroupThread th = e.warpgroupThread();
         Value aligned = e.vectorAligned({x, w});
-        Value lastToken = e.sub(numTokens, e.index(1));
-        Value allRows =
-            arith::ConstantIntOp::create(e.builder(), e.location(), 1, 1);
         const int64_t warps = kThreads / kWarpSize;
 
         Value raw = e.dynamicShared();
@@ -101,30 +94,19 @@ void lowerWgmmaProduct(const PerHeadProduct &p, Operation *op,
           Value xBase = e.divui(stageBytes(stage), 2);
           e.copyTile(
               aligned, ring, x, kTileTokens, kSliceDepth / kCopyElems, th.warp,
-              th.lane,
-              [&](Value row) {
-                Value t = e.add(token0, row);
-                return MmaEmitter::SourceRow{
-                    e.lessThan(t, numTokens),
-                    p.inputRow(e, a, e.minIndex(t, lastToken), h), depth0};
-              },
+              th.lane, [&](Value row) { return tile.inputRow(row, depth0); },
               warps,
               [&](Value row, Value col) {
-                Value tile = e.divui(row, kGroupTokens);
+                Value half = e.divui(row, kGroupTokens);
                 return SmallVector<Value, 2>{
-                    e.add(xBase, e.add(e.mul(tile, e.index(kBlockBytes / 2)),
+                    e.add(xBase, e.add(e.mul(half, e.index(kBlockBytes / 2)),
                                        e.swizzled(e.remui(row, kGroupTokens),
                                                   col, kGroupTokens)))};
               });
           Value wBase = e.divui(e.add(stageBytes(stage), e.index(kXBytes)), 2);
           e.copyTile(
               aligned, ring, w, kSliceDepth, kTileColumns / kCopyElems, th.warp,
-              th.lane,
-              [&](Value row) {
-                // Every slice lies inside the depth.
-                return MmaEmitter::SourceRow{
-                    allRows, p.weightRow(e, a, h, e.add(depth0, row)), column0};
-              },
+              th.lane, [&](Value row) { return tile.weightRow(row, depth0); },
               warps,
               [&](Value row, Value col) {
                 return SmallVector<Value, 2>{
@@ -187,8 +169,7 @@ void lowerWgmmaProduct(const PerHeadProduct &p, Operation *op,
               e.index(0), th.quad, kTileColumns / 8,
               [&](int64_t j, int64_t c) { return acc[4 * j + 2 * i + c]; });
         e.barrier();
-        storeProductTile(e, a, p, staging, kTileTokens, kTileColumns, token0,
-                         column0, numTokens, h, th.tid, kThreads);
+        tile.store(staging, th.tid, kThreads);
       },
       kThreads);
   launchProduct(p, op, kernel, kTileTokens, kTileColumns, kSharedBytes);

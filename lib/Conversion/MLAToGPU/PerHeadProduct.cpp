@@ -72,13 +72,35 @@ static void copyTileColumns(MmaEmitter &e, ValueRange a,
   });
 }
 
-void storeProductTile(MmaEmitter &e, ValueRange a, const PerHeadProduct &p,
-                      Value staging, int64_t tileTokens, int64_t tileColumns,
-                      Value token0, Value column0, Value numTokens, Value h,
-                      Value tid, int64_t threads) {
+ProductTile::ProductTile(MmaEmitter &e, const PerHeadProduct &p,
+                         ValueRange args, int64_t tileTokens,
+                         int64_t tileColumns)
+    : e(e), p(p), args(args), tileTokens(tileTokens), tileColumns(tileColumns) {
+  x = args[p.inputArg];
+  w = args[p.weightArg];
+  numTokens = e.dim(x, 0);
+  head = e.blockId(Dimension::y);
+  token0 = e.mul(e.blockId(Dimension::x), e.index(tileTokens));
+  column0 = e.mul(e.blockId(Dimension::z), e.index(tileColumns));
+  lastToken = e.sub(numTokens, e.index(1));
+  allRows = arith::ConstantIntOp::create(e.builder(), e.location(), 1, 1);
+}
+
+MmaEmitter::SourceRow ProductTile::inputRow(Value row, Value depth0) {
+  Value t = e.add(token0, row);
+  return {e.lessThan(t, numTokens),
+          p.inputRow(e, args, e.minIndex(t, lastToken), head), depth0};
+}
+
+MmaEmitter::SourceRow ProductTile::weightRow(Value row, Value depth0) {
+  // The kernels' slices lie inside the depth: every row is real.
+  return {allRows, p.weightRow(e, args, head, e.add(depth0, row)), column0};
+}
+
+void ProductTile::store(Value staging, Value tid, int64_t threads) {
   auto real = [&](Value r) { return e.lessThan(e.add(token0, r), numTokens); };
   auto destRow = [&](Value r) {
-    return SmallVector<Value, 4>{e.add(token0, r), h};
+    return SmallVector<Value, 4>{e.add(token0, r), head};
   };
   for (const PerHeadProduct::Output &o : p.outputs) {
     // Whether the tile's columns are this output's.
@@ -87,13 +109,13 @@ void storeProductTile(MmaEmitter &e, ValueRange a, const PerHeadProduct &p,
       mine = e.andi(mine, e.lessThan(e.index(o.first - 1), column0));
     e.ifThen(mine, [&] {
       e.copyStagedRows(staging, tileTokens, tileColumns, tid, threads, real,
-                       destRow, a[o.arg], e.sub(column0, e.index(o.first)));
+                       destRow, args[o.arg], e.sub(column0, e.index(o.first)));
     });
   }
   if (p.copy)
     e.ifThen(e.eqIndex(e.blockId(Dimension::z), 0), [&] {
-      copyTileColumns(e, a, *p.copy, tileTokens, token0, numTokens, h, tid,
-                      threads);
+      copyTileColumns(e, args, *p.copy, tileTokens, token0, numTokens, head,
+                      tid, threads);
     });
 }
 

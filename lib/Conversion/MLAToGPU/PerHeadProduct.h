@@ -86,18 +86,37 @@ int64_t productTileColumns(const PerHeadProduct &p);
 bool hasTensorCoreProductOperands(const PerHeadProduct &p, mlir::Operation *op,
                                   int64_t sliceDepth);
 
-/// Writes a `tileTokens` x `tileColumns` tile of the product, staged in
-/// shared memory as rows of the element type (`staging`, past a barrier),
-/// to the output holding its columns, and makes the column copy for the
-/// tile's tokens (by the blocks of column tile 0), with the block's
-/// `threads` threads (`tid` this one's) in 16-byte pieces where the
-/// layouts and alignment allow.
-void storeProductTile(MmaEmitter &e, mlir::ValueRange args,
-                      const PerHeadProduct &p, mlir::Value staging,
-                      int64_t tileTokens, int64_t tileColumns,
-                      mlir::Value token0, mlir::Value column0,
-                      mlir::Value numTokens, mlir::Value head, mlir::Value tid,
-                      int64_t threads);
+/// A product block's tile, on the grid launchProduct makes: one head, the
+/// tile's first token and column, where its x and W rows come from, and
+/// where its results go.
+class ProductTile {
+public:
+  /// `args` are the kernel's arguments (the op's operands).
+  ProductTile(MmaEmitter &e, const PerHeadProduct &p, mlir::ValueRange args,
+              int64_t tileTokens, int64_t tileColumns);
+
+  mlir::Value x, w, numTokens, head, token0, column0;
+
+  /// Token row `row` of the tile in x, columns from `depth0` (rows past
+  /// the tokens are zero-filled, not read).
+  MmaEmitter::SourceRow inputRow(mlir::Value row, mlir::Value depth0);
+  /// Row `depth0` + `row` of W_h, columns from the tile's first.
+  MmaEmitter::SourceRow weightRow(mlir::Value row, mlir::Value depth0);
+
+  /// Writes the tile, staged in shared memory as rows of the element type
+  /// (`staging`, past a barrier), to the output holding its columns, and
+  /// makes the column copy for its tokens (blocks of column tile 0), with
+  /// the block's `threads` threads (`tid` this one's) in 16-byte pieces
+  /// where the layouts and alignment allow.
+  void store(mlir::Value staging, mlir::Value tid, int64_t threads);
+
+private:
+  MmaEmitter &e;
+  const PerHeadProduct &p;
+  mlir::ValueRange args;
+  int64_t tileTokens, tileColumns;
+  mlir::Value lastToken, allRows;
+};
 
 /// Launches a product kernel in place of `op` on grid (ceil(T /
 /// tileTokens), heads, width / tileColumns).
