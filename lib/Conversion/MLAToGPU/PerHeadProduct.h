@@ -1,13 +1,13 @@
-//===- PerHeadProduct.h - The up-projections as one product shape -*- C++
-//-*-===//
+//===- PerHeadProduct.h - The up-projections as one product ---*- C++ -*-===//
 //
 // All three up-projections are per-head products out[t, h, :] = x[t, h?, :]
 // W_h with a [depth, width] weight slice W_h per head. Each op's lowering
 // describes its operands as a PerHeadProduct (where the rows of x and W_h
 // are, which product columns go to which output, what else is copied) and
-// one of two kernels computes it: the tensor-core kernel
-// (GpuProjectionsMma.cpp, mma.sync) where the strategy has tensor cores
-// and the operands suit them, else the CUDA-core kernel
+// one of three kernels computes it: the wgmma kernel
+// (GpuProjectionsWgmma.cpp) for products of prefill size on sm_90a, the
+// mma.sync kernel (GpuProjectionsMma.cpp) where the strategy has tensor
+// cores and the operands suit them, else the CUDA-core kernel
 // (GpuProjections.cpp), which takes any float types and dims.
 //
 //===----------------------------------------------------------------------===//
