@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernels.h"
+#include "RowMove.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -23,72 +24,6 @@ namespace {
 /// Blocks per request of the gather (grid y); each loops over its tokens.
 constexpr int64_t kGatherBlocksPerRequest = 32;
 constexpr int64_t kWidth = GpuEmitter::kVectorWidth;
-
-/// Moves one row of `length` columns: element c of the destination row
-/// (from column `dstFirstColumn`) is `transform(c, src[srcPrefix..., c])`,
-/// computed in f32. The row belongs to the `lanes` threads with lane ids
-/// `lane`. With `vectorOk` (uniform) the columns go 8 at a time.
-struct RowMove {
-  Value dst;
-  SmallVector<Value> dstPrefix;
-  int64_t dstFirstColumn = 0;
-  /// Sources read at the same column.
-  SmallVector<std::pair<Value, SmallVector<Value>>> sources;
-  int64_t length = 0;
-  /// Combines the sources' values (scalars or vector<8xf32>) into the
-  /// value stored.
-  std::function<Value(GpuEmitter &, ArrayRef<Value>)> combine;
-
-  /// Whether the static types allow the vector path.
-  bool vectorizable() const {
-    if (length % kWidth || dstFirstColumn % kWidth ||
-        !GpuEmitter::hasVectorRows(dst))
-      return false;
-    for (auto &[memref, prefix] : sources)
-      if (!GpuEmitter::hasVectorRows(memref))
-        return false;
-    return true;
-  }
-
-  void emit(GpuEmitter &e, Value lane, int64_t lanes, Value vectorOk) const {
-    auto columns = [&](bool vector) {
-      int64_t step = vector ? kWidth : 1;
-      Value first = vector ? e.mul(lane, e.index(kWidth)) : lane;
-      e.forLoop(first, e.index(length), lanes * step, [&](Value c) {
-        SmallVector<Value> values;
-        for (auto &[memref, prefix] : sources) {
-          SmallVector<Value> idx(prefix.begin(), prefix.end());
-          idx.push_back(c);
-          // A plain copy moves vectors as they are (converted on store
-          // only if the types differ); arithmetic works in f32.
-          values.push_back(vector ? (combine ? e.loadVectorF32(memref, idx)
-                                             : e.loadVector(memref, idx))
-                                  : e.loadF32(memref, idx));
-        }
-        Value v = combine ? combine(e, values) : values.front();
-        SmallVector<Value> idx(dstPrefix.begin(), dstPrefix.end());
-        idx.push_back(dstFirstColumn ? e.add(c, e.index(dstFirstColumn)) : c);
-        if (vector)
-          e.storeVector(v, dst, idx);
-        else
-          e.storeF32(v, dst, idx);
-      });
-    };
-    if (vectorOk && vectorizable())
-      e.ifThenElse(vectorOk, [&] { columns(true); }, [&] { columns(false); });
-    else
-      columns(false);
-  }
-};
-
-/// The uniform flag of the vector path for a kernel moving rows of
-/// `memrefs`: null when the static types rule it out.
-Value vectorPathFlag(GpuEmitter &e, ValueRange memrefs) {
-  for (Value m : memrefs)
-    if (!GpuEmitter::hasVectorRows(m))
-      return Value();
-  return e.vectorAligned(memrefs);
-}
 
 /// `scalar` broadcast to vector<8xf32> when `like` is a vector.
 Value splatLike(GpuEmitter &e, Value scalar, Value like) {

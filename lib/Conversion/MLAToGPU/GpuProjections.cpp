@@ -44,18 +44,6 @@ void storeColumn(GpuEmitter &e, ValueRange a,
                [&] { storeColumn(e, a, outputs.drop_front(), t, h, c, v); });
 }
 
-/// The column copy of token t, head h, element by element over the
-/// block's threads.
-void copyColumns(GpuEmitter &e, ValueRange a,
-                 const PerHeadProduct::ColumnCopy &c, Value t, Value h) {
-  SmallVector<Value, 3> srcRow = c.srcRow(e, t, h);
-  e.blockStridedLoop(e.index(0), e.index(c.count), [&](Value col) {
-    e.storeF32(e.loadF32(a[c.srcArg],
-                         concat(srcRow, e.add(col, e.index(c.srcFirst)))),
-               a[c.dstArg], {t, h, e.add(col, e.index(c.dstFirst))});
-  });
-}
-
 void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
                          KernelFactory &kernels, StringRef name) {
   auto kernel = kernels.create(
@@ -100,10 +88,14 @@ void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
           e.ifThen(arith::AndIOp::create(b, loc, inside, tokenValid),
                    [&] { storeColumn(e, a, p.outputs, t, h, c, acc[i]); });
           if (p.copy)
-            e.ifThen(arith::AndIOp::create(
-                         b, loc, e.eqIndex(e.blockId(Dimension::z), 0),
-                         tokenValid),
-                     [&] { copyColumns(e, a, *p.copy, t, h); });
+            e.ifThen(
+                arith::AndIOp::create(
+                    b, loc, e.eqIndex(e.blockId(Dimension::z), 0), tokenValid),
+                [&] {
+                  // Element by element over the block's threads.
+                  p.columnCopy(e, a, t, h)
+                      .emit(e, e.threadId(), kBlockThreads, Value());
+                });
         }
       });
   OpBuilder host(op);

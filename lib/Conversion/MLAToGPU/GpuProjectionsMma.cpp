@@ -16,8 +16,8 @@
 //    ldmatrix's eight row addresses fall in different banks.
 //  - The results are staged as rows of the element type and leave in
 //    16-byte pieces (GpuEmitter::copyStagedRows) to the output holding the
-//    tile's columns; the rope columns copied alongside go the same way,
-//    8 columns a thread.
+//    tile's columns; the rope columns copied alongside go in 16-byte
+//    vectors too (RowMove, 8 threads a token).
 //
 // The same kernel serves sm_80 to sm_90a. Dims it does not tile (depth not
 // a multiple of 32, outputs not whole 64-column tiles) and other types go

@@ -33,43 +33,17 @@ bool hasTensorCoreProductOperands(const PerHeadProduct &p, Operation *op,
          p.depth % sliceDepth == 0 && productTileColumns(p) != 0;
 }
 
-/// The column copy for the tile's tokens: the threads take 8-column
-/// pieces in turn, moved as 16-byte vectors where both rows allow it and
-/// both first elements are aligned, else element by element.
-static void copyTileColumns(MmaEmitter &e, ValueRange a,
-                            const PerHeadProduct::ColumnCopy &c,
-                            int64_t tileTokens, Value token0, Value numTokens,
-                            Value h, Value tid, int64_t threads) {
-  Value src = a[c.srcArg], dst = a[c.dstArg];
-  const int64_t width = GpuEmitter::kVectorWidth;
-  bool vectors = c.count % width == 0 && c.srcFirst % width == 0 &&
-                 c.dstFirst % width == 0 && GpuEmitter::hasVectorRows(src) &&
-                 GpuEmitter::hasVectorRows(dst);
-  const int64_t pieceColumns = vectors ? width : 1;
-  const int64_t perRow = c.count / pieceColumns;
-  Value aligned = vectors ? e.vectorAligned({src, dst}) : Value();
-  e.forLoop(tid, e.index(tileTokens * perRow), threads, [&](Value piece) {
-    Value t = e.add(token0, e.divui(piece, perRow));
-    Value column = e.mul(e.remui(piece, perRow), e.index(pieceColumns));
-    e.ifThen(e.lessThan(t, numTokens), [&] {
-      SmallVector<Value> from(c.srcRow(e, t, h));
-      from.push_back(e.add(column, e.index(c.srcFirst)));
-      SmallVector<Value> to{t, h, e.add(column, e.index(c.dstFirst))};
-      auto elements = [&](int64_t count) {
-        for (int64_t k = 0; k < count; ++k) {
-          SmallVector<Value> f(from), d(to);
-          f.back() = e.add(f.back(), e.index(k));
-          d.back() = e.add(d.back(), e.index(k));
-          e.storeF32(e.loadF32(src, f), dst, d);
-        }
-      };
-      if (!vectors)
-        return elements(1);
-      e.ifThenElse(
-          aligned, [&] { e.storeVector(e.loadVector(src, from), dst, to); },
-          [&] { elements(width); });
-    });
-  });
+RowMove PerHeadProduct::columnCopy(GpuEmitter &e, ValueRange args, Value t,
+                                   Value h) const {
+  RowMove move{
+      args[copy->dstArg],
+      {t, h},
+      copy->dstFirst,
+      {{args[copy->srcArg], SmallVector<Value>(copy->srcRow(e, t, h))}},
+      copy->count,
+      nullptr};
+  move.srcFirstColumn = copy->srcFirst;
+  return move;
 }
 
 ProductTile::ProductTile(MmaEmitter &e, const PerHeadProduct &p,
@@ -112,11 +86,23 @@ void ProductTile::store(Value staging, Value tid, int64_t threads) {
                        destRow, args[o.arg], e.sub(column0, e.index(o.first)));
     });
   }
-  if (p.copy)
-    e.ifThen(e.eqIndex(e.blockId(Dimension::z), 0), [&] {
-      copyTileColumns(e, args, *p.copy, tileTokens, token0, numTokens, head,
-                      tid, threads);
-    });
+  if (!p.copy)
+    return;
+  // The column copy of the tile's tokens by the first column tile's blocks:
+  // 8 threads a token, a 16-byte vector each where the layouts allow it.
+  constexpr int64_t kRowLanes = 8;
+  Value vectorOk =
+      vectorPathFlag(e, {args[p.copy->srcArg], args[p.copy->dstArg]});
+  e.ifThen(e.eqIndex(e.blockId(Dimension::z), 0), [&] {
+    e.forLoop(e.divui(tid, kRowLanes), e.index(tileTokens), threads / kRowLanes,
+              [&](Value r) {
+                Value t = e.add(token0, r);
+                e.ifThen(e.lessThan(t, numTokens), [&] {
+                  p.columnCopy(e, args, t, head)
+                      .emit(e, e.remui(tid, kRowLanes), kRowLanes, vectorOk);
+                });
+              });
+  });
 }
 
 void launchProduct(const PerHeadProduct &p, Operation *op,

@@ -17,6 +17,7 @@
 
 #include "GpuKernels.h"
 #include "MmaEmitter.h"
+#include "RowMove.h"
 
 namespace mla::gpu {
 
@@ -53,6 +54,9 @@ struct PerHeadProduct {
     int64_t dstFirst, count;
   };
   std::optional<ColumnCopy> copy;
+  /// The column copy of token t, head h (RowMove.h) by `lanes` threads.
+  RowMove columnCopy(GpuEmitter &e, mlir::ValueRange args, mlir::Value t,
+                     mlir::Value h) const;
   /// Whether its tokens come in prefill numbers (thousands), where the
   /// wgmma kernel's 128-token tiles pay; decode-sized products keep the
   /// mma.sync kernel's 64-token tiles.

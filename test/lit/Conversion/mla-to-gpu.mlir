@@ -446,7 +446,7 @@ func.func @concat(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: mem
 // CHECK: } else {
 // CHECK: memref.store %{{.+}}, %[[KV]][{{.+}}] : memref<?x16x128xbf16>
 // The shared rope key is copied into key columns [128, 192).
-// CHECK: scf.for %[[R:.+]] = %{{.+}} to %c64 step %block_dim_x {
+// CHECK: scf.for %[[R:.+]] = %{{.+}} to %c64 step %c128{{(_[0-9]+)?}} {
 // CHECK: %[[RC:.+]] = arith.addi %[[R]], %c128{{(_[0-9]+)?}} : index
 // CHECK: memref.store %{{.+}}, %[[KK]][%{{.+}}, %{{.+}}, %[[RC]]] : memref<?x16x192xbf16>
 // CHECK: gpu.return
