@@ -111,9 +111,10 @@ void copyHostLoadsFromDevice(func::FuncOp func) {
 }
 
 /// Device code uses the hardware's fma and approximate exp2/log2
-/// (ex2.approx, lg2.approx: about 2 ulp) through NVVM intrinsics: the
-/// default lowering of math ops calls libdevice (__nv_fmaf, __nv_expf),
-/// which exists only where the CUDA toolkit is installed at compile time.
+/// (GpuEmitter::exp2 and log2: about 2 ulp, subnormals flushed) through
+/// NVVM intrinsics: the default lowering of math ops calls libdevice
+/// (__nv_fmaf, __nv_expf), which exists only where the CUDA toolkit is
+/// installed at compile time.
 void useNativeMath(mlir::gpu::GPUModuleOp kernels) {
   SmallVector<Operation *> ops;
   kernels.walk([&](Operation *op) {
@@ -123,24 +124,22 @@ void useNativeMath(mlir::gpu::GPUModuleOp kernels) {
   for (Operation *op : ops) {
     OpBuilder b(op);
     Location loc = op->getLoc();
+    gpu::GpuEmitter e(b, loc);
     Value x = op->getOperand(0);
-    Value result;
-    auto intrinsic = [&](StringRef name, ValueRange args) {
-      return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
-                                           b.getStringAttr(name), args)
-          .getResult(0);
+    auto constant = [&](double c) -> Value {
+      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(c));
     };
-    if (isa<math::FmaOp>(op)) {
-      result = intrinsic("llvm.fma.f32", op->getOperands());
-    } else if (isa<math::ExpOp>(op)) {
-      Value log2e =
-          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(M_LOG2E));
-      Value scaled = arith::MulFOp::create(b, loc, x, log2e);
-      result = intrinsic("llvm.nvvm.ex2.approx.f32", scaled);
-    } else {
-      Value ln2 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(M_LN2));
-      result = arith::MulFOp::create(
-          b, loc, intrinsic("llvm.nvvm.lg2.approx.f", x), ln2);
+    Value result;
+    if (isa<math::FmaOp>(op))
+      result = LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
+                                             b.getStringAttr("llvm.fma.f32"),
+                                             op->getOperands())
+                   .getResult(0);
+    else if (isa<math::ExpOp>(op))
+      result = e.exp2(arith::MulFOp::create(b, loc, x, constant(M_LOG2E)));
+    else {
+      Value ln2 = constant(M_LN2);
+      result = arith::MulFOp::create(b, loc, e.log2(x), ln2);
     }
     op->getResult(0).replaceAllUsesWith(result);
     op->erase();

@@ -3,6 +3,7 @@
 #include "GpuEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -65,6 +66,20 @@ Value GpuEmitter::sharedView(Value raw, Value offset, ArrayRef<int64_t> shape,
   auto viewType = MemRefType::get(shape, type, MemRefLayoutAttrInterface(),
                                   cast<MemRefType>(raw.getType()).getMemorySpace());
   return memref::ViewOp::create(b, loc, viewType, raw, offset, ValueRange{});
+}
+
+Value GpuEmitter::exp2(Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), ValueRange{x})
+      .getResult(0);
+}
+
+Value GpuEmitter::log2(Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.lg2.approx.ftz.f"), ValueRange{x})
+      .getResult(0);
 }
 
 Value GpuEmitter::warpSum(Value value) { return warpReduce(value, false); }

@@ -36,6 +36,15 @@ public:
   void blockStridedLoop(mlir::Value lb, mlir::Value ub,
                         const std::function<void(mlir::Value)> &body);
 
+  /// 2^x and log2(x) of an f32 on the special-function unit (about 2 ulp),
+  /// subnormals flushed to zero. Without the flush, ptxas wraps each
+  /// MUFU.EX2 in a compare and two predicated multiplies that keep results
+  /// below 2^-126: four instructions instead of one per probability of a
+  /// softmax, where such a value is below f32 resolution next to the row's
+  /// largest term (1) and changes no sum.
+  mlir::Value exp2(mlir::Value x);
+  mlir::Value log2(mlir::Value x);
+
   /// The sum (or max) of `value` over the 32 lanes of a warp, in every lane.
   mlir::Value warpSum(mlir::Value value);
   mlir::Value warpMax(mlir::Value value);

@@ -8,8 +8,10 @@
 // walks the sequence's keys in 64-key tiles both share:
 //  - K (64 x Dqk) and V (64 x Dv) tiles come in with 16-byte cp.async into
 //    a ring of four stages (three for qk 256): while tile t's V and tile
-//    t + 1's K are in use, two more tiles are in flight; keys past the
-//    block's last visible key are zero-filled, tiles past it never loaded;
+//    t + 1's K are in use, two more tiles are in flight (each issued while
+//    the tensor cores run a P V, so that its address arithmetic does not
+//    delay the softmax); keys past the block's last visible key are
+//    zero-filled, tiles past it never loaded;
 //  - S = Q K^T: Dqk / 16 wgmma m64n64k16 per warpgroup, Q and K read from
 //    shared memory through descriptors (both K-major). Tile t + 1's scores
 //    are issued before tile t's softmax and left in flight during it, so
@@ -227,19 +229,13 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 e.barrier();
 
                 // 2. The next tile's scores run on the tensor cores while
-                // this tile's softmax runs (past the last tile: none);
-                // issued first, so that the tensor cores start at once,
-                // then the copy of tile t + stages - 1.
+                // this tile's softmax runs (past the last tile: none).
                 Value hasNext = e.lessThan(next, numTiles);
                 Value unset = e.unsetAccumulator(sRegs);
                 Value nextAcc = e.selectValues(
-                    hasNext, {unset.getType()}, [&] {
-                      return SmallVector<Value>{issueScores(next)};
-                    },
+                    hasNext, {unset.getType()},
+                    [&] { return SmallVector<Value>{issueScores(next)}; },
                     [&] { return SmallVector<Value>{unset}; })[0];
-                Value ahead = e.add(t, e.index(stages - 1));
-                e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
-                e.commitCopies();
 
                 // 3. Scores masked on tiles crossing the warpgroup's
                 // diagonal or the end of the keys (past its last visible
@@ -305,13 +301,20 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 e.warpgroupBarrier(group);
 
                 // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key
-                // atoms 1 KiB apart. Then both groups are waited for.
+                // atoms 1 KiB apart. Both groups are waited for after step 6.
                 Value descV = e.descriptor(
                     e.add(base, stageAt(t, layout.vOffset)), kBlockBytes,
                     kAtomBytes);
                 Value o = e.issueProductNMajorB(
                     e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
                     descP, descV, kTileKeys, vDim);
+                // 6. The copy of tile t + stages - 1 into tile t - 1's
+                // stage, issued while P V runs: issued before the softmax,
+                // its address arithmetic delayed the exponentials that P V
+                // waits for.
+                Value ahead = e.add(t, e.index(stages - 1));
+                e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
+                e.commitCopies();
                 e.wait(0);
                 SmallVector<Value> out = e.fromAccumulator(o, oRegs);
                 std::copy(out.begin(), out.end(), nextState.begin() + 4);

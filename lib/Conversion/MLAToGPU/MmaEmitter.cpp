@@ -18,13 +18,6 @@ using namespace mlir;
 
 namespace mla::gpu {
 
-Value MmaEmitter::exp2(Value x) {
-  return LLVM::CallIntrinsicOp::create(
-             b, loc, b.getF32Type(),
-             b.getStringAttr("llvm.nvvm.ex2.approx.f32"), ValueRange{x})
-      .getResult(0);
-}
-
 Value MmaEmitter::shuffleXor(Value v, int64_t offset) {
   Value delta = arith::ConstantIntOp::create(b, loc, offset, 32);
   Value width = arith::ConstantIntOp::create(b, loc, kWarpSize, 32);

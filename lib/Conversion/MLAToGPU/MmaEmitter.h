@@ -29,7 +29,6 @@ public:
 
   mlir::Type element; ///< bf16 or f16
 
-  mlir::Value exp2(mlir::Value x);
   mlir::Value shuffleXor(mlir::Value v, int64_t offset);
   /// Max (or sum) over the four lanes of a quad (lanes sharing lane / 4).
   mlir::Value quadMax(mlir::Value v);

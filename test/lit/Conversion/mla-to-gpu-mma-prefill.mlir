@@ -42,7 +42,7 @@
 // CHECK: scf.yield
 // Only tiles crossing the diagonal or the end of the keys are masked.
 // CHECK: scf.if %{{.+}} -> (f32, f32
-// CHECK: llvm.nvvm.ex2.approx.f32
+// CHECK: llvm.nvvm.ex2.approx.ftz.f32
 // O += P V: 2 k-steps x 16 n8 tiles x 2 row tiles, V through ldmatrix.trans.
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-64: nvvm.mma.sync

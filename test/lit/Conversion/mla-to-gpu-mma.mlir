@@ -93,7 +93,7 @@
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[MAX]]
 // exp2 in hardware (no libdevice): the rescale and P.
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // P to shared memory as bf16 pairs.
 // CHECK: vector.store %{{.+}}, %[[PS]][%{{.+}}, %{{.+}}] {alignment = 4 : i64} : memref<16x72xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK: gpu.barrier
@@ -111,7 +111,7 @@
 // CHECK: memref.store %{{.+}}, %[[SUM]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SUM]]
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: vector.store %{{.+}} : memref<16x520xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: gpu.barrier
 // CHECK: scf.if %{{.+}} {

@@ -55,7 +55,13 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// The copy of tile t + 3 is issued while P V runs, then both groups are
+// waited for.
+// CHECK-NOT: nvvm.wgmma
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NOT: nvvm.wgmma
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
 // The results: lse element by element; out staged as bf16 rows (stride
 // 136) in the KV stages, then copied out by every thread, 8-column pieces

@@ -53,12 +53,12 @@
 // exp(x) = ex2(x log2(e)), for the rescale and the probability.
 // CHECK: %[[LOG2E:.+]] = arith.constant 1.44269502 : f32
 // CHECK: %[[X:.+]] = arith.mulf %{{.+}}, %[[LOG2E]] : f32
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%[[X]]) : (f32) -> f32
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[X]]) : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: scf.yield
 // lse = max + lg2(sum) ln(2), written by lane 0.
 // CHECK: %[[LN2:.+]] = arith.constant 0.693147182 : f32
-// CHECK: %[[LG:.+]] = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%{{.+}}) : (f32) -> f32
+// CHECK: %[[LG:.+]] = llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"(%{{.+}}) : (f32) -> f32
 // CHECK: arith.mulf %[[LG]], %[[LN2]] : f32
 // CHECK: memref.store %{{.+}}, %[[KLSE]][%[[HEAD]], %[[TOKEN]]] : memref<16x?xf32>
 // CHECK: gpu.return
@@ -127,18 +127,18 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // Max, sum and 16 of the 512 latent columns per lane.
 // CHECK: scf.for %{{.+}} = %[[FIRST]] to %{{.+}} step %{{.+}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: scf.yield
 // A request of one split (here: S is 1) writes out and lse; others their
 // partials.
 // CHECK: %[[SINGLE:.+]] = arith.cmpi eq, %[[S1]], %c1{{(_[0-9]+)?}} : index
 // CHECK: scf.if %[[SINGLE]] {
 // CHECK: memref.store %{{.+}}, %[[KFOUT]][%{{.+}}, %{{.+}}, %[[H]], %{{.+}}] : memref<?x?x16x512xbf16>
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: memref.store %{{.+}}, %[[KFLSE]][%{{.+}}, %[[H]], %{{.+}}] : memref<?x16x?xf32>
 // CHECK: } else {
 // CHECK: memref.store %{{.+}}, %[[KPART]][%{{.+}}, %{{.+}}, %[[H]], %[[SPLIT]], %{{.+}}] : memref<?x?x16x?x512xf32>
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: memref.store %{{.+}}, %[[KPART_LSE]][%{{.+}}, %{{.+}}, %[[H]], %[[SPLIT]]] : memref<?x?x16x?xf32>
 // CHECK: gpu.return
 // The narrow combine: requests of one split skipped; the 4 splits
@@ -174,14 +174,14 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: gpu.barrier
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c256{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32) {
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32) {
 // CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x16x?x512xf32>, vector<4xf32>
 // CHECK: gpu.barrier
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: memref.store %{{.+}}, %[[KOUT]][{{.+}}] : memref<?x?x16x512xbf16>
 // CHECK: memref.store %{{.+}}, %[[KLSE]][{{.+}}] : memref<?x16x?xf32>
 // CHECK: } else {
@@ -308,9 +308,9 @@ func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576
 // CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @merge_attn_states_0(%[[KPO:.+]]: memref<?x16x128xf16>, %{{.+}}: memref<16x?xf32>, %{{.+}}: memref<?x16x128xf16>, %{{.+}}: memref<16x?xf32>, %[[KO:.+]]: memref<?x16x128xf16>, %[[KOL:.+]]: memref<16x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: memref.extract_aligned_pointer_as_index %[[KPO]]
 // CHECK: arith.remui %{{.+}}, %c16{{(_[0-9]+)?}} : index
 // CHECK: scf.if %{{.+}} {

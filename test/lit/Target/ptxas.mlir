@@ -117,7 +117,7 @@
 // MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // MMA-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// MMA-DAG: ex2.approx.f32
+// MMA-DAG: ex2.approx.ftz.f32
 // MMA: {{^}}.visible .entry decode_attention_combine_narrow_3(
 // MMA: {{^}}.visible .entry decode_attention_combine_4(
 // MMA: {{^}}.visible .entry decode_attention_split_5(
