@@ -1,9 +1,9 @@
 //===- GpuEmitter.h - Building blocks of the GPU kernels ---------*- C++ -*-===//
 //
 // Device-side helpers for kernels written as gpu.func bodies: thread and
-// block indices, block-strided loops, warp reductions through shuffles,
-// dynamic shared memory, 16-byte accesses (the tensor-core kernels add
-// theirs in MmaEmitter.h).
+// block indices, block-strided loops, base-2 exponentials and logarithms,
+// warp reductions through shuffles, dynamic shared memory, 16-byte
+// accesses (the tensor-core kernels add theirs in MmaEmitter.h).
 // The generic strategy maps one warp to one attention row (head, query)
 // and spreads a row's head dim across the 32 lanes; element c of a row
 // belongs to lane c % 32, so every warp-wide load is coalesced.

@@ -2,9 +2,8 @@
 //
 // What the `mma-sync` strategy's kernels (decode split, prefill) are made
 // of: shared-memory views, 16-byte cp.async tile copies with an element
-// fallback, ldmatrix, m16n8k16 mma.sync with f32 accumulators, base-2
-// exponentials and quad reductions (the four lanes holding one row of an
-// accumulator fragment).
+// fallback, ldmatrix, m16n8k16 mma.sync with f32 accumulators and quad
+// reductions (the four lanes holding one row of an accumulator fragment).
 //
 // Fragment layout of m16n8k16 (PTX ISA, "mma.m16n8k16"): lane = 4 g + q
 // (group g = lane / 4, quad q = lane % 4) holds accumulator elements
