@@ -734,11 +734,7 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
   ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, lens,
                        numBlocks, block, maxBlocks, batch, sq, n, latent, rope,
                        scale, true, outRef, lseRef);
-  std::vector<KernelStrategy> strategies{KernelStrategy::Generic,
-                                         KernelStrategy::TensorCore};
-  if (testGpuRunsWgmma())
-    strategies.push_back(KernelStrategy::Warpgroup);
-  for (KernelStrategy strategy : strategies) {
+  for (KernelStrategy strategy : gpuStrategies(/*withGeneric=*/true)) {
     SCOPED_TRACE("strategy " + name(strategy));
     MlaDims dims;
     dims.numHeads = n;
@@ -856,11 +852,7 @@ TEST(PrefillMma, MisalignedQueryKeysValues) {
   // generic kernel instead of the tensor-core one.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
-  std::vector<KernelStrategy> strategies{KernelStrategy::Generic,
-                                         KernelStrategy::TensorCore};
-  if (testGpuRunsWgmma())
-    strategies.push_back(KernelStrategy::Warpgroup);
-  for (KernelStrategy strategy : strategies) {
+  for (KernelStrategy strategy : gpuStrategies(/*withGeneric=*/true)) {
     SCOPED_TRACE("strategy " + name(strategy));
     checkPrefillOnGpu(strategy, 192, 128, 2);
   }
@@ -872,10 +864,7 @@ TEST(PrefillMma, MisalignedOutput) {
   // element.
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
-  std::vector<KernelStrategy> strategies{KernelStrategy::TensorCore};
-  if (testGpuRunsWgmma())
-    strategies.push_back(KernelStrategy::Warpgroup);
-  for (KernelStrategy strategy : strategies) {
+  for (KernelStrategy strategy : gpuStrategies(/*withGeneric=*/false)) {
     SCOPED_TRACE("strategy " + name(strategy));
     checkPrefillOnGpu(strategy, 192, 128, 0, nullptr, 2);
   }
@@ -953,10 +942,8 @@ TEST(DecodeTiming, MmaVersusGeneric) {
     double cacheBytes = double(b) * shape.seqLen * entry * 2;
     double flops = 2.0 * b * sq * n * shape.seqLen * (entry + latent);
     std::vector<std::vector<double>> results;
-    std::vector<KernelStrategy> strategies{KernelStrategy::Generic,
-                                           KernelStrategy::TensorCore};
-    if (testGpuRunsWgmma())
-      strategies.push_back(KernelStrategy::Warpgroup);
+    std::vector<KernelStrategy> strategies =
+        gpuStrategies(/*withGeneric=*/true);
     for (bool planned : {false, true})
       for (KernelStrategy strategy : strategies) {
         MlaDims dims;

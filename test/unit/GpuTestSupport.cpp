@@ -58,6 +58,16 @@ bool testGpuRunsWgmma() {
          device->capability().minor == 0;
 }
 
+std::vector<KernelStrategy> gpuStrategies(bool withGeneric) {
+  std::vector<KernelStrategy> strategies;
+  if (withGeneric)
+    strategies.push_back(KernelStrategy::Generic);
+  strategies.push_back(KernelStrategy::TensorCore);
+  if (testGpuRunsWgmma())
+    strategies.push_back(KernelStrategy::Warpgroup);
+  return strategies;
+}
+
 void forEachStrategy(
     const std::function<void(std::optional<KernelStrategy>)> &check) {
   {

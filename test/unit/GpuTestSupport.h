@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace mla::test {
 
@@ -40,6 +41,10 @@ std::unique_ptr<GpuKernel> compileOnGpu(mlir::OwningOpRef<mlir::ModuleOp> m,
 
 /// Whether the test GPU runs sm_90a code (the wgmma strategy).
 bool testGpuRunsWgmma();
+
+/// The strategies the test GPU runs: the generic one (when
+/// `withGeneric`), mma-sync, and wgmma on sm_90a.
+std::vector<KernelStrategy> gpuStrategies(bool withGeneric);
 
 /// Runs `check` with the default (generic) strategy and, on the GPU, with
 /// each tensor-core strategy the device runs (mma-sync, and wgmma on

@@ -244,10 +244,7 @@ TEST(ProjectionMma, MisalignedBuffers) {
     GTEST_SKIP() << "device buffers: GPU only";
   // Both tensor-core kernels: mma.sync, and on sm_90a the wgmma one
   // (kv_up_proj is a product of prefill size).
-  std::vector<KernelStrategy> strategies{KernelStrategy::TensorCore};
-  if (testGpuRunsWgmma())
-    strategies.push_back(KernelStrategy::Warpgroup);
-  for (KernelStrategy strategy : strategies)
+  for (KernelStrategy strategy : gpuStrategies(/*withGeneric=*/false))
     for (auto [in, out] : {std::pair<size_t, size_t>{2, 0}, {0, 2}, {2, 2}}) {
       SCOPED_TRACE("strategy " + name(strategy) + ", input offset " +
                    std::to_string(in) + ", output offset " +
