@@ -87,7 +87,7 @@ OwningOpRef<ModuleOp> buildPrefillAttention(MLIRContext &ctx,
   PrefillAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5],
                              a[6], m.i64(n), m.i64(s.qkHeadDim),
                              m.i64(s.vHeadDim), m.f32(s.softmaxScale),
-                             m.flag(s.causal));
+                             m.flag(s.causal), m.flag(s.accumulate));
   return std::move(m.module);
 }
 

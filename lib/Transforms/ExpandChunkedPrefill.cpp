@@ -6,11 +6,12 @@
 //   for c in chunks:
 //     gather_cache(chunk c) -> workspace[0:total_c]
 //     kv_up_proj(workspace)  -> k_ctx, v_ctx
-//     prefill_attention non-causal (new-token queries over the chunk)
-//     merge_attn_states(chunk state, running state) -> running state
+//     prefill_attention non-causal accumulate (new-token queries over the
+//       chunk, merged into the running state)
 //
-// The running state lives in the op's own out/lse buffers; merging is
-// elementwise, so it is merged in place.
+// The running state lives in the op's own out/lse buffers. Each chunk's
+// attention merges into it as it writes its rows (`accumulate`), so no
+// chunk output is written, read back and merged by a separate pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,12 +80,14 @@ void expand(ChunkedPrefillOp op) {
                        op.getKvLoraRankAttr(), op.getQkNopeHeadDimAttr(),
                        op.getRopeDimAttr(), op.getVHeadDimAttr());
   };
-  auto attend = [&](Value k, Value v, Value cuK, Value out, Value lse,
-                    bool causal) {
+  // The new tokens' causal attention starts the running state; each
+  // chunk's merges into it.
+  auto attend = [&](Value k, Value v, Value cuK, bool newTokens) {
     PrefillAttentionOp::create(
-        b, loc, op.getQ(), k, v, op.getCuSeqlensQ(), cuK, out, lse, headsAttr,
-        b.getI64IntegerAttr(nope + rope), op.getVHeadDimAttr(), scale,
-        causal ? b.getUnitAttr() : UnitAttr());
+        b, loc, op.getQ(), k, v, op.getCuSeqlensQ(), cuK, op.getOut(),
+        op.getLse(), headsAttr, b.getI64IntegerAttr(nope + rope),
+        op.getVHeadDimAttr(), scale, newTokens ? b.getUnitAttr() : UnitAttr(),
+        newTokens ? UnitAttr() : b.getUnitAttr());
   };
 
   // New tokens: causal attention over themselves is the initial state.
@@ -92,15 +95,12 @@ void expand(ChunkedPrefillOp op) {
   Value kNew = allocLike(b, loc, {numTokens}, {dyn, heads, nope + rope}, act);
   Value vNew = allocLike(b, loc, {numTokens}, {dyn, heads, vDim}, act);
   upProject(op.getKvC(), op.getKPe(), kNew, vNew);
-  attend(kNew, vNew, op.getCuSeqlensQ(), op.getOut(), op.getLse(),
-         /*causal=*/true);
+  attend(kNew, vNew, op.getCuSeqlensQ(), /*newTokens=*/true);
 
   // Context chunks, each merged into the running state.
   Value rows = memref::DimOp::create(b, loc, op.getWorkspace(), 0);
   Value kCtx = allocLike(b, loc, {rows}, {dyn, heads, nope + rope}, act);
   Value vCtx = allocLike(b, loc, {rows}, {dyn, heads, vDim}, act);
-  Value oChunk = allocLike(b, loc, {numTokens}, {dyn, heads, vDim}, act);
-  Value lseChunk = allocLike(b, loc, {numTokens}, {heads, dyn}, b.getF32Type());
 
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -130,12 +130,10 @@ void expand(ChunkedPrefillOp op) {
     upProject(leadingRows(b, loc, chunkRows, total, 0, latent),
               leadingRows(b, loc, chunkRows, total, latent, rope), kChunk,
               vChunk);
-    attend(kChunk, vChunk, cuChunk, oChunk, lseChunk, /*causal=*/false);
-    MergeAttnStatesOp::create(b, loc, oChunk, lseChunk, op.getOut(),
-                              op.getLse(), op.getOut(), op.getLse());
+    attend(kChunk, vChunk, cuChunk, /*newTokens=*/false);
   }
 
-  for (Value buffer : {kNew, vNew, kCtx, vCtx, oChunk, lseChunk})
+  for (Value buffer : {kNew, vNew, kCtx, vCtx})
     memref::DeallocOp::create(b, loc, buffer);
   op.erase();
 }

@@ -110,11 +110,36 @@ llvm::Expected<std::unique_ptr<Device>> Device::open(int ordinal) {
     else
       llvm::consumeError(value.takeError());
   }
+  device->createScratchPool();
   return std::move(device);
 }
 
+void Device::createScratchPool() {
+  CUmemPoolProps properties;
+  properties.locationId = device;
+  CUmemoryPool created = nullptr;
+  if (cudaDriver->fn.cuMemPoolCreate(&created, &properties) != CUDA_SUCCESS)
+    return; // no memory pools here: calls use the default pool
+  std::uint64_t keepEverything = ~std::uint64_t(0);
+  if (cudaDriver->fn.cuMemPoolSetAttribute(created,
+                                           CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                           &keepEverything) != CUDA_SUCCESS) {
+    (void)cudaDriver->fn.cuMemPoolDestroy(created);
+    return;
+  }
+  pool = created;
+}
+
+void Device::releaseScratchMemory() const {
+  if (pool)
+    (void)cudaDriver->fn.cuMemPoolTrimTo(pool, 0);
+}
+
 Device::~Device() {
-  // A release error has no one to go to; the context is gone either way.
+  // Release errors have no one to go to. A pool with allocations still
+  // outstanding is released by the driver once they are freed.
+  if (pool)
+    (void)cudaDriver->fn.cuMemPoolDestroy(pool);
   if (primaryContext)
     (void)cudaDriver->fn.cuDevicePrimaryCtxRelease(device);
 }

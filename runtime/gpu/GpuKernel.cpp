@@ -100,6 +100,7 @@ llvm::Error GpuKernel::run(const std::vector<BufferView> &args,
     return error;
   gpu::GpuCall call(device->driver(), stream);
   call.optIns = optIns.get();
+  call.scratchPool = device->scratchPool();
   if (llvm::Error error = compiled.entry.invoke(compiled.packed, args))
     return error;
   return call.takeError();

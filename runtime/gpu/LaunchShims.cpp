@@ -184,8 +184,12 @@ void *mlaMemAlloc(uint64_t bytes, void *stream, bool) {
   if (!usable() || bytes == 0)
     return nullptr;
   CUdeviceptr pointer = 0;
-  failed(fn().cuMemAllocAsync(&pointer, bytes, static_cast<CUstream>(stream)),
-         "cuMemAllocAsync");
+  auto s = static_cast<CUstream>(stream);
+  if (CUmemoryPool pool = activeCall->scratchPool)
+    failed(fn().cuMemAllocFromPoolAsync(&pointer, bytes, pool, s),
+           "cuMemAllocFromPoolAsync");
+  else
+    failed(fn().cuMemAllocAsync(&pointer, bytes, s), "cuMemAllocAsync");
   return reinterpret_cast<void *>(pointer);
 }
 

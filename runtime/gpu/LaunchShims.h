@@ -64,6 +64,8 @@ public:
   const char *kernel = nullptr;
   /// The calling kernel's opt-ins (none: ask the driver every launch).
   SharedMemoryOptIns *optIns = nullptr;
+  /// Where the call's scratch buffers come from (none: the default pool).
+  cuda::CUmemoryPool scratchPool = nullptr;
 
 private:
   GpuCall *previous;

@@ -23,6 +23,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <random>
 
 using namespace mla;
 using namespace mla::test;
@@ -38,7 +39,34 @@ struct PrefillCase {
   bool causal;
   std::vector<int32_t> queryLens, keyLens;
   int64_t qkDim = 192, vDim = 128;
+  /// Merge into a random entry state in out/lse (`accumulate`).
+  bool accumulate = false;
 };
+
+/// A random attention state for `accumulate`: LSEs in [-2, 6], every
+/// fifth row empty (-inf, or +inf, which reads as empty) with a NaN
+/// output that must not be read.
+void fillEntryState(HostTensor &out, HostTensor &lse, int64_t tokens,
+                    int64_t heads, int64_t vDim) {
+  std::uniform_real_distribution<double> lseValue(-2.0, 6.0);
+  std::vector<double> o(tokens * heads * vDim), l(heads * tokens);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (double &x : o)
+    x = value(rng());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = 0; t < tokens; ++t) {
+      int64_t row = t * heads + h;
+      double &entry = l[h * tokens + t];
+      entry = lseValue(rng());
+      if (row % 5 == 1 || row % 5 == 3) {
+        entry = row % 5 == 1 ? -INFINITY : INFINITY;
+        for (int64_t d = 0; d < vDim; ++d)
+          o[row * vDim + d] = NAN;
+      }
+    }
+  out.fromDouble(o);
+  lse.fromDouble(l);
+}
 
 /// Compiles and checks one prefill case; on the GPU, `strategy` chooses the
 /// kernel (generic by default).
@@ -47,7 +75,7 @@ void checkPrefillWith(const PrefillCase &c,
   float scale = 1.0f / std::sqrt(static_cast<float>(c.qkDim));
   auto kernel = compileKernel(
       buildPrefillAttention(testContext(), {c.heads, c.qkDim, c.vDim, c.dtype,
-                                            c.causal, scale}),
+                                            c.causal, scale, c.accumulate}),
       strategy);
   ASSERT_TRUE(kernel);
   std::vector<int32_t> cuQ = prefixSums(c.queryLens),
@@ -62,14 +90,24 @@ void checkPrefillWith(const PrefillCase &c,
   HostTensor cuQT = HostTensor::i32({(int64_t)cuQ.size()}, cuQ);
   HostTensor cuKT = HostTensor::i32({(int64_t)cuK.size()}, cuK);
   HostTensor out(c.dtype, {tokens, n, c.vDim}), lse(DType::F32, {n, tokens});
-  out.poison();
-  lse.poison();
+  if (c.accumulate) {
+    fillEntryState(out, lse, tokens, n, c.vDim);
+  } else {
+    out.poison();
+    lse.poison();
+  }
+  std::vector<double> entryOut = out.toDouble(), entryLse = lse.toDouble();
   runKernel(*kernel, {q.view(), k.view(), v.view(), cuQT.view(), cuKT.view(),
                       out.view(), lse.view()});
 
   std::vector<double> outRef(tokens * n * c.vDim), lseRef(n * tokens);
   ref::prefillAttention(q.toDouble(), k.toDouble(), v.toDouble(), cuQ, cuK, n,
                         c.qkDim, c.vDim, scale, c.causal, outRef, lseRef);
+  if (c.accumulate) {
+    std::vector<double> ownOut = outRef, ownLse = lseRef;
+    ref::mergeAttnStates(entryOut, entryLse, ownOut, ownLse, tokens, n, c.vDim,
+                         outRef, lseRef);
+  }
   expectClose(out.toDouble(), outRef, tolerance(c.dtype), "prefill out");
   expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "prefill lse");
 }
@@ -139,6 +177,23 @@ TEST(Prefill, EmptySequencesAndRowsWithoutKeys) {
   // rows see nothing.
   checkPrefill({DType::F32, 2, true, {0, 4, 6, 1}, {5, 0, 3, 1}});
   checkPrefill({DType::F32, 2, false, {3, 2}, {0, 4}});
+}
+
+TEST(Prefill, MergesIntoTheEntryState) {
+  // accumulate: the result merged into random states, empty ones (NaN
+  // outputs behind an infinite LSE) among them, and rows without keys.
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+    checkPrefill(
+        {dtype, 3, true, {5, 0, 17, 2}, {9, 4, 30, 0}, 192, 128, true});
+  checkPrefill({DType::BF16, 2, false, {40, 3}, {70, 0}, 192, 128, true});
+}
+
+TEST(PrefillTiles, MergesIntoTheEntryState) {
+  // Several row tiles of the tensor-core kernels, padding rows in the
+  // last one, small head dims.
+  checkPrefill(
+      {DType::BF16, 2, true, {200, 64, 1}, {300, 64, 1}, 192, 128, true});
+  checkPrefill({DType::F16, 3, false, {130, 7}, {65, 190}, 64, 64, true});
 }
 
 TEST(Prefill, SingleToken) {

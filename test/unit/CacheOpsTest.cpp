@@ -14,9 +14,9 @@ using mla::HostTensor;
 namespace {
 
 void checkGather(DType cacheType, DType workspaceType, int64_t blockSize,
-                 std::vector<int32_t> contextLens,
-                 std::vector<int32_t> starts, std::vector<int32_t> counts) {
-  int64_t entry = 576, batch = contextLens.size();
+                 std::vector<int32_t> contextLens, std::vector<int32_t> starts,
+                 std::vector<int32_t> counts, int64_t entry = 576) {
+  int64_t batch = contextLens.size();
   auto kernel = compileKernel(buildGatherCache(
       testContext(), {entry, blockSize, cacheType, workspaceType}));
   ASSERT_TRUE(kernel);
@@ -54,6 +54,22 @@ TEST(GatherCache, ChunksAcrossPages) {
   // a multiple of the page size.
   checkGather(DType::BF16, DType::BF16, 16, {40, 7, 33}, {10, 7, 0},
               {30, 0, 33});
+}
+
+TEST(GatherCache, LongChunkOfOneRequest) {
+  // One request's 3000 rows: the grid gives it a block per 16 workspace
+  // rows (188), not a fixed 32.
+  checkGather(DType::BF16, DType::BF16, 64, {3100}, {37}, {3000});
+  // Among empty requests, with a workspace of the same rows.
+  checkGather(DType::BF16, DType::BF16, 64, {0, 2500, 3}, {0, 100, 0},
+              {0, 2400, 0});
+}
+
+TEST(GatherCache, RowsOfAnOddNumberOfVectors) {
+  // 520-wide rows are 65 vectors: a warp's 8 rows (520 vectors) end 8
+  // lanes into their last pass, whose other lanes load nothing past them.
+  checkGather(DType::BF16, DType::BF16, 16, {70, 9}, {3, 0}, {61, 9}, 520);
+  checkGather(DType::F16, DType::F32, 64, {300}, {0}, {300}, 520);
 }
 
 TEST(GatherCache, ConvertsDType) {

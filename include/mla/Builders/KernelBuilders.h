@@ -39,6 +39,8 @@ struct PrefillAttentionSpec {
   DType activation;
   bool causal;
   float softmaxScale;
+  /// Merge into the state in out/lse (see mla.prefill_attention).
+  bool accumulate = false;
 };
 /// @kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, out, lse)
 mlir::OwningOpRef<mlir::ModuleOp>

@@ -37,6 +37,14 @@ def MLA_PrefillAttentionOp : MLA_Op<"prefill_attention"> {
     Writes `out[t, h, :]` and `lse[h, t]` (natural log, f32). A row that sees
     no key gets `out = 0` and `lse = -inf`.
 
+    With `accumulate`, `out` and `lse` hold an attention state over other
+    keys on entry, and the op merges its own result into it exactly as
+    `mla.merge_attn_states` would (the chunked prefill's running state
+    takes each context chunk this way, with no chunk output written and
+    read back). A row whose entry `lse` is `-inf` (or `+inf`) is an empty
+    state: its entry `out` is not used. Rows of no sequence are left as
+    they are.
+
     Shapes: q [T, N, Dqk], k [S, N, Dqk], v [S, N, Dv], cu_seqlens_q and
     cu_seqlens_k [B+1] i32, out [T, N, Dv], lse [N, T] f32. q, k, v and out
     share one element type (f32, f16 or bf16); arithmetic is f32.
@@ -56,13 +64,14 @@ def MLA_PrefillAttentionOp : MLA_Op<"prefill_attention"> {
     MLA_In<"values [S, N, Dv]">:$v,
     MLA_In<"query offsets per sequence [B+1]">:$cu_seqlens_q,
     MLA_In<"key offsets per sequence [B+1]">:$cu_seqlens_k,
-    MLA_Out<"attention output [T, N, Dv]">:$out,
-    MLA_Out<"log-sum-exp [N, T]">:$lse,
+    MLA_InOut<"attention output [T, N, Dv] (read with accumulate)">:$out,
+    MLA_InOut<"log-sum-exp [N, T] (read with accumulate)">:$lse,
     MLA_DimAttr:$num_heads,
     MLA_DimAttr:$qk_head_dim,
     MLA_DimAttr:$v_head_dim,
     F32Attr:$softmax_scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    UnitAttr:$accumulate
   );
   let assemblyFormat = [{
     `ins` `(` $q `,` $k `,` $v `,` $cu_seqlens_q `,` $cu_seqlens_k `:`

@@ -46,6 +46,7 @@ struct CUstream_st;
 struct CUevent_st;
 struct CUgraph_st;
 struct CUgraphExec_st;
+struct CUmemPoolHandle_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
@@ -53,6 +54,22 @@ using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
 using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
+using CUmemoryPool = CUmemPoolHandle_st *;
+
+/// cuMemPoolCreate's properties (CUmemPoolProps). Only the leading fields
+/// are set; the driver's struct is 88 bytes in every CUDA 11.2+ header,
+/// and the rest of this one (zeros, as the driver requires of its
+/// reserved bytes) covers it with room to spare.
+struct CUmemPoolProps {
+  int allocType = 1;    ///< CU_MEM_ALLOCATION_TYPE_PINNED
+  int handleTypes = 0;  ///< CU_MEM_HANDLE_TYPE_NONE
+  int locationType = 1; ///< CU_MEM_LOCATION_TYPE_DEVICE
+  int locationId = 0;   ///< the device ordinal
+  unsigned char rest[240] = {};
+};
+/// CUmemPool_attribute: bytes a pool keeps when the stream, event or
+/// context it serves is synchronized (a cuuint64_t).
+constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 
 /// cuStreamBeginCapture modes: RELAXED lets other threads make calls that
 /// are unsafe during capture (allocations), which the runtime never makes

@@ -136,10 +136,13 @@ RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
 
 /// Writes a finished row: out = acc / sum (0 for an empty row) over the
 /// lane's columns of `out`, and lse = max + log(sum) (-inf when empty)
-/// through `storeLse`, from lane 0.
+/// through `storeLse`, from lane 0. With `entryLse` (the LSE `out` and the
+/// row's LSE hold on entry, read by every lane before lane 0 writes), the
+/// row is merged into that state instead (an empty one is not read).
 void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
                    const RowRef &out,
-                   const std::function<void(Value lse)> &storeLse) {
+                   const std::function<void(Value lse)> &storeLse,
+                   Value entryLse = {}) {
   OpBuilder &b = e.builder();
   Location loc = e.location();
   Value zero = e.f32(0.0);
@@ -148,17 +151,35 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
   Value inverse = arith::SelectOp::create(
       b, loc, hasKeys, arith::DivFOp::create(b, loc, e.f32(1.0), state.sum),
       zero);
-  Value lane = e.laneId();
-  for (int64_t k = 0; k < (int64_t)state.acc.size(); ++k) {
-    auto [column, inside] = e.laneColumn(lane, k, vDim);
-    e.storeColumn(arith::MulFOp::create(b, loc, state.acc[k], inverse),
-                  out.memref, out.prefix, column, inside);
-  }
   Value lse = arith::SelectOp::create(
       b, loc, hasKeys,
       arith::AddFOp::create(b, loc, state.max,
                             math::LogOp::create(b, loc, state.sum)),
       e.negInf());
+  Value entryWeight;
+  if (entryLse) {
+    LoopBuilder::MergeWeights w = e.mergeWeights(entryLse, lse);
+    inverse = arith::MulFOp::create(b, loc, inverse, w.suffix);
+    entryWeight = w.prefix;
+    lse = w.lse;
+  }
+  Value lane = e.laneId();
+  for (int64_t k = 0; k < (int64_t)state.acc.size(); ++k) {
+    auto [column, inside] = e.laneColumn(lane, k, vDim);
+    Value value = arith::MulFOp::create(b, loc, state.acc[k], inverse);
+    if (entryWeight) {
+      Value entry = e.loadColumn(out.memref, out.prefix, column, inside, vDim);
+      value = arith::SelectOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, entryWeight,
+                                zero),
+          value,
+          arith::AddFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, entryWeight, entry),
+              value));
+    }
+    e.storeColumn(value, out.memref, out.prefix, column, inside);
+  }
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                       e.index(0));
   e.ifThen(first, [&] { storeLse(lse); });
@@ -171,7 +192,7 @@ void lowerGenericPrefill(PrefillAttentionOp op, KernelFactory &kernels,
   int64_t heads = op.getNumHeads(), qkDim = op.getQkHeadDim(),
           vDim = op.getVHeadDim();
   float scale = op.getSoftmaxScale().convertToFloat();
-  bool causal = op.getCausal();
+  bool causal = op.getCausal(), accumulate = op.getAccumulate();
   auto kernel = kernels.create(
       "prefill_attention", op->getOperandTypes(),
       [&](GpuEmitter &e, ValueRange a) {
@@ -225,8 +246,12 @@ void lowerGenericPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           WarpAttention w{RowRef{q, {token, h}}, qkDim, vDim, scale, zero,
                           visible, kvRow(k), kvRow(v)};
           RowState state = emitWarpAttention(e, w);
-          emitRowOutput(e, state, vDim, RowRef{out, {token, h}},
-                        [&](Value l) { e.storeF32(l, lse, {h, token}); });
+          emitRowOutput(
+              e, state, vDim, RowRef{out, {token, h}},
+              [&](Value l) {
+                e.storeF32(l, lse, {h, token});
+              },
+              accumulate ? e.loadF32(lse, {h, token}) : Value());
         });
       });
   LoopBuilder hb(host, op.getLoc());

@@ -21,8 +21,15 @@ using mlir::gpu::Dimension;
 namespace mla::gpu {
 
 namespace {
-/// Blocks per request of the gather (grid y); each loops over its tokens.
+/// The gather's grid is (request, blocks per request); each block's warps
+/// loop over the request's rows. A request gets a block per
+/// kBlockWarps x rowsPerWarp of the workspace's rows (one pass of its
+/// warps, were they all its own), but at most the larger of
+/// kGatherBlocksPerRequest and a kGatherGridBlocks grid shared out over the
+/// requests: a lone long chunk is spread over the whole GPU, many requests
+/// keep a bounded grid.
 constexpr int64_t kGatherBlocksPerRequest = 32;
+constexpr int64_t kGatherGridBlocks = 1024;
 constexpr int64_t kWidth = GpuEmitter::kVectorWidth;
 
 /// `scalar` broadcast to vector<8xf32> when `like` is a vector.
@@ -172,17 +179,28 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
           e.ifThenElse(
               vectorOk,
               [&] {
-                e.forLoop(lane, e.index(rowsPerWarp * vectorsPerRow),
-                          kWarpSize, [&](Value v) {
-                  OpBuilder &b = e.builder();
-                  Location loc = e.location();
-                  Value r = arith::DivUIOp::create(b, loc, v,
-                                                   e.index(vectorsPerRow));
+                // Every load of the warp's run first, then the stores:
+                // each lane has all its 16-byte loads in flight at once
+                // instead of one round trip to memory per pass.
+                OpBuilder &b = e.builder();
+                Location loc = e.location();
+                int64_t runVectors = rowsPerWarp * vectorsPerRow;
+                int64_t passes = llvm::divideCeil(runVectors, kWarpSize);
+                SmallVector<Value> values, destRows, columns, stores;
+                for (int64_t p = 0; p < passes; ++p) {
+                  Value v = e.add(lane, e.index(p * kWarpSize));
+                  Value inRun;
+                  if ((p + 1) * kWarpSize > runVectors) {
+                    inRun = e.lessThan(v, e.index(runVectors));
+                    v = e.minIndex(v, e.index(runVectors - 1));
+                  }
+                  Value r =
+                      arith::DivUIOp::create(b, loc, v, e.index(vectorsPerRow));
                   Value c = e.mul(
                       arith::RemUIOp::create(b, loc, v, e.index(vectorsPerRow)),
                       e.index(kWidth));
                   // The row's page, offset and validity, chosen among the
-                  // warp's rows.
+                  // warp's rows (rows past `count` read a valid place).
                   Value page = pages[0], offset = offsets[0], ok = valid[0];
                   for (int64_t k = 1; k < rowsPerWarp; ++k) {
                     Value isK = arith::CmpIOp::create(
@@ -192,20 +210,32 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
                                                      offset);
                     ok = arith::SelectOp::create(b, loc, isK, valid[k], ok);
                   }
-                  e.ifThen(ok, [&] {
-                    e.storeVector(e.loadVector(cache, {page, offset, c}),
-                                  workspace, {e.add(begin, e.add(j0, r)), c});
+                  values.push_back(e.loadVector(cache, {page, offset, c}));
+                  destRows.push_back(e.add(begin, e.add(j0, r)));
+                  columns.push_back(c);
+                  stores.push_back(
+                      inRun ? arith::AndIOp::create(b, loc, ok, inRun) : ok);
+                }
+                for (int64_t p = 0; p < passes; ++p)
+                  e.ifThen(stores[p], [&] {
+                    e.storeVector(values[p], workspace,
+                                  {destRows[p], columns[p]});
                   });
-                });
               },
               elementwise);
         });
       });
   OpBuilder host(op);
   LoopBuilder h(host, op.getLoc());
+  Value requests = h.dim(op.getSeqStarts(), 0);
+  Value shareOfGrid =
+      arith::CeilDivUIOp::create(host, op.getLoc(), h.index(kGatherGridBlocks),
+                                 h.maxIndex(requests, h.index(1)));
+  Value blocksPerRequest = h.clampIndex(
+      h.ceilDiv(h.dim(op.getWorkspace(), 0), kBlockWarps * rowsPerWarp),
+      h.index(1), h.maxIndex(shareOfGrid, h.index(kGatherBlocksPerRequest)));
   KernelFactory::launch(host, op.getLoc(), kernel,
-                        {h.dim(op.getSeqStarts(), 0),
-                         h.index(kGatherBlocksPerRequest), h.index(1)},
+                        {requests, blocksPerRequest, h.index(1)},
                         op->getOperands());
 }
 

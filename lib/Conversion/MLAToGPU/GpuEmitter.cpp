@@ -241,7 +241,7 @@ void GpuEmitter::copyStagedRows(
     Value staging, int64_t rows, int64_t columns, Value tid, int64_t threads,
     const std::function<Value(Value)> &real,
     const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest,
-    Value destColumn0) {
+    Value destColumn0, Value entryWeights) {
   auto stagingType = cast<MemRefType>(staging.getType());
   Type staged = stagingType.getElementType();
   int64_t strideBytes =
@@ -269,19 +269,42 @@ void GpuEmitter::copyStagedRows(
       SmallVector<Value, 4> at = destRow(row);
       at.push_back(destColumn);
       Type element = cast<MemRefType>(dest.getType()).getElementType();
+      // staged + w dest (f32), or staged where w = 0.
+      Value weight, entryEmpty;
+      if (entryWeights) {
+        weight = memref::LoadOp::create(b, loc, entryWeights, ValueRange{row});
+        entryEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           weight, f32(0.0));
+      }
+      // f32 scalars or vectors; `w` is the weight in the same shape.
+      auto merged = [&](Value staged, Value entry, Value w) -> Value {
+        return arith::SelectOp::create(
+            b, loc, entryEmpty, staged,
+            arith::AddFOp::create(b, loc, staged,
+                                  arith::MulFOp::create(b, loc, entry, w)));
+      };
       auto elementwise = [&] {
         for (int64_t k = 0; k < kVectorWidth; ++k) {
           at.back() = add(destColumn, index(k));
-          memref::StoreOp::create(
-              b, loc,
-              convertFloat(vector::ExtractOp::create(b, loc, values, k),
-                           element),
-              dest, at);
+          Value v = vector::ExtractOp::create(b, loc, values, k);
+          if (weight)
+            v = merged(convertFloat(v, b.getF32Type()), loadF32(dest, at),
+                       weight);
+          memref::StoreOp::create(b, loc, convertFloat(v, element), dest, at);
         }
       };
+      auto vectorwise = [&] {
+        Value v = values;
+        if (weight) {
+          auto f32x8 = VectorType::get({kVectorWidth}, b.getF32Type());
+          v = merged(convertFloat(values, b.getF32Type()),
+                     loadVectorF32(dest, at),
+                     vector::BroadcastOp::create(b, loc, f32x8, weight));
+        }
+        storeVector(v, dest, at);
+      };
       if (aligned)
-        ifThenElse(
-            aligned, [&] { storeVector(values, dest, at); }, elementwise);
+        ifThenElse(aligned, vectorwise, elementwise);
       else
         elementwise();
     });

@@ -128,7 +128,9 @@ public:
   /// dest's rows allow them and its base is aligned, else element by
   /// element. The rows must be written and the block past a barrier.
   /// With `destColumn0` (a multiple of kVectorWidth), staged column c goes
-  /// to dest column `destColumn0` + c.
+  /// to dest column `destColumn0` + c. With `entryWeights` (a shared f32
+  /// [rows] view), row r is merged into what dest holds: staged + w[r] *
+  /// dest, in f32 (dest is not read where w[r] = 0).
   /// (A loop, not unrolled: the kernels' results leave through it in a
   /// few instructions whatever their size.)
   void copyStagedRows(
@@ -136,7 +138,8 @@ public:
       int64_t threads, const std::function<mlir::Value(mlir::Value)> &real,
       const std::function<llvm::SmallVector<mlir::Value, 4>(mlir::Value)>
           &destRow,
-      mlir::Value dest, mlir::Value destColumn0 = {});
+      mlir::Value dest, mlir::Value destColumn0 = {},
+      mlir::Value entryWeights = {});
 
 private:
   mlir::Value warpReduce(mlir::Value value, bool max);

@@ -75,7 +75,7 @@ constexpr int64_t kMaxQkDim = 256;
 struct PrefillLayout {
   int64_t qkStride, vStride; ///< elements per shared row
   int64_t stages;
-  int64_t q, k, kStage, v, vStage, bytes;
+  int64_t q, k, kStage, v, vStage, entryWeights, bytes;
 
   PrefillLayout(int64_t qkDim, int64_t vDim, int64_t stages)
       : qkStride(qkDim + kRowPad), vStride(vDim + kRowPad), stages(stages) {
@@ -84,8 +84,10 @@ struct PrefillLayout {
     kStage = kTileKeys * qkStride * 2;
     v = k + stages * kStage;
     vStage = kTileKeys * vStride * 2;
-    // The results are staged as out's rows over all of it at the end.
-    bytes = std::max(v + stages * vStage, kBlockRows * vStride * 2);
+    // The results are staged as out's rows over all of it at the end,
+    // followed (accumulate) by an f32 entry weight a row.
+    entryWeights = kBlockRows * vStride * 2;
+    bytes = std::max(v + stages * vStage, entryWeights + kBlockRows * 4);
   }
 };
 
@@ -119,6 +121,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   const PrefillLayout layout = *chooseLayout(qkDim, vDim, kernels.target());
   const int64_t vTiles = vDim / 8; // n8 tiles of O per warp
+  const bool accumulate = op.getAccumulate();
 
   auto kernel = kernels.create(
       "prefill_attention_mma", op->getOperandTypes(),
@@ -364,25 +367,33 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // by 8 elements) and copied out by the block in 16-byte pieces
           // (copyStagedRows), where a 2-byte store a value queued on the
           // load/store unit.
+          // With accumulate, the rows' entry weights follow the staged
+          // rows.
           e.barrier();
           Value staging =
               e.sharedView(raw, 0, {kBlockRows, layout.vStride}, element);
-          Value leader = e.eqIndex(quad, 0);
+          Value entryWeights = accumulate
+                                   ? e.sharedView(raw, layout.entryWeights,
+                                                  {kBlockRows}, b.getF32Type())
+                                   : Value();
+          SmallVector<Value> maxes, sums;
+          for (int64_t row = 0; row < laneRows; ++row) {
+            maxes.push_back(state[row]);
+            sums.push_back(e.quadSum(state[laneRows + row]));
+          }
+          SmallVector<MmaEmitter::RowEnd, 4> ends =
+              block.finishRows(maxes, sums, rowOf, quad, entryWeights);
           for (int64_t m = 0; m < kWarpRowTiles; ++m)
             for (int64_t i = 0; i < 2; ++i) {
               int64_t row = 2 * m + i;
-              MmaEmitter::RowEnd end =
-                  e.finishRow(state[row], e.quadSum(state[laneRows + row]));
-              e.ifThen(e.andi(leader, e.lessThan(rowOf[row], sq)), [&] {
-                e.storeF32(end.lse, lse, {head, e.add(qBegin, rowOf[row])});
-              });
               e.stageFragmentRow(
                   staging, e.sub(rowOf[row], block.row0), e.index(0), quad,
                   vTiles, [&](int64_t t, int64_t c) {
-                    return e.mulf(state[oAt(m, t, i, c)], end.inverse);
+                    return e.mulf(state[oAt(m, t, i, c)], ends[row].inverse);
                   });
             }
           e.barrier();
+          block.storeLse(ends, rowOf, quad);
           e.copyStagedRows(
               staging, kBlockRows, vDim, e.threadId(), kBlockWarps * kWarpSize,
               [&](Value r) { return e.lessThan(e.add(block.row0, r), sq); },
@@ -390,7 +401,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 return SmallVector<Value, 4>{
                     e.add(qBegin, e.add(block.row0, r)), head};
               },
-              out);
+              out, Value(), entryWeights);
         });
       });
 

@@ -86,6 +86,13 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
   const int64_t sRegs = kGroupRows * kTileKeys / 128;
   const int64_t oRegs = kGroupRows * vDim / 128;
   const int64_t qTileBytes = kGroupRows * qkDim * 2;
+  const bool accumulate = op.getAccumulate();
+  // The results are staged in the KV stages: rows of vDim + 8 elements,
+  // then (accumulate) an f32 entry weight a row.
+  const int64_t elementBytes = 2;
+  if (kBlockRows * ((vDim + 8) * elementBytes + 4) >
+      layout.stages * layout.stage)
+    llvm::report_fatal_error("wgmma prefill: results do not fit the stages");
 
   auto kernel = kernels.create(
       "prefill_attention_wgmma", op->getOperandTypes(),
@@ -324,26 +331,28 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
 
-          // out = O / l and lse per real row (lse by the quad's leader).
-          Value leader = e.eqIndex(quad, 0);
-          SmallVector<MmaEmitter::RowEnd, 2> ends;
-          for (int64_t i = 0; i < 2; ++i) {
-            ends.push_back(e.finishRow(state[i], e.quadSum(state[2 + i])));
-            e.ifThen(e.andi(leader, e.lessThan(rowOf[i], block.sq)), [&] {
-              e.storeF32(ends[i].lse, block.lse,
-                         {block.head, e.add(block.qBegin, rowOf[i])});
-            });
-          }
           // out = O / l staged as out's rows in the KV stages (dead once
           // both warpgroups are past the loop: the last tile's V was
           // there), rows padded by 8 elements so that a warp's 4-byte
           // stores hit distinct banks; then the block copies the real rows
           // out (copyStagedRows). O value 4 j + 2 i + c of the lane is row
-          // i, column 8 j + 2 quad + c.
+          // i, column 8 j + 2 quad + c. With accumulate, the rows' entry
+          // weights follow the staged rows.
           const int64_t stride = vDim + 8;
           e.barrier();
-          Value staging = e.sharedView(raw, e.add(pad, e.index(layout.kv)),
-                                       {kBlockRows, stride}, element);
+          Value stagingAt = e.add(pad, e.index(layout.kv));
+          Value staging =
+              e.sharedView(raw, stagingAt, {kBlockRows, stride}, element);
+          Value entryWeights =
+              accumulate
+                  ? e.sharedView(raw,
+                                 e.add(stagingAt, e.index(kBlockRows * stride *
+                                                          elementBytes)),
+                                 {kBlockRows}, b.getF32Type())
+                  : Value();
+          SmallVector<MmaEmitter::RowEnd, 4> ends = block.finishRows(
+              {state[0], state[1]}, {e.quadSum(state[2]), e.quadSum(state[3])},
+              rowOf, quad, entryWeights);
           for (int64_t i = 0; i < 2; ++i)
             e.stageFragmentRow(
                 staging, e.add(groupRow0, localRow[i]), e.index(0), quad,
@@ -351,6 +360,7 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                   return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
                 });
           e.barrier();
+          block.storeLse(ends, rowOf, quad);
           // Tile row r is out row (qBegin + row0 + r, head).
           e.copyStagedRows(
               staging, kBlockRows, vDim, thread.tid, kThreads,
@@ -361,7 +371,7 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 return SmallVector<Value, 4>{
                     e.add(block.qBegin, e.add(block.row0, r)), block.head};
               },
-              block.out);
+              block.out, Value(), entryWeights);
         });
       },
       kThreads);

@@ -187,7 +187,13 @@ MmaEmitter::RowEnd MmaEmitter::finishRow(Value max, Value sum) {
                      addf(mulf(max, f32(M_LN2)),
                           math::LogOp::create(b, loc, sum)),
                      negInf());
-  return {inverse, lse};
+  return {inverse, lse, Value()};
+}
+
+MmaEmitter::RowEnd MmaEmitter::mergeIntoEntry(const RowEnd &end,
+                                              Value entryLse) {
+  MergeWeights w = mergeWeights(entryLse, end.lse);
+  return {mulf(end.inverse, w.suffix), w.lse, w.prefix};
 }
 
 Value MmaEmitter::commitCopies() {

@@ -101,8 +101,15 @@ public:
   /// writes them.
   struct RowEnd {
     mlir::Value inverse, lse;
+    /// With a merge into an entry state (mergeIntoEntry): the weight of the
+    /// entry output (0 for an empty entry state, whose output is not read).
+    mlir::Value entryWeight;
   };
   RowEnd finishRow(mlir::Value max, mlir::Value sum);
+  /// `end` merged into the state with LSE `entryLse` that out and lse hold
+  /// on entry (mla.prefill_attention's accumulate): the row's output scale
+  /// takes its merge weight and the LSE becomes the merged one.
+  RowEnd mergeIntoEntry(const RowEnd &end, mlir::Value entryLse);
 
   /// Commits the copies issued so far as a group (possibly empty); returns
   /// its token.

@@ -108,4 +108,39 @@ void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
                         op->getOperands(), sharedBytes);
 }
 
+SmallVector<MmaEmitter::RowEnd, 4>
+PrefillTileBlock::finishRows(ValueRange maxes, ValueRange sums, ValueRange rows,
+                             Value quad, Value entryWeights) {
+  SmallVector<MmaEmitter::RowEnd, 4> ends;
+  Value leader = e.eqIndex(quad, 0);
+  for (auto [max, sum, row] : llvm::zip_equal(maxes, sums, rows)) {
+    MmaEmitter::RowEnd end = e.finishRow(max, sum);
+    if (entryWeights) {
+      // Padding rows (past the queries) read nothing: an empty state.
+      Value entryLse = e.selectValues(
+          e.lessThan(row, sq), {e.builder().getF32Type()},
+          [&] {
+            return SmallVector<Value>{
+                e.loadF32(lse, {head, e.add(qBegin, row)})};
+          },
+          [&] { return SmallVector<Value>{e.negInf()}; })[0];
+      end = e.mergeIntoEntry(end, entryLse);
+      e.ifThen(leader, [&] {
+        e.storeF32(end.entryWeight, entryWeights, {e.sub(row, row0)});
+      });
+    }
+    ends.push_back(end);
+  }
+  return ends;
+}
+
+void PrefillTileBlock::storeLse(ArrayRef<MmaEmitter::RowEnd> ends,
+                                ValueRange rows, Value quad) {
+  Value leader = e.eqIndex(quad, 0);
+  for (auto [end, row] : llvm::zip_equal(ends, rows))
+    e.ifThen(e.andi(leader, e.lessThan(row, sq)), [&] {
+      e.storeF32(end.lse, lse, {head, e.add(qBegin, row)});
+    });
+}
+
 } // namespace mla::gpu

@@ -70,7 +70,7 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelEmitter &e,
                          kvRow(op.getK()),
                          kvRow(op.getV())};
         emitAttentionRow(e, row, scratch, Row{op.getOut(), {token, h}},
-                         op.getLse(), {h, token});
+                         op.getLse(), {h, token}, op.getAccumulate());
       });
     });
   });

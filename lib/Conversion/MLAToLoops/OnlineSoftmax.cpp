@@ -11,7 +11,7 @@ namespace mla::loops {
 
 void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
                       const AttentionScratch &scratch, const Row &out,
-                      Value lse, ValueRange lseIndices) {
+                      Value lse, ValueRange lseIndices, bool accumulate) {
   OpBuilder &b = e.builder();
   Location loc = e.location();
   Row acc{scratch.accumulator, {}, 0};
@@ -66,11 +66,28 @@ void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
                                         sum, zero);
   Value inverse = arith::SelectOp::create(
       b, loc, hasKeys, arith::DivFOp::create(b, loc, e.f32(1.0), sum), zero);
-  e.scaledCopy(out, inverse, acc, row.vDim);
   Value logSum = arith::AddFOp::create(
       b, loc, maxScore, math::LogOp::create(b, loc, sum));
-  e.storeF32(arith::SelectOp::create(b, loc, hasKeys, logSum, e.negInf()),
-             lse, lseIndices);
+  Value rowLse = arith::SelectOp::create(b, loc, hasKeys, logSum, e.negInf());
+  if (!accumulate) {
+    e.scaledCopy(out, inverse, acc, row.vDim);
+    e.storeF32(rowLse, lse, lseIndices);
+    return;
+  }
+  // Merged into the entry state; an empty one (weight 0) is not read.
+  LoopBuilder::MergeWeights w =
+      e.mergeWeights(e.loadF32(lse, lseIndices), rowLse);
+  Value ownScale = arith::MulFOp::create(b, loc, inverse, w.suffix);
+  Value entryEmpty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, w.prefix, zero);
+  e.ifThen(entryEmpty, [&] { e.scaledCopy(out, ownScale, acc, row.vDim); });
+  e.ifThen(arith::XOrIOp::create(
+               b, loc, entryEmpty,
+               arith::ConstantOp::create(b, loc, b.getBoolAttr(true))),
+           [&] {
+             e.linearCombination(out, ownScale, acc, w.prefix, out, row.vDim);
+           });
+  e.storeF32(w.lse, lse, lseIndices);
 }
 
 } // namespace mla::loops

@@ -36,10 +36,12 @@ struct AttentionScratch {
 
 /// Emits the attention of `row`, writing its output (vDim values) to `out`
 /// and its natural-log LSE to lse[lseIndices]. A row with no keys gets
-/// out = 0 and lse = -inf.
+/// out = 0 and lse = -inf. With `accumulate`, out and lse hold a state on
+/// entry that the row's result is merged into (mla.prefill_attention).
 void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
                       const AttentionScratch &scratch, const Row &out,
-                      mlir::Value lse, mlir::ValueRange lseIndices);
+                      mlir::Value lse, mlir::ValueRange lseIndices,
+                      bool accumulate = false);
 
 } // namespace mla::loops
 

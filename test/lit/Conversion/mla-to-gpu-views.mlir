@@ -12,7 +12,7 @@
 // CHECK: %{{.+}}, %[[OFF:[^,]+]], %{{.+}}:2, %{{.+}}:2 = memref.extract_strided_metadata %[[WS]]
 // CHECK: arith.muli %[[OFF]], %c2
 // CHECK: %[[V:.+]] = vector.load %{{.+}} : memref<?x64x576xbf16>, vector<8xbf16>
-// CHECK-NEXT: %[[F32:.+]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[F32:.+]] = arith.extf %[[V]] : vector<8xbf16> to vector<8xf32>
 // CHECK-NEXT: %[[F16:.+]] = arith.truncf %[[F32]] : vector<8xf32> to vector<8xf16>
 // CHECK-NEXT: vector.store %[[F16]], %[[WS]]
 func.func @gather_into_workspace_rows(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>,

@@ -63,14 +63,14 @@
 // CHECK-NOT: nvvm.wgmma
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
-// The results: lse element by element; out staged as bf16 rows (stride
-// 136) in the KV stages, then copied out by every thread, 8-column pieces
-// of the real rows in turn (2048 pieces, 256 at a time): 16-byte stores
-// where out is aligned, else element stores.
-// CHECK: memref.store %{{.+}} : memref<16x?xf32>
+// The results: out staged as bf16 rows (stride 136) in the KV stages; past
+// a barrier lse element by element, then out copied out by every thread,
+// 8-column pieces of the real rows in turn (2048 pieces, 256 at a time):
+// 16-byte stores where out is aligned, else element stores.
 // CHECK: gpu.barrier
 // CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK: gpu.barrier
+// CHECK: memref.store %{{.+}} : memref<16x?xf32>
 // CHECK: scf.for %{{.+}} = %thread_id_x to %c2048 step %c256 {
 // CHECK: vector.load %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
@@ -85,6 +85,38 @@ func.func @prefill_192_128(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
       outs(%o, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
       {num_heads = 16 : i64, qk_head_dim = 192 : i64, v_head_dim = 128 : i64,
        softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// -----
+
+// accumulate: each row's entry LSE is read (padding rows read none) before
+// the staging barrier, the entry outputs' merge weights follow the staged
+// rows in shared memory, lse gets the merged LSE past the barrier, and the
+// copy adds the weighted entry output where its weight is not 0.
+// CHECK-LABEL: func.func @prefill_accumulate(
+// CHECK: gpu.func @prefill_attention_wgmma_0(
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: gpu.barrier
+// CHECK: memref.load %{{.+}} : memref<16x?xf32>
+// CHECK: memref.store %{{.+}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.+}} : memref<16x?xf32>
+// CHECK: scf.for %{{.+}} = %thread_id_x to %c2048 step %c256 {
+// CHECK: memref.load %{{.+}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.cmpf oeq
+// CHECK: vector.load %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
+// CHECK: arith.select %{{.+}} : vector<8xf32>
+// CHECK: vector.store %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
+// CHECK: gpu.return
+func.func @prefill_accumulate(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
+                              %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                              %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {
+  mla.prefill_attention ins(%q, %k, %v, %cq, %ck : memref<?x16x192xbf16>, memref<?x16x192xbf16>, memref<?x16x128xbf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x16x128xbf16>, memref<16x?xf32>)
+      {num_heads = 16 : i64, qk_head_dim = 192 : i64, v_head_dim = 128 : i64,
+       softmax_scale = 0.0722 : f32, accumulate}
   return
 }
 

@@ -23,7 +23,7 @@
 // RUN: %ptxas -arch=sm_90a %t.sm_90a.ptx -o %t.sm_90a.cubin
 // RUN: FileCheck %s --check-prefixes=PTX,SM90A --implicit-check-not=.entry --implicit-check-not=__nv_ --implicit-check-not=.local < %t.sm_90a.ptx
 //
-// Register use of every kernel: twenty-eight "Function properties" blocks, each
+// Register use of every kernel: twenty-seven "Function properties" blocks, each
 // with a zero stack frame and no spills; any other stack-frame line (a
 // nonzero one) fails.
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.v.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not="bytes stack frame" --implicit-check-not=error
@@ -95,7 +95,6 @@
 // PTX: {{^}}.visible .entry gather_cache_24(
 // PTX: {{^}}.visible .entry kv_up_proj_25(
 // PTX: {{^}}.visible .entry prefill_attention_26(
-// PTX: {{^}}.visible .entry merge_attn_states_27(
 
 // With mma-sync, the same kernels but for the bf16 decode split kernels,
 // prefills and up-projections (a four-stage ring: two groups in flight
@@ -150,7 +149,6 @@
 // MMA: {{^}}.visible .entry gather_cache_24(
 // MMA: {{^}}.visible .entry kv_up_proj_mma_25(
 // MMA: {{^}}.visible .entry prefill_attention_mma_26(
-// MMA: {{^}}.visible .entry merge_attn_states_27(
 
 // With wgmma, the bf16 prefills: two warpgroups, scores by m64n64k16 and
 // PV by m64n128k16 (B N-major) wgmma from shared memory, a named barrier
@@ -212,12 +210,11 @@
 // WGMMA: {{^}}.visible .entry kv_up_proj_wgmma_30(
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_31(
 // WGMMA: {{^}}.visible .entry prefill_attention_32(
-// WGMMA: {{^}}.visible .entry merge_attn_states_33(
 
-// RESOURCES-COUNT-28: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
-// With wgmma, 34 kernels: each wgmma prefill and decode split kernel
+// RESOURCES-COUNT-27: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// With wgmma, 33 kernels: each wgmma prefill and decode split kernel
 // comes with the generic one its launch takes for misaligned operands.
-// RESOURCES-WGMMA-COUNT-34: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
+// RESOURCES-WGMMA-COUNT-33: {{^}}    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads{{$}}
 
 func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
                    %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,

@@ -1,12 +1,13 @@
 // mla-expand-chunked-prefill rewrites mla.chunked_prefill into its loop of
 // primitive ops: new tokens causal, then one non-causal attention per context
-// chunk merged into the running state.
+// chunk that merges into the running state as it writes it (accumulate): no
+// chunk output buffers, no separate merge.
 // RUN: mla-opt %s --mla-expand-chunked-prefill | FileCheck %s
 // The expansion verifies and is idempotent on IR without composites.
 // RUN: mla-opt %s --mla-expand-chunked-prefill --mla-expand-chunked-prefill | FileCheck %s --check-prefix=NOCOMPOSITE
 
 // NOCOMPOSITE-NOT: mla.chunked_prefill
-// NOCOMPOSITE-COUNT-2: mla.merge_attn_states
+// NOCOMPOSITE-COUNT-2: accumulate
 // NOCOMPOSITE-NOT: mla.chunked_prefill
 
 // DeepSeek dims, bf16 cache and activations.
@@ -24,12 +25,11 @@
 // CHECK-SAME: {kv_lora_rank = 512 : i64, num_heads = 16 : i64, qk_nope_head_dim = 128 : i64, rope_dim = 64 : i64, v_head_dim = 128 : i64}
 // CHECK: mla.prefill_attention ins(%[[Q]], %[[K_NEW]], %[[V_NEW]], %[[CQ]], %[[CQ]] : {{.*}}) outs(%[[O]], %[[LSE]] : {{.*}})
 // CHECK-SAME: {causal, num_heads = 16 : i64, qk_head_dim = 192 : i64, softmax_scale = 7.220000e-02 : f32, v_head_dim = 128 : i64}
-// Context scratch: k/v sized by the workspace rows, the chunk's out/lse by the token count.
+// Context scratch: k/v sized by the workspace rows.
 // CHECK: %[[ROWS:.+]] = memref.dim %[[WS]], %{{.+}} : memref<?x576xbf16>
 // CHECK: %[[K_CTX:.+]] = memref.alloc(%[[ROWS]]) : memref<?x16x192xbf16>
 // CHECK: %[[V_CTX:.+]] = memref.alloc(%[[ROWS]]) : memref<?x16x128xbf16>
-// CHECK: %[[O_CHUNK:.+]] = memref.alloc(%[[T]]) : memref<?x16x128xbf16>
-// CHECK: %[[LSE_CHUNK:.+]] = memref.alloc(%[[T]]) : memref<16x?xf32>
+// CHECK-NOT: memref.alloc
 // The loop runs over chunk_starts' first dimension.
 // CHECK: %[[C:.+]] = memref.dim %[[CST]], %{{.+}} : memref<?x?xi32>
 // CHECK: %[[B:.+]] = memref.dim %[[CST]], %{{.+}} : memref<?x?xi32>
@@ -49,19 +49,16 @@
 // CHECK-DAG: %[[ROPE:.+]] = memref.subview %[[WS_ROWS]][0, 512] [%[[TOTAL]], 64] [1, 1]
 // CHECK-DAG: %[[LATENT:.+]] = memref.subview %[[WS_ROWS]][0, 0] [%[[TOTAL]], 512] [1, 1]
 // CHECK: mla.kv_up_proj ins(%[[LATENT]], %[[ROPE]], %[[W]] : {{.*}}) outs(%[[K_CHUNK]], %[[V_CHUNK]] : {{.*}})
-// Non-causal attention of the new tokens over the chunk (keys offset by the chunk's cu row).
-// CHECK: mla.prefill_attention ins(%[[Q]], %[[K_CHUNK]], %[[V_CHUNK]], %[[CQ]], %[[CU_ROW]] : {{.*}}) outs(%[[O_CHUNK]], %[[LSE_CHUNK]] : {{.*}})
-// CHECK-SAME: {num_heads = 16 : i64, qk_head_dim = 192 : i64, softmax_scale = 7.220000e-02 : f32, v_head_dim = 128 : i64}
-// Merged in place into the running state.
-// CHECK: mla.merge_attn_states ins(%[[O_CHUNK]], %[[LSE_CHUNK]], %[[O]], %[[LSE]] : {{.*}}) outs(%[[O]], %[[LSE]] : {{.*}})
+// Non-causal attention of the new tokens over the chunk (keys offset by the
+// chunk's cu row), merged into the running state in out/lse.
+// CHECK: mla.prefill_attention ins(%[[Q]], %[[K_CHUNK]], %[[V_CHUNK]], %[[CQ]], %[[CU_ROW]] : {{.*}}) outs(%[[O]], %[[LSE]] : {{.*}})
+// CHECK-SAME: {accumulate, num_heads = 16 : i64, qk_head_dim = 192 : i64, softmax_scale = 7.220000e-02 : f32, v_head_dim = 128 : i64}
 // CHECK-NEXT: }
 // Every scratch buffer is freed after the loop.
 // CHECK-DAG: memref.dealloc %[[K_NEW]]
 // CHECK-DAG: memref.dealloc %[[V_NEW]]
 // CHECK-DAG: memref.dealloc %[[K_CTX]]
 // CHECK-DAG: memref.dealloc %[[V_CTX]]
-// CHECK-DAG: memref.dealloc %[[O_CHUNK]]
-// CHECK-DAG: memref.dealloc %[[LSE_CHUNK]]
 // CHECK-NOT: mla.chunked_prefill
 // CHECK: return
 func.func @chunked(%q: memref<?x16x192xbf16>, %kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>,
@@ -87,16 +84,14 @@ func.func @chunked(%q: memref<?x16x192xbf16>, %kvc: memref<?x512xbf16>, %kpe: me
 // CHECK: memref.alloc(%{{.+}}) : memref<?x2x10xf32>
 // CHECK: memref.alloc(%{{.+}}) : memref<?x2x5xf32>
 // CHECK: mla.prefill_attention {{.*}} {causal, num_heads = 2 : i64, qk_head_dim = 10 : i64, softmax_scale = 5.000000e-01 : f32, v_head_dim = 5 : i64}
-// CHECK: memref.alloc(%{{.+}}) : memref<2x?xf32>
 // CHECK: scf.for
 // CHECK: mla.gather_cache ins({{.*}} : memref<5x4x12xf16>, memref<2x3xi32>, {{.*}}) outs(%{{.+}} : memref<?x12xf32, strided<[12, 1]>>) {block_size = 4 : i64}
 // CHECK: memref.subview %{{.+}}[0, 8] [%{{.+}}, 4] [1, 1] : memref<?x12xf32, strided<[12, 1]>> to memref<?x4xf32, strided<[12, 1], offset: 8>>
 // CHECK: memref.subview %{{.+}}[0, 0] [%{{.+}}, 8] [1, 1] : memref<?x12xf32, strided<[12, 1]>> to memref<?x8xf32, strided<[12, 1]>>
 // CHECK: mla.kv_up_proj
-// CHECK: mla.prefill_attention {{.*}} {num_heads = 2 : i64, qk_head_dim = 10 : i64, softmax_scale = 5.000000e-01 : f32, v_head_dim = 5 : i64}
-// CHECK: mla.merge_attn_states
-// CHECK: }
-// CHECK-COUNT-6: memref.dealloc
+// CHECK: mla.prefill_attention {{.*}} {accumulate, num_heads = 2 : i64, qk_head_dim = 10 : i64, softmax_scale = 5.000000e-01 : f32, v_head_dim = 5 : i64}
+// CHECK-NEXT: }
+// CHECK-COUNT-4: memref.dealloc
 // CHECK-NOT: mla.chunked_prefill
 // CHECK: return
 func.func @chunked_small(%q: memref<4x2x10xf32>, %kvc: memref<4x8xf32>, %kpe: memref<4x4xf32>, %cq: memref<3xi32>,
