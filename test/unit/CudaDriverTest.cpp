@@ -233,6 +233,24 @@ TEST_F(CudaDevice, ReportsItsProperties) {
               device->driver().version());
 }
 
+TEST_F(CudaDevice, HasAScratchPool) {
+  // Every device the runtime takes (sm_80 and later) has memory pools, so
+  // the pool must exist (its properties as the driver reads them) and
+  // serve stream-ordered allocations.
+  ASSERT_NE(device->scratchPool(), nullptr);
+  const Driver::Symbols &fn = device->driver().fn;
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(fn.cuMemAllocFromPoolAsync(&pointer, size_t(64) << 20,
+                                       device->scratchPool(), nullptr),
+            CUDA_SUCCESS);
+  EXPECT_NE(pointer, CUdeviceptr(0));
+  EXPECT_EQ(fn.cuMemsetD8Async(pointer, 7, size_t(64) << 20, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(fn.cuMemFreeAsync(pointer, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(fn.cuCtxSynchronize(), CUDA_SUCCESS);
+  device->releaseScratchMemory();
+}
+
 TEST_F(CudaDevice, OpeningAMissingOrdinalIsAnError) {
   llvm::Expected<int> count = deviceCount();
   ASSERT_TRUE(bool(count));

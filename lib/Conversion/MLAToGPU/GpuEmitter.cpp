@@ -237,11 +237,73 @@ void GpuEmitter::storeVector(Value value, Value memref, ValueRange indices) {
                           llvm::MaybeAlign(vectorBytes(memref)));
 }
 
+GpuEmitter::StagedPiece GpuEmitter::stagedPiece(
+    Value piece, int64_t piecesPerRow,
+    const std::function<SmallVector<Value, 4>(Value)> &destRow,
+    Value destColumn0) {
+  StagedPiece p;
+  p.row = arith::DivUIOp::create(b, loc, piece, index(piecesPerRow));
+  p.column = mul(arith::RemUIOp::create(b, loc, piece, index(piecesPerRow)),
+                 index(kVectorWidth));
+  p.at = destRow(p.row);
+  p.at.push_back(destColumn0 ? add(destColumn0, p.column) : p.column);
+  return p;
+}
+
+/// Pieces each thread copies when merging (the copy is unrolled then).
+static int64_t piecesPerThread(int64_t rows, int64_t piecesPerRow,
+                               int64_t threads) {
+  if ((rows * piecesPerRow) % threads != 0)
+    llvm::report_fatal_error("copyStagedRows: a merging copy needs the same "
+                             "number of pieces for every thread");
+  return rows * piecesPerRow / threads;
+}
+
+SmallVector<Value> GpuEmitter::loadEntryPieces(
+    int64_t rows, int64_t columns, Value tid, int64_t threads,
+    const std::function<Value(Value)> &real,
+    const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest,
+    Value destColumn0) {
+  const int64_t piecesPerRow = columns / kVectorWidth;
+  Type element = cast<MemRefType>(dest.getType()).getElementType();
+  auto pieceType = VectorType::get({kVectorWidth}, element);
+  Value aligned = hasVectorRows(dest) ? vectorAligned({dest}) : Value();
+  SmallVector<Value> pieces;
+  for (int64_t k = 0; k < piecesPerThread(rows, piecesPerRow, threads); ++k) {
+    StagedPiece p = stagedPiece(add(tid, index(k * threads)), piecesPerRow,
+                                destRow, destColumn0);
+    auto elementwise = [&]() -> SmallVector<Value> {
+      SmallVector<Value> values;
+      SmallVector<Value, 4> at = p.at;
+      for (int64_t c = 0; c < kVectorWidth; ++c) {
+        at.back() = add(p.at.back(), index(c));
+        values.push_back(memref::LoadOp::create(b, loc, dest, at));
+      }
+      return {vector::FromElementsOp::create(b, loc, pieceType, values)};
+    };
+    auto load = [&]() -> SmallVector<Value> {
+      if (!aligned)
+        return elementwise();
+      return selectValues(
+          aligned, {pieceType},
+          [&]() -> SmallVector<Value> { return {loadVector(dest, p.at)}; },
+          elementwise);
+    };
+    // Rows past the real ones are not read (nor copied).
+    pieces.push_back(selectValues(real(p.row), {pieceType}, load, [&] {
+      return SmallVector<Value>{arith::ConstantOp::create(
+          b, loc, pieceType,
+          DenseElementsAttr::get(pieceType, b.getFloatAttr(element, 0.0)))};
+    })[0]);
+  }
+  return pieces;
+}
+
 void GpuEmitter::copyStagedRows(
     Value staging, int64_t rows, int64_t columns, Value tid, int64_t threads,
     const std::function<Value(Value)> &real,
     const std::function<SmallVector<Value, 4>(Value)> &destRow, Value dest,
-    Value destColumn0, Value entryWeights) {
+    Value destColumn0, const EntryState *entry) {
   auto stagingType = cast<MemRefType>(staging.getType());
   Type staged = stagingType.getElementType();
   int64_t strideBytes =
@@ -252,63 +314,65 @@ void GpuEmitter::copyStagedRows(
     llvm::report_fatal_error("copyStagedRows: staged rows are not whole "
                              "16-byte pieces");
   const int64_t piecesPerRow = columns / kVectorWidth;
+  Type element = cast<MemRefType>(dest.getType()).getElementType();
   // Uniform over the block: the branch below never diverges.
   Value aligned = hasVectorRows(dest) ? vectorAligned({dest}) : Value();
-  forLoop(tid, index(rows * piecesPerRow), threads, [&](Value piece) {
-    Value row = arith::DivUIOp::create(b, loc, piece, index(piecesPerRow));
-    Value column =
-        mul(arith::RemUIOp::create(b, loc, piece, index(piecesPerRow)),
-            index(kVectorWidth));
-    ifThen(real(row), [&] {
+  auto copyPiece = [&](Value piece, Value entryPiece) {
+    StagedPiece p = stagedPiece(piece, piecesPerRow, destRow, destColumn0);
+    ifThen(real(p.row), [&] {
       // 16-byte aligned (the rows' stride and start are multiples of 16
       // bytes): what a piece's 16-byte reads need.
       Value values = vector::LoadOp::create(
           b, loc, VectorType::get({kVectorWidth}, staged), staging,
-          ValueRange{row, column}, /*nontemporal=*/false, llvm::MaybeAlign(16));
-      Value destColumn = destColumn0 ? add(destColumn0, column) : column;
-      SmallVector<Value, 4> at = destRow(row);
-      at.push_back(destColumn);
-      Type element = cast<MemRefType>(dest.getType()).getElementType();
-      // staged + w dest (f32), or staged where w = 0.
-      Value weight, entryEmpty;
-      if (entryWeights) {
-        weight = memref::LoadOp::create(b, loc, entryWeights, ValueRange{row});
-        entryEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           weight, f32(0.0));
+          ValueRange{p.row, p.column}, /*nontemporal=*/false,
+          llvm::MaybeAlign(16));
+      if (entryPiece) {
+        // staged + w entry in f32, or staged where w = 0 (an empty entry
+        // state, whose output may be NaN).
+        auto f32x8 = VectorType::get({kVectorWidth}, b.getF32Type());
+        Value weight =
+            memref::LoadOp::create(b, loc, entry->weights, ValueRange{p.row});
+        Value own = convertFloat(values, b.getF32Type());
+        values = arith::SelectOp::create(
+            b, loc,
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, weight,
+                                  f32(0.0)),
+            own,
+            arith::AddFOp::create(
+                b, loc, own,
+                arith::MulFOp::create(
+                    b, loc, convertFloat(entryPiece, b.getF32Type()),
+                    vector::BroadcastOp::create(b, loc, f32x8, weight))));
       }
-      // f32 scalars or vectors; `w` is the weight in the same shape.
-      auto merged = [&](Value staged, Value entry, Value w) -> Value {
-        return arith::SelectOp::create(
-            b, loc, entryEmpty, staged,
-            arith::AddFOp::create(b, loc, staged,
-                                  arith::MulFOp::create(b, loc, entry, w)));
-      };
       auto elementwise = [&] {
+        SmallVector<Value, 4> at = p.at;
         for (int64_t k = 0; k < kVectorWidth; ++k) {
-          at.back() = add(destColumn, index(k));
-          Value v = vector::ExtractOp::create(b, loc, values, k);
-          if (weight)
-            v = merged(convertFloat(v, b.getF32Type()), loadF32(dest, at),
-                       weight);
-          memref::StoreOp::create(b, loc, convertFloat(v, element), dest, at);
+          at.back() = add(p.at.back(), index(k));
+          memref::StoreOp::create(
+              b, loc,
+              convertFloat(vector::ExtractOp::create(b, loc, values, k),
+                           element),
+              dest, at);
         }
-      };
-      auto vectorwise = [&] {
-        Value v = values;
-        if (weight) {
-          auto f32x8 = VectorType::get({kVectorWidth}, b.getF32Type());
-          v = merged(convertFloat(values, b.getF32Type()),
-                     loadVectorF32(dest, at),
-                     vector::BroadcastOp::create(b, loc, f32x8, weight));
-        }
-        storeVector(v, dest, at);
       };
       if (aligned)
-        ifThenElse(aligned, vectorwise, elementwise);
+        ifThenElse(
+            aligned, [&] { storeVector(values, dest, p.at); }, elementwise);
       else
         elementwise();
     });
-  });
+  };
+  if (!entry) {
+    forLoop(tid, index(rows * piecesPerRow), threads,
+            [&](Value piece) { copyPiece(piece, Value()); });
+    return;
+  }
+  int64_t perThread = piecesPerThread(rows, piecesPerRow, threads);
+  if ((int64_t)entry->pieces.size() != perThread)
+    llvm::report_fatal_error("copyStagedRows: entry pieces not loaded by "
+                             "loadEntryPieces for this copy");
+  for (int64_t k = 0; k < perThread; ++k)
+    copyPiece(add(tid, index(k * threads)), entry->pieces[k]);
 }
 
 } // namespace mla::gpu

@@ -128,21 +128,50 @@ public:
   /// dest's rows allow them and its base is aligned, else element by
   /// element. The rows must be written and the block past a barrier.
   /// With `destColumn0` (a multiple of kVectorWidth), staged column c goes
-  /// to dest column `destColumn0` + c. With `entryWeights` (a shared f32
-  /// [rows] view), row r is merged into what dest holds: staged + w[r] *
-  /// dest, in f32 (dest is not read where w[r] = 0).
+  /// to dest column `destColumn0` + c.
   /// (A loop, not unrolled: the kernels' results leave through it in a
   /// few instructions whatever their size.)
+  ///
+  /// With `entry` the staged rows are merged into what dest holds (an
+  /// attention state: mla.prefill_attention's accumulate): row r becomes
+  /// staged + weights[r] * dest in f32 (staged alone where the weight is 0).
+  /// The dest pieces come from loadEntryPieces, issued early so that their
+  /// latency is not paid piece after piece at the end of the block; the
+  /// copy is unrolled then.
+  struct EntryState {
+    mlir::Value weights; ///< shared f32 [rows]
+    llvm::SmallVector<mlir::Value> pieces;
+  };
   void copyStagedRows(
       mlir::Value staging, int64_t rows, int64_t columns, mlir::Value tid,
       int64_t threads, const std::function<mlir::Value(mlir::Value)> &real,
       const std::function<llvm::SmallVector<mlir::Value, 4>(mlir::Value)>
           &destRow,
       mlir::Value dest, mlir::Value destColumn0 = {},
-      mlir::Value entryWeights = {});
+      const EntryState *entry = nullptr);
+  /// The dest pieces a merging copyStagedRows with the same arguments
+  /// reads, loaded now (all in flight together; zeros for rows that are not
+  /// real), as vectors of dest's element type.
+  llvm::SmallVector<mlir::Value> loadEntryPieces(
+      int64_t rows, int64_t columns, mlir::Value tid, int64_t threads,
+      const std::function<mlir::Value(mlir::Value)> &real,
+      const std::function<llvm::SmallVector<mlir::Value, 4>(mlir::Value)>
+          &destRow,
+      mlir::Value dest, mlir::Value destColumn0 = {});
 
 private:
   mlir::Value warpReduce(mlir::Value value, bool max);
+  /// Piece `piece` of a staged copy: its staged row and column and where
+  /// it goes in dest.
+  struct StagedPiece {
+    mlir::Value row, column;
+    llvm::SmallVector<mlir::Value, 4> at;
+  };
+  StagedPiece stagedPiece(
+      mlir::Value piece, int64_t piecesPerRow,
+      const std::function<llvm::SmallVector<mlir::Value, 4>(mlir::Value)>
+          &destRow,
+      mlir::Value destColumn0);
 };
 
 } // namespace mla::gpu

@@ -360,29 +360,40 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
 
-          // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
-          // l = 0), for the real rows: lse by the quads' leaders, out staged
-          // as rows of its type over the block's shared memory (dead once
-          // every warp is past its last tile and the Q copies; rows padded
-          // by 8 elements) and copied out by the block in 16-byte pieces
-          // (copyStagedRows), where a 2-byte store a value queued on the
-          // load/store unit.
-          // With accumulate, the rows' entry weights follow the staged
-          // rows.
-          e.barrier();
-          Value staging =
-              e.sharedView(raw, 0, {kBlockRows, layout.vStride}, element);
-          Value entryWeights = accumulate
-                                   ? e.sharedView(raw, layout.entryWeights,
-                                                  {kBlockRows}, b.getF32Type())
-                                   : Value();
+          auto realRow = [&](Value r) {
+            return e.lessThan(e.add(block.row0, r), sq);
+          };
+          auto outRow = [&](Value r) {
+            return SmallVector<Value, 4>{e.add(qBegin, e.add(block.row0, r)),
+                                         head};
+          };
+          const int64_t threads = kBlockWarps * kWarpSize;
           SmallVector<Value> maxes, sums;
           for (int64_t row = 0; row < laneRows; ++row) {
             maxes.push_back(state[row]);
             sums.push_back(e.quadSum(state[laneRows + row]));
           }
           SmallVector<MmaEmitter::RowEnd, 4> ends =
-              block.finishRows(maxes, sums, rowOf, quad, entryWeights);
+              block.finishRows(maxes, sums, rowOf, accumulate);
+
+          // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
+          // l = 0), for the real rows (with accumulate merged into the
+          // entry state, whose LSEs finishRows read): out staged as rows of
+          // its type over the block's shared memory (dead once every warp
+          // is past its last tile and the Q copies; rows padded by 8
+          // elements), then lse by the quads' leaders and out copied out by
+          // the block in 16-byte pieces (copyStagedRows), where a 2-byte
+          // store a value queued on the load/store unit. With accumulate,
+          // the rows' entry weights follow the staged rows.
+          e.barrier();
+          Value staging =
+              e.sharedView(raw, 0, {kBlockRows, layout.vStride}, element);
+          Value entryWeights;
+          if (accumulate) {
+            entryWeights = e.sharedView(raw, layout.entryWeights, {kBlockRows},
+                                        b.getF32Type());
+            block.storeEntryWeights(ends, rowOf, quad, entryWeights);
+          }
           for (int64_t m = 0; m < kWarpRowTiles; ++m)
             for (int64_t i = 0; i < 2; ++i) {
               int64_t row = 2 * m + i;
@@ -392,16 +403,21 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                     return e.mulf(state[oAt(m, t, i, c)], ends[row].inverse);
                   });
             }
+          // With accumulate, the pieces of out this thread merges into
+          // are read now, all at once, under the barrier and the LSEs'
+          // stores (O's registers are free by now: read with O live, they
+          // spilled).
+          GpuEmitter::EntryState entry;
+          if (accumulate) {
+            entry.weights = entryWeights;
+            entry.pieces = e.loadEntryPieces(kBlockRows, vDim, e.threadId(),
+                                             threads, realRow, outRow, out);
+          }
           e.barrier();
           block.storeLse(ends, rowOf, quad);
-          e.copyStagedRows(
-              staging, kBlockRows, vDim, e.threadId(), kBlockWarps * kWarpSize,
-              [&](Value r) { return e.lessThan(e.add(block.row0, r), sq); },
-              [&](Value r) {
-                return SmallVector<Value, 4>{
-                    e.add(qBegin, e.add(block.row0, r)), head};
-              },
-              out, Value(), entryWeights);
+          e.copyStagedRows(staging, kBlockRows, vDim, e.threadId(), threads,
+                           realRow, outRow, out, Value(),
+                           accumulate ? &entry : nullptr);
         });
       });
 

@@ -331,6 +331,26 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
 
+          // Tile row r is out row (qBegin + row0 + r, head).
+          auto realRow = [&](Value r) {
+            return e.lessThan(e.add(block.row0, r), block.sq);
+          };
+          auto outRow = [&](Value r) {
+            return SmallVector<Value, 4>{
+                e.add(block.qBegin, e.add(block.row0, r)), block.head};
+          };
+          // With accumulate, the entry state is read now, under the row
+          // ends and the staging: the pieces of out this thread merges
+          // into and the rows' LSEs.
+          GpuEmitter::EntryState entry;
+          if (accumulate)
+            entry.pieces =
+                e.loadEntryPieces(kBlockRows, vDim, thread.tid, kThreads,
+                                  realRow, outRow, block.out);
+          SmallVector<MmaEmitter::RowEnd, 4> ends = block.finishRows(
+              {state[0], state[1]}, {e.quadSum(state[2]), e.quadSum(state[3])},
+              rowOf, accumulate);
+
           // out = O / l staged as out's rows in the KV stages (dead once
           // both warpgroups are past the loop: the last tile's V was
           // there), rows padded by 8 elements so that a warp's 4-byte
@@ -343,16 +363,13 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           Value stagingAt = e.add(pad, e.index(layout.kv));
           Value staging =
               e.sharedView(raw, stagingAt, {kBlockRows, stride}, element);
-          Value entryWeights =
-              accumulate
-                  ? e.sharedView(raw,
-                                 e.add(stagingAt, e.index(kBlockRows * stride *
-                                                          elementBytes)),
-                                 {kBlockRows}, b.getF32Type())
-                  : Value();
-          SmallVector<MmaEmitter::RowEnd, 4> ends = block.finishRows(
-              {state[0], state[1]}, {e.quadSum(state[2]), e.quadSum(state[3])},
-              rowOf, quad, entryWeights);
+          if (accumulate) {
+            entry.weights = e.sharedView(
+                raw,
+                e.add(stagingAt, e.index(kBlockRows * stride * elementBytes)),
+                {kBlockRows}, b.getF32Type());
+            block.storeEntryWeights(ends, rowOf, quad, entry.weights);
+          }
           for (int64_t i = 0; i < 2; ++i)
             e.stageFragmentRow(
                 staging, e.add(groupRow0, localRow[i]), e.index(0), quad,
@@ -361,17 +378,9 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                 });
           e.barrier();
           block.storeLse(ends, rowOf, quad);
-          // Tile row r is out row (qBegin + row0 + r, head).
-          e.copyStagedRows(
-              staging, kBlockRows, vDim, thread.tid, kThreads,
-              [&](Value r) {
-                return e.lessThan(e.add(block.row0, r), block.sq);
-              },
-              [&](Value r) {
-                return SmallVector<Value, 4>{
-                    e.add(block.qBegin, e.add(block.row0, r)), block.head};
-              },
-              block.out, Value(), entryWeights);
+          e.copyStagedRows(staging, kBlockRows, vDim, thread.tid, kThreads,
+                           realRow, outRow, block.out, Value(),
+                           accumulate ? &entry : nullptr);
         });
       },
       kThreads);

@@ -110,13 +110,11 @@ void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
 
 SmallVector<MmaEmitter::RowEnd, 4>
 PrefillTileBlock::finishRows(ValueRange maxes, ValueRange sums, ValueRange rows,
-                             Value quad, Value entryWeights) {
+                             bool accumulate) {
   SmallVector<MmaEmitter::RowEnd, 4> ends;
-  Value leader = e.eqIndex(quad, 0);
   for (auto [max, sum, row] : llvm::zip_equal(maxes, sums, rows)) {
     MmaEmitter::RowEnd end = e.finishRow(max, sum);
-    if (entryWeights) {
-      // Padding rows (past the queries) read nothing: an empty state.
+    if (accumulate) {
       Value entryLse = e.selectValues(
           e.lessThan(row, sq), {e.builder().getF32Type()},
           [&] {
@@ -125,13 +123,20 @@ PrefillTileBlock::finishRows(ValueRange maxes, ValueRange sums, ValueRange rows,
           },
           [&] { return SmallVector<Value>{e.negInf()}; })[0];
       end = e.mergeIntoEntry(end, entryLse);
-      e.ifThen(leader, [&] {
-        e.storeF32(end.entryWeight, entryWeights, {e.sub(row, row0)});
-      });
     }
     ends.push_back(end);
   }
   return ends;
+}
+
+void PrefillTileBlock::storeEntryWeights(ArrayRef<MmaEmitter::RowEnd> ends,
+                                         ValueRange rows, Value quad,
+                                         Value entryWeights) {
+  Value leader = e.eqIndex(quad, 0);
+  for (auto [end, row] : llvm::zip_equal(ends, rows))
+    e.ifThen(leader, [&] {
+      e.storeF32(end.entryWeight, entryWeights, {e.sub(row, row0)});
+    });
 }
 
 void PrefillTileBlock::storeLse(ArrayRef<MmaEmitter::RowEnd> ends,

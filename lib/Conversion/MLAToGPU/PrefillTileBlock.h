@@ -61,14 +61,19 @@ public:
   MmaEmitter::SourceRow keyRow(mlir::Value key, mlir::Value keyLimit);
 
   /// The ends of the lane's rows `rows` (sequence rows) from their maxima
-  /// (base 2) and sums over the quad. With accumulate (`entryWeights`, a
-  /// shared f32 [tileRows] view), each is merged into the state out and
-  /// lse hold on entry (read here, by every lane of the quad) and the
-  /// quad's leader writes the entry output's weight to its tile row of
-  /// `entryWeights`, for copyStagedRows.
-  llvm::SmallVector<MmaEmitter::RowEnd, 4>
-  finishRows(mlir::ValueRange maxes, mlir::ValueRange sums,
-             mlir::ValueRange rows, mlir::Value quad, mlir::Value entryWeights);
+  /// (base 2) and sums over the quad. With `accumulate` each is merged into
+  /// the state out and lse hold on entry (its LSE read here, by every lane
+  /// of the quad; padding rows read none).
+  llvm::SmallVector<MmaEmitter::RowEnd, 4> finishRows(mlir::ValueRange maxes,
+                                                      mlir::ValueRange sums,
+                                                      mlir::ValueRange rows,
+                                                      bool accumulate);
+  /// With accumulate: the quads' leaders write their rows' entry-output
+  /// weights to their tile rows of `entryWeights` (a shared f32 [tileRows]
+  /// view), for copyStagedRows.
+  void storeEntryWeights(llvm::ArrayRef<MmaEmitter::RowEnd> ends,
+                         mlir::ValueRange rows, mlir::Value quad,
+                         mlir::Value entryWeights);
   /// Writes the LSEs of the real ones among `rows`, by the quads' leaders.
   /// With accumulate, only past a block barrier that follows finishRows
   /// (the entry LSEs are read there, in place).
