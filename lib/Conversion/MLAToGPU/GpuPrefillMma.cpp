@@ -375,6 +375,10 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           }
           SmallVector<MmaEmitter::RowEnd, 4> ends =
               block.finishRows(maxes, sums, rowOf, accumulate);
+          // Without accumulate lse is stored now; with it past the next
+          // barrier, after every lane's read of the entry LSEs.
+          if (!accumulate)
+            block.storeLse(ends, rowOf, quad);
 
           // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
           // l = 0), for the real rows (with accumulate merged into the
@@ -414,7 +418,8 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                                              threads, realRow, outRow, out);
           }
           e.barrier();
-          block.storeLse(ends, rowOf, quad);
+          if (accumulate)
+            block.storeLse(ends, rowOf, quad);
           e.copyStagedRows(staging, kBlockRows, vDim, e.threadId(), threads,
                            realRow, outRow, out, Value(),
                            accumulate ? &entry : nullptr);

@@ -47,14 +47,14 @@
 // CHECK: nvgpu.ldmatrix %{{.+}} {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-64: nvvm.mma.sync
 // CHECK: gpu.barrier
-// The results: out staged as bf16 rows (stride 136) over the block's shared
-// memory; past a barrier lse by the quads' leaders, then out copied out by
-// the block, 8-column pieces of the real rows in turn (2048 pieces, 128 at a
-// time): 16-byte stores where out is aligned, else element stores.
+// The results: lse by the quads' leaders; out staged as bf16 rows (stride
+// 136) over the block's shared memory, then copied out by the block,
+// 8-column pieces of the real rows in turn (2048 pieces, 128 at a time):
+// 16-byte stores where out is aligned, else element stores.
+// CHECK: memref.store %{{.+}} : memref<16x200xf32>
 // CHECK: gpu.barrier
 // CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK: gpu.barrier
-// CHECK: memref.store %{{.+}} : memref<16x200xf32>
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c2048 step %c128 {
 // CHECK: vector.load %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store %{{.+}} : memref<200x16x128xbf16>, vector<8xbf16>

@@ -63,14 +63,14 @@
 // CHECK-NOT: nvvm.wgmma
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
-// The results: out staged as bf16 rows (stride 136) in the KV stages; past
-// a barrier lse element by element, then out copied out by every thread,
-// 8-column pieces of the real rows in turn (2048 pieces, 256 at a time):
-// 16-byte stores where out is aligned, else element stores.
+// The results: lse element by element; out staged as bf16 rows (stride
+// 136) in the KV stages, then copied out by every thread, 8-column pieces
+// of the real rows in turn (2048 pieces, 256 at a time): 16-byte stores
+// where out is aligned, else element stores.
+// CHECK: memref.store %{{.+}} : memref<16x?xf32>
 // CHECK: gpu.barrier
 // CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK: gpu.barrier
-// CHECK: memref.store %{{.+}} : memref<16x?xf32>
 // CHECK: scf.for %{{.+}} = %thread_id_x to %c2048 step %c256 {
 // CHECK: vector.load %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
