@@ -426,8 +426,12 @@ void benchGather(mlir::MLIRContext &ctx) {
   auto kernel = compile(buildGatherCache(ctx, {576, 64, DType::BF16, DType::BF16}),
                         "gather");
   printHeader("requests x tokens");
-  for (int64_t perRequest : {1024, 8192}) {
-    int64_t requests = 64, blocks = perRequest / 64;
+  // Many requests (a decode batch's context), and one request's long
+  // chunk (the chunked prefill's gather).
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {64, 1024}, {64, 8192}, {1, 4096}, {1, 32768}};
+  for (auto [requests, perRequest] : shapes) {
+    int64_t blocks = perRequest / 64;
     std::vector<int32_t> table(requests * blocks);
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), std::mt19937(5));
