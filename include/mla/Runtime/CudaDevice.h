@@ -71,19 +71,19 @@ public:
   /// Clock rates and bus width, for bandwidth and throughput estimates; 0
   /// where the driver does not report them (newer drivers deprecate the
   /// clock attributes).
-  /// The pool the device's kernels take their scratch buffers from (the
-  /// chunked prefill's keys, values and chunk states; partials a decode
-  /// allocates itself). It keeps what it has grown to across calls, as a
-  /// serving engine's caching allocator does, where the default pool would
-  /// hand it back at every synchronization and map it again on the next
-  /// call. Null where the device has no memory pools (the default pool is
-  /// used then).
-  CUmemoryPool scratchPool() const { return pool; }
-  /// Hands the scratch pool's unused memory back to the system.
-  void releaseScratchMemory() const;
   int clockRateKHz() const { return clockKHz; }
   int memoryClockRateKHz() const { return memoryClockKHz; }
   int memoryBusWidthBits() const { return memoryBusBits; }
+
+  /// The pool the device's kernels take their scratch buffers from (the
+  /// chunked prefill's keys and values; partials a decode allocates
+  /// itself). It keeps what it has grown to across calls, as a serving
+  /// engine's caching allocator does, where the default pool would hand it
+  /// back at every synchronization and map it again on the next call. Null
+  /// where the device has no memory pools (the default pool is used then).
+  CUmemoryPool scratchPool() const { return pool; }
+  /// Hands the scratch pool's unused memory back to the system.
+  void releaseScratchMemory() const;
 
 private:
   Device() = default;

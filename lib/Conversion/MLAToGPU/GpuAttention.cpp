@@ -167,17 +167,10 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
   for (int64_t k = 0; k < (int64_t)state.acc.size(); ++k) {
     auto [column, inside] = e.laneColumn(lane, k, vDim);
     Value value = arith::MulFOp::create(b, loc, state.acc[k], inverse);
-    if (entryWeight) {
-      Value entry = e.loadColumn(out.memref, out.prefix, column, inside, vDim);
-      value = arith::SelectOp::create(
-          b, loc,
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, entryWeight,
-                                zero),
-          value,
-          arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, entryWeight, entry),
-              value));
-    }
+    if (entryWeight)
+      value = e.mergeIntoEntryOutput(
+          value, e.loadColumn(out.memref, out.prefix, column, inside, vDim),
+          entryWeight);
     e.storeColumn(value, out.memref, out.prefix, column, inside);
   }
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,

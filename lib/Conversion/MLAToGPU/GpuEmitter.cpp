@@ -237,6 +237,18 @@ void GpuEmitter::storeVector(Value value, Value memref, ValueRange indices) {
                           llvm::MaybeAlign(vectorBytes(memref)));
 }
 
+Value GpuEmitter::mergeIntoEntryOutput(Value own, Value entry, Value weight) {
+  Value entryEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           weight, f32(0.0));
+  Value scale = weight;
+  if (auto vector = dyn_cast<VectorType>(own.getType()))
+    scale = vector::BroadcastOp::create(b, loc, vector, weight);
+  return arith::SelectOp::create(
+      b, loc, entryEmpty, own,
+      arith::AddFOp::create(b, loc, own,
+                            arith::MulFOp::create(b, loc, entry, scale)));
+}
+
 GpuEmitter::StagedPiece GpuEmitter::stagedPiece(
     Value piece, int64_t piecesPerRow,
     const std::function<SmallVector<Value, 4>(Value)> &destRow,
@@ -326,24 +338,11 @@ void GpuEmitter::copyStagedRows(
           b, loc, VectorType::get({kVectorWidth}, staged), staging,
           ValueRange{p.row, p.column}, /*nontemporal=*/false,
           llvm::MaybeAlign(16));
-      if (entryPiece) {
-        // staged + w entry in f32, or staged where w = 0 (an empty entry
-        // state, whose output may be NaN).
-        auto f32x8 = VectorType::get({kVectorWidth}, b.getF32Type());
-        Value weight =
-            memref::LoadOp::create(b, loc, entry->weights, ValueRange{p.row});
-        Value own = convertFloat(values, b.getF32Type());
-        values = arith::SelectOp::create(
-            b, loc,
-            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, weight,
-                                  f32(0.0)),
-            own,
-            arith::AddFOp::create(
-                b, loc, own,
-                arith::MulFOp::create(
-                    b, loc, convertFloat(entryPiece, b.getF32Type()),
-                    vector::BroadcastOp::create(b, loc, f32x8, weight))));
-      }
+      if (entryPiece)
+        values = mergeIntoEntryOutput(
+            convertFloat(values, b.getF32Type()),
+            convertFloat(entryPiece, b.getF32Type()),
+            memref::LoadOp::create(b, loc, entry->weights, ValueRange{p.row}));
       auto elementwise = [&] {
         SmallVector<Value, 4> at = p.at;
         for (int64_t k = 0; k < kVectorWidth; ++k) {

@@ -114,6 +114,12 @@ public:
   /// A float (or vector of floats) as `element` (or a vector of it):
   /// truncated, extended or as is.
   mlir::Value convertFloat(mlir::Value value, mlir::Type element);
+  /// An output merged into an entry state's output (f32 scalars or
+  /// vectors): own + weight * entry, or own alone where weight = 0 (an
+  /// empty entry state, whose output may be NaN). `own` already carries its
+  /// own merge weight (LoopBuilder::mergeWeights).
+  mlir::Value mergeIntoEntryOutput(mlir::Value own, mlir::Value entry,
+                                   mlir::Value weight);
   /// Stores a vector of floats there, converted to the element type.
   void storeVector(mlir::Value value, mlir::Value memref,
                    mlir::ValueRange indices);

@@ -78,15 +78,14 @@ void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
   LoopBuilder::MergeWeights w =
       e.mergeWeights(e.loadF32(lse, lseIndices), rowLse);
   Value ownScale = arith::MulFOp::create(b, loc, inverse, w.suffix);
-  Value entryEmpty =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, w.prefix, zero);
-  e.ifThen(entryEmpty, [&] { e.scaledCopy(out, ownScale, acc, row.vDim); });
-  e.ifThen(arith::XOrIOp::create(
-               b, loc, entryEmpty,
-               arith::ConstantOp::create(b, loc, b.getBoolAttr(true))),
-           [&] {
-             e.linearCombination(out, ownScale, acc, w.prefix, out, row.vDim);
-           });
+  auto weightIs = [&](arith::CmpFPredicate predicate) {
+    return arith::CmpFOp::create(b, loc, predicate, w.prefix, zero);
+  };
+  e.ifThen(weightIs(arith::CmpFPredicate::OEQ),
+           [&] { e.scaledCopy(out, ownScale, acc, row.vDim); });
+  e.ifThen(weightIs(arith::CmpFPredicate::UNE), [&] {
+    e.linearCombination(out, ownScale, acc, w.prefix, out, row.vDim);
+  });
   e.storeF32(w.lse, lse, lseIndices);
 }
 
