@@ -75,7 +75,8 @@ void addHostLowering(OpPassManager &pm) {
 
 } // namespace
 
-void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
+void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target,
+                              SerializedKernelObserver onKernelSerialized) {
   pm.addPass(createExpandChunkedPrefill());
   pm.addPass(createSelectGpuTarget(SelectGpuTargetOptions{target.chip()}));
   pm.addPass(createConvertMLAToGPU());
@@ -106,7 +107,7 @@ void buildGpuLoweringPipeline(OpPassManager &pm, const GpuTarget &target) {
   // are those of MLIR's gpu-lower-to-nvvm-pipeline, so the PTX is the same.
   pm.addPass(createSplitKernelModules());
   addKernelLowering(pm.nest<gpu::GPUModuleOp>());
-  pm.addPass(createSerializeKernelModules());
+  pm.addPass(createSerializeKernelModules(std::move(onKernelSerialized)));
   addHostLowering(pm);
 }
 

@@ -17,9 +17,11 @@ namespace mla {
 namespace {
 
 /// One module's objects, one per target, or empty after a failure (which
-/// the target has reported on the module).
+/// the target has reported on the module). Each object goes to `observer`
+/// (when set) as soon as it exists.
 SmallVector<Attribute> serialize(gpu::GPUModuleOp module,
-                                 const gpu::TargetOptions &options) {
+                                 const gpu::TargetOptions &options,
+                                 const SerializedKernelObserver &observer) {
   SmallVector<Attribute> objects;
   for (Attribute attr : module.getTargetsAttr()) {
     auto target = dyn_cast<gpu::TargetAttrInterface>(attr);
@@ -38,6 +40,8 @@ SmallVector<Attribute> serialize(gpu::GPUModuleOp module,
       module.emitError() << "no object for " << attr;
       return {};
     }
+    if (observer)
+      observer(module.getName(), llvm::StringRef(code->data(), code->size()));
     objects.push_back(object);
   }
   return objects;
@@ -45,6 +49,10 @@ SmallVector<Attribute> serialize(gpu::GPUModuleOp module,
 
 struct SerializeKernelModules
     : public impl::SerializeKernelModulesBase<SerializeKernelModules> {
+  SerializeKernelModules() = default;
+  explicit SerializeKernelModules(SerializedKernelObserver observer)
+      : observer(std::move(observer)) {}
+
   void runOnOperation() override {
     ModuleOp top = getOperation();
     SmallVector<gpu::GPUModuleOp> modules(top.getOps<gpu::GPUModuleOp>());
@@ -63,7 +71,7 @@ struct SerializeKernelModules
     SmallVector<SmallVector<Attribute>> objects(modules.size());
     if (failed(failableParallelForEachN(
             &getContext(), 0, modules.size(), [&](size_t i) {
-              objects[i] = serialize(modules[i], options);
+              objects[i] = serialize(modules[i], options, observer);
               return success(!objects[i].empty());
             })))
       return signalPassFailure();
@@ -76,7 +84,14 @@ struct SerializeKernelModules
       module->erase();
     }
   }
+
+  SerializedKernelObserver observer;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+createSerializeKernelModules(SerializedKernelObserver observer) {
+  return std::make_unique<SerializeKernelModules>(std::move(observer));
+}
 } // namespace mla

@@ -3,6 +3,7 @@
 #include "mla/Runtime/GpuKernel.h"
 
 #include "LaunchShims.h"
+#include "PreloadedModules.h"
 #include "mla/Pipelines/Pipelines.h"
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Support/Diagnostics.h"
@@ -16,19 +17,20 @@ using namespace mlir;
 
 namespace mla {
 
-CompileRecipe gpuCompileRecipe(const GpuTarget &target) {
+CompileRecipe gpuCompileRecipe(const GpuTarget &target,
+                               SerializedKernelObserver onKernelSerialized) {
   CompileRecipe recipe;
   recipe.target = target.chip() + target.ptxFeature() + "/" +
                   hostTargetDescription();
   recipe.options = "gpu strategy=" + name(target.strategy) +
                    " nvptx-O3 host-O2";
-  recipe.buildPipeline = [target](OpPassManager &pm) {
+  recipe.buildPipeline = [target, onKernelSerialized](OpPassManager &pm) {
     // The target, strategy included, goes on the module first; the
     // pipeline's own mla-select-gpu-target sets the same chip and keeps
     // the strategy.
     pm.addPass(createSelectGpuTarget(
         SelectGpuTargetOptions{target.chip(), name(target.strategy)}));
-    buildGpuLoweringPipeline(pm, target);
+    buildGpuLoweringPipeline(pm, target, onKernelSerialized);
   };
   recipe.optLevel = 2;
   recipe.failureMessage = "lowering for " + target.chip() + " failed";
@@ -63,9 +65,16 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     registerMLADialects(registry);
     module->getContext()->appendDialectRegistry(registry);
   }
+  // Each kernel module goes to the driver as soon as its PTX exists (on a
+  // cache miss), so that the driver's compiles overlap the lowering.
+  gpu::PreloadedModules preloaded(device);
   auto compiled =
-      compileModule(std::move(module), entry, gpuCompileRecipe(*target), cache,
-                    gpu::launchShimSymbols);
+      compileModule(std::move(module), entry,
+                    gpuCompileRecipe(*target,
+                                     [&](llvm::StringRef, llvm::StringRef ptx) {
+                                       preloaded.load(ptx);
+                                     }),
+                    cache, gpu::launchShimSymbols);
   if (!compiled)
     return compiled.takeError();
 
@@ -74,12 +83,14 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   kernel->gpuTarget = *target;
   kernel->compiled = std::move(*compiled);
 
-  // The module's constructors load the kernels on the current context
-  // (the driver compiles their PTX then, one module after another).
+  // The module's constructors load the kernels on the current context,
+  // taking those already loaded (or still loading); the driver compiles
+  // the PTX of the others then, one module after another.
   auto loadStart = std::chrono::steady_clock::now();
   if (llvm::Error error = device.makeCurrent())
     return std::move(error);
   gpu::GpuCall call(device.driver(), nullptr);
+  call.preloadedModules = &preloaded;
   if (llvm::Error error = kernel->compiled.object->initialize())
     return std::move(error);
   double loadMs = std::chrono::duration<double, std::milli>(

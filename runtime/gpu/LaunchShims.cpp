@@ -1,6 +1,7 @@
 //===- LaunchShims.cpp - The mgpu* entry points of JIT-compiled host code -===//
 
 #include "LaunchShims.h"
+#include "PreloadedModules.h"
 
 #include "llvm/ExecutionEngine/Orc/Shared/ExecutorAddress.h"
 #include "llvm/Support/raw_ostream.h"
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 
 using namespace mla::cuda;
 
@@ -64,19 +66,18 @@ const Driver::Symbols &fn() { return activeCall->driver.fn; }
 extern "C" {
 
 void *mlaModuleLoadJIT(void *ptx, int optLevel) {
+  (void)optLevel; // the driver's default (ptxas -O3) is what we want
   if (!usable())
     return nullptr;
-  char log[8192] = {0};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof log))};
-  CUmodule module = nullptr;
-  if (failed(fn().cuModuleLoadDataEx(&module, ptx, 2, options, values),
-             "cuModuleLoadDataEx") &&
-      log[0])
-    activeCall->error += std::string("\nJIT log:\n") + log;
-  (void)optLevel; // the driver's default (-O3) is what we want
-  return module;
+  const char *text = static_cast<const char *>(ptx);
+  std::optional<LoadedModule> loaded;
+  if (activeCall->preloadedModules)
+    loaded = activeCall->preloadedModules->take(text);
+  if (!loaded)
+    loaded = loadPtxModule(text);
+  if (!loaded->error.empty() && activeCall->error.empty())
+    activeCall->error = loaded->error;
+  return loaded->module;
 }
 
 void *mlaModuleLoad(void *image, size_t) {

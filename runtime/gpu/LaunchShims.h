@@ -27,6 +27,8 @@
 
 namespace mla::gpu {
 
+class PreloadedModules;
+
 /// The dynamic shared memory each kernel function of one loaded module may
 /// launch with without asking the driver again: what it was opted in to
 /// (or found to need no opt-in for). One per GpuKernel, which outlives its
@@ -66,6 +68,9 @@ public:
   SharedMemoryOptIns *optIns = nullptr;
   /// Where the call's scratch buffers come from (none: the default pool).
   cuda::CUmemoryPool scratchPool = nullptr;
+  /// Kernel modules already being loaded, which module loads take instead
+  /// of loading their PTX again (none: every load compiles its PTX).
+  PreloadedModules *preloadedModules = nullptr;
 
 private:
   GpuCall *previous;

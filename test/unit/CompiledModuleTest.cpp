@@ -19,8 +19,13 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 using namespace mla;
 using namespace mla::test;
@@ -174,6 +179,20 @@ TEST_F(CompiledModuleCache, SpecializationsAreSeparateEntries) {
 /// without a GPU. None is ever called.
 void unusedShim() {}
 
+llvm::orc::SymbolMap unusedShimSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap map;
+  for (const char *name :
+       {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
+        "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
+        "mgpuStreamDestroy", "mgpuStreamSynchronize", "mgpuStreamWaitEvent",
+        "mgpuEventCreate", "mgpuEventDestroy", "mgpuEventRecord",
+        "mgpuEventSynchronize", "mgpuMemAlloc", "mgpuMemFree", "mgpuMemcpy",
+        "mgpuSetDefaultDevice"})
+    map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(&unusedShim),
+                           llvm::JITSymbolFlags::Exported};
+  return map;
+}
+
 TEST(CompiledModule, PassTimesArePrintedOnlyWhenAskedFor) {
   auto compileMerge = [] {
     testing::internal::CaptureStderr();
@@ -201,21 +220,9 @@ TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
   auto module = buildDecodeAttention(
       ctx, {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
   initializeNativeTarget();
-  auto compiled = compileModule(
-      std::move(module), kKernelEntry, gpuCompileRecipe(*target), nullptr,
-      [](llvm::orc::MangleAndInterner interner) {
-        llvm::orc::SymbolMap map;
-        for (const char *name :
-             {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload",
-              "mgpuModuleGetFunction", "mgpuLaunchKernel", "mgpuStreamCreate",
-              "mgpuStreamDestroy", "mgpuStreamSynchronize",
-              "mgpuStreamWaitEvent", "mgpuEventCreate", "mgpuEventDestroy",
-              "mgpuEventRecord", "mgpuEventSynchronize", "mgpuMemAlloc",
-              "mgpuMemFree", "mgpuMemcpy", "mgpuSetDefaultDevice"})
-          map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(&unusedShim),
-                                 llvm::JITSymbolFlags::Exported};
-        return map;
-      });
+  auto compiled =
+      compileModule(std::move(module), kKernelEntry, gpuCompileRecipe(*target),
+                    nullptr, unusedShimSymbols);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   // A PTX module per kernel: the split kernel and both combines.
   ASSERT_EQ(compiled->kernelPtx.size(), 3u);
@@ -232,6 +239,53 @@ TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
       << compiled->event.entryName;
   EXPECT_NE(compiled->event.entryName.find("sm_90a"), std::string::npos)
       << compiled->event.entryName;
+}
+
+TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {
+  auto target = GpuTarget::parse("sm_90a");
+  ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
+  MlaDims dims;
+  dims.numHeads = 16;
+  auto module = buildDecodeAttention(
+      testContext(), {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
+  initializeNativeTarget();
+  // Modules serialize in parallel: the observer is called from several
+  // threads.
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::string>> announced;
+  auto observer = [&](llvm::StringRef name, llvm::StringRef ptx) {
+    std::lock_guard<std::mutex> lock(mutex);
+    announced.emplace_back(name.str(), ptx.str());
+  };
+  auto compiled = compileModule(std::move(module), kKernelEntry,
+                                gpuCompileRecipe(*target, observer), nullptr,
+                                unusedShimSymbols);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  // Exactly the modules the host code loads, each once, under its name.
+  ASSERT_EQ(announced.size(), compiled->kernelPtx.size());
+  std::vector<std::string> texts, names;
+  for (auto &[name, ptx] : announced) {
+    while (!ptx.empty() && ptx.back() == '\0')
+      ptx.pop_back();
+    EXPECT_NE(ptx.find(".entry " + name), std::string::npos) << name;
+    names.push_back(name);
+    texts.push_back(ptx);
+  }
+  std::vector<std::string> expected;
+  for (std::string ptx : compiled->kernelPtx) {
+    while (!ptx.empty() && ptx.back() == '\0')
+      ptx.pop_back();
+    expected.push_back(ptx);
+  }
+  llvm::sort(texts);
+  llvm::sort(expected);
+  EXPECT_EQ(texts, expected);
+  llvm::sort(names);
+  EXPECT_EQ(std::unique(names.begin(), names.end()), names.end());
+
+  // The observer does not change the kernels or their cache key.
+  EXPECT_EQ(gpuCompileRecipe(*target, observer).options,
+            gpuCompileRecipe(*target).options);
 }
 
 } // namespace

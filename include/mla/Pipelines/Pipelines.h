@@ -4,6 +4,7 @@
 #define MLA_PIPELINES_PIPELINES_H
 
 #include "mla/Target/GpuTarget.h"
+#include "mla/Transforms/SerializedKernelObserver.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -26,9 +27,10 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
 
 /// mla ops -> GPU kernels for `target` (PTX, embedded as gpu.binary) and
 /// host code in the LLVM dialect that launches them through the runtime's
-/// mgpu* entry points. Anchored on the module.
-void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
-                              const GpuTarget &target);
+/// mgpu* entry points. Anchored on the module. Each kernel's PTX also goes
+/// to `onKernelSerialized` (when set) as soon as it is ready.
+void buildGpuLoweringPipeline(mlir::OpPassManager &pm, const GpuTarget &target,
+                              SerializedKernelObserver onKernelSerialized = {});
 
 /// Dialects an mla module may contain or be lowered through, with the
 /// interfaces the LLVM conversions and translation need.

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace mla::cuda {
 
@@ -173,6 +174,9 @@ public:
   llvm::Expected<CUfunction> function(llvm::StringRef name) const;
 
   CUmodule handle() const { return module; }
+  /// Hands the module over to the caller, who unloads it
+  /// (cuModuleUnload); this object is then empty.
+  CUmodule releaseHandle() { return std::exchange(module, nullptr); }
   /// The JIT's info log of a successful loadPtx (ptxas -v style output when
   /// PtxJitOptions::verboseLog was set), else empty.
   const std::string &jitLog() const { return infoLog; }

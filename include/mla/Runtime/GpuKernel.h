@@ -13,9 +13,10 @@
 #define MLA_RUNTIME_GPUKERNEL_H
 
 #include "mla/Runtime/BufferView.h"
-#include "mla/Runtime/CudaDevice.h"
 #include "mla/Runtime/CompiledModule.h"
+#include "mla/Runtime/CudaDevice.h"
 #include "mla/Target/GpuTarget.h"
+#include "mla/Transforms/SerializedKernelObserver.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -76,8 +77,12 @@ private:
 };
 
 /// The recipe of the GPU pipeline for `target` (kernels) and this host
-/// (launch code).
-CompileRecipe gpuCompileRecipe(const GpuTarget &target);
+/// (launch code). Each kernel's PTX also goes to `onKernelSerialized`
+/// (when set) as soon as it is ready; it does not change the kernels or
+/// their cache key.
+CompileRecipe
+gpuCompileRecipe(const GpuTarget &target,
+                 SerializedKernelObserver onKernelSerialized = {});
 
 } // namespace mla
 

@@ -3,6 +3,7 @@
 #ifndef MLA_TRANSFORMS_PASSES_H
 #define MLA_TRANSFORMS_PASSES_H
 
+#include "mla/Transforms/SerializedKernelObserver.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -19,6 +20,11 @@ namespace mla {
 
 #define GEN_PASS_REGISTRATION
 #include "mla/Transforms/Passes.h.inc"
+
+/// mla-serialize-kernel-modules, reporting each object to `observer` (the
+/// runtime hands the PTX to the driver while the rest compiles).
+std::unique_ptr<mlir::Pass>
+createSerializeKernelModules(SerializedKernelObserver observer);
 
 } // namespace mla
 

@@ -1,0 +1,72 @@
+//===- PreloadedModules.h - Modules loaded while others compile -*- C++ -*-===//
+//
+// The driver compiles a module's PTX to machine code when it loads it, and
+// it compiles one module at a time. A module of small kernels is
+// serialized long before its largest kernel is, so each kernel module is
+// handed to the driver as soon as its PTX exists, on a thread of its own:
+// the driver's work on the small kernels then overlaps the code generation
+// of the large one, and the large one's overlaps the host code's. The host
+// code's constructors take the loaded modules instead of loading them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_GPU_PRELOADEDMODULES_H
+#define MLA_RUNTIME_GPU_PRELOADEDMODULES_H
+
+#include "mla/Runtime/CudaDevice.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mla::gpu {
+
+/// A module the driver compiled from PTX, or why it could not.
+struct LoadedModule {
+  cuda::CUmodule module = nullptr;
+  /// Empty on success; else the failed call, the driver's reason and the
+  /// JIT's log.
+  std::string error;
+};
+
+/// Loads `ptx` (NUL-terminated) on the current context.
+LoadedModule loadPtxModule(const char *ptx);
+
+/// The modules of one compile, loaded on `device` as they are announced.
+/// Thread-safe. Modules never taken are unloaded on destruction, which
+/// waits for every load in flight.
+class PreloadedModules {
+public:
+  explicit PreloadedModules(const cuda::Device &device) : device(device) {}
+  ~PreloadedModules();
+  PreloadedModules(const PreloadedModules &) = delete;
+  PreloadedModules &operator=(const PreloadedModules &) = delete;
+
+  /// Starts loading `ptx` on a thread of its own.
+  void load(llvm::StringRef ptx);
+
+  /// The module loaded from exactly `ptx` (NUL-terminated), once its load
+  /// ends; the caller owns it from then on. None when that text was never
+  /// announced (or was already taken).
+  std::optional<LoadedModule> take(const char *ptx);
+
+private:
+  struct Load {
+    std::string ptx; // NUL-terminated for the driver
+    std::shared_future<LoadedModule> result;
+    bool taken = false;
+  };
+
+  const cuda::Device &device;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Load>> loads;
+};
+
+} // namespace mla::gpu
+
+#endif // MLA_RUNTIME_GPU_PRELOADEDMODULES_H

@@ -1,0 +1,114 @@
+//===- PreloadedModulesTest.cpp - Modules loaded ahead of the host code ---===//
+//
+// PreloadedModules (runtime/gpu/PreloadedModules.h) hands each kernel
+// module to the driver as soon as the pipeline announces its PTX; the host
+// code's constructors then take the loaded modules. Runs on the GPU only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PreloadedModules.h"
+#include "TestSupport.h"
+
+#include "mla/Builders/KernelBuilders.h"
+#include "mla/Runtime/CompiledModule.h"
+#include "mla/Runtime/GpuKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace mla;
+
+namespace {
+
+/// Device 0, or a skip saying why there is none.
+class PreloadedModulesTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::Expected<int> count = cuda::deviceCount();
+    if (!count) {
+      std::string why = llvm::toString(count.takeError());
+      GTEST_SKIP() << why;
+    }
+    if (*count == 0)
+      GTEST_SKIP() << "the CUDA driver sees no device";
+    auto opened = cuda::Device::open(0);
+    ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+    device = std::move(*opened);
+    ASSERT_FALSE(bool(device->makeCurrent()));
+  }
+
+  /// The kernel PTX of a merge module compiled for the device.
+  std::vector<std::string> mergeKernelPtx() {
+    auto target = GpuTarget::forCapability(device->capability().major,
+                                           device->capability().minor);
+    EXPECT_TRUE(bool(target)) << llvm::toString(target.takeError());
+    if (!target)
+      return {};
+    std::vector<std::string> announced;
+    auto recipe =
+        gpuCompileRecipe(*target, [&](llvm::StringRef, llvm::StringRef ptx) {
+          announced.push_back(ptx.str());
+        });
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        buildMergeAttnStates(test::testContext(), {4, 128, DType::BF16, true});
+    mlir::PassManager pm(module->getContext());
+    recipe.buildPipeline(pm);
+    EXPECT_TRUE(succeeded(pm.run(*module)));
+    return announced;
+  }
+
+  std::unique_ptr<cuda::Device> device;
+};
+
+TEST_F(PreloadedModulesTest, TakesEachLoadedModuleOnce) {
+  std::vector<std::string> ptx = mergeKernelPtx();
+  ASSERT_FALSE(ptx.empty());
+  gpu::PreloadedModules preloaded(*device);
+  for (const std::string &text : ptx)
+    preloaded.load(text);
+  for (const std::string &text : ptx) {
+    std::optional<gpu::LoadedModule> taken = preloaded.take(text.c_str());
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_EQ(taken->error, "");
+    ASSERT_NE(taken->module, nullptr);
+    EXPECT_EQ(device->driver().fn.cuModuleUnload(taken->module),
+              cuda::CUDA_SUCCESS);
+    // Taken once: a second take finds nothing (the shim would then load
+    // the text itself).
+    EXPECT_FALSE(preloaded.take(text.c_str()).has_value());
+  }
+  EXPECT_FALSE(preloaded.take(".version 8.0\n").has_value());
+}
+
+TEST_F(PreloadedModulesTest, AFailedLoadIsTakenWithTheDriversLog) {
+  gpu::PreloadedModules preloaded(*device);
+  const char *broken = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                       ".visible .entry broken() { not_an_instruction; }\n";
+  preloaded.load(broken);
+  std::optional<gpu::LoadedModule> taken = preloaded.take(broken);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->module, nullptr);
+  EXPECT_NE(taken->error.find("cuModuleLoadDataEx failed"), std::string::npos)
+      << taken->error;
+  EXPECT_NE(taken->error.find("not_an_instruction"), std::string::npos)
+      << taken->error;
+}
+
+TEST_F(PreloadedModulesTest, ModulesNeverTakenAreUnloadedWithoutWaitingForUse) {
+  std::vector<std::string> ptx = mergeKernelPtx();
+  ASSERT_FALSE(ptx.empty());
+  {
+    gpu::PreloadedModules preloaded(*device);
+    for (const std::string &text : ptx)
+      preloaded.load(text);
+    // Destroyed with every load possibly in flight: it waits for them and
+    // unloads what they made.
+  }
+  // The context is still usable afterwards.
+  auto buffer = cuda::DeviceBuffer::allocate(256);
+  ASSERT_TRUE(bool(buffer)) << llvm::toString(buffer.takeError());
+}
+
+} // namespace
