@@ -31,39 +31,47 @@ using namespace mla;
 using llvm::format;
 using llvm::outs;
 
+/// The tool's own options, the only ones --help lists (LLVM's are
+/// still accepted).
+static llvm::cl::OptionCategory benchOptions("mla-bench options");
 static llvm::cl::opt<std::string> suite(
-    "suite",
+    "suite", llvm::cl::cat(benchOptions),
     llvm::cl::desc("decode, prefill, merge, gather, proj, chunked or all"),
     llvm::cl::init("all"));
-static llvm::cl::opt<bool>
-    quick("quick", llvm::cl::desc("a few shapes per suite"), llvm::cl::init(false));
+static llvm::cl::opt<bool> quick("quick", llvm::cl::cat(benchOptions),
+                                 llvm::cl::desc("a few shapes per suite"),
+                                 llvm::cl::init(false));
 static llvm::cl::opt<std::string>
-    chip("chip", llvm::cl::desc("target chip (default: the device's)"),
+    chip("chip", llvm::cl::cat(benchOptions),
+         llvm::cl::desc("target chip (default: the device's)"),
          llvm::cl::init(""));
 static llvm::cl::opt<std::string> strategies(
-    "strategy",
+    "strategy", llvm::cl::cat(benchOptions),
     llvm::cl::desc("decode and prefill kernel strategies: a comma-separated "
                    "list of generic, mma-sync and wgmma, or both (generic "
                    "and mma-sync), or all (wgmma too on an sm_90 device)"),
     llvm::cl::init("all"));
 static llvm::cl::opt<bool> graphs(
-    "graphs",
+    "graphs", llvm::cl::cat(benchOptions),
     llvm::cl::desc("time each call as a CUDA graph replay (device time); "
                    "--graphs=false times direct calls"),
     llvm::cl::init(true));
-static llvm::cl::opt<int> onlyBatch(
-    "batch", llvm::cl::desc("decode: run this batch size only (a profiler's "
-                            "single shape)"),
-    llvm::cl::init(0));
-static llvm::cl::opt<int> onlyHeads(
-    "heads", llvm::cl::desc("decode and prefill: run this head count only "
-                            "(1 to 128; 0: 16 and 128)"),
-    llvm::cl::init(0));
-static llvm::cl::opt<int> onlyContext(
-    "context", llvm::cl::desc("decode: run this context length only"),
-    llvm::cl::init(0));
+static llvm::cl::opt<int>
+    onlyBatch("batch", llvm::cl::cat(benchOptions),
+              llvm::cl::desc("decode: run this batch size only (a profiler's "
+                             "single shape)"),
+              llvm::cl::init(0));
+static llvm::cl::opt<int>
+    onlyHeads("heads", llvm::cl::cat(benchOptions),
+              llvm::cl::desc("decode and prefill: run this head count only "
+                             "(1 to 128; 0: 16 and 128)"),
+              llvm::cl::init(0));
+static llvm::cl::opt<int>
+    onlyContext("context", llvm::cl::cat(benchOptions),
+                llvm::cl::desc("decode: run this context length only"),
+                llvm::cl::init(0));
 static llvm::cl::opt<int> minSplitTokens(
-    "min-split-tokens",
+    "min-split-tokens", llvm::cl::cat(benchOptions),
     llvm::cl::desc("override the decode schedule's shortest split (tokens)"),
     llvm::cl::init(0));
 
@@ -605,6 +613,7 @@ void benchChunkedPrefill(mlir::MLIRContext &ctx) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(benchOptions);
   llvm::cl::ParseCommandLineOptions(argc, argv, "benchmark the mla kernels\n");
   for (auto [option, value] : {std::pair<const char *, int>{"--heads", onlyHeads},
                                 {"--batch", onlyBatch},

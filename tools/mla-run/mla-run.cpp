@@ -20,44 +20,56 @@
 
 using namespace llvm;
 
-static cl::opt<int> heads("heads", cl::desc("attention heads on this device"),
+/// The tool's own options, the only ones --help lists (LLVM's are
+/// still accepted).
+static cl::OptionCategory runOptions("mla-run options");
+static cl::opt<int> heads("heads", cl::cat(runOptions),
+                          cl::desc("attention heads on this device"),
                           cl::init(16));
-static cl::opt<std::string> dtype("dtype", cl::desc("activations: f32, f16 or bf16"),
+static cl::opt<std::string> dtype("dtype", cl::cat(runOptions),
+                                  cl::desc("activations: f32, f16 or bf16"),
                                   cl::init("bf16"));
-static cl::opt<std::string> cacheDtype("cache-dtype",
+static cl::opt<std::string> cacheDtype("cache-dtype", cl::cat(runOptions),
                                        cl::desc("KV cache: f32, f16 or bf16"),
                                        cl::init("bf16"));
-static cl::opt<int> blockSize("block-size", cl::desc("tokens per cache page"),
-                              cl::init(64));
+static cl::opt<int> blockSize("block-size", cl::cat(runOptions),
+                              cl::desc("tokens per cache page"), cl::init(64));
 static cl::list<int> decodeContexts(
-    "decode-contexts", cl::CommaSeparated,
-    cl::desc("cached tokens of each decode request (default 1500,700,64,2100)"));
+    "decode-contexts", cl::CommaSeparated, cl::cat(runOptions),
+    cl::desc(
+        "cached tokens of each decode request (default 1500,700,64,2100)"));
 static cl::list<int> prefillContexts(
-    "prefill-contexts", cl::CommaSeparated,
+    "prefill-contexts", cl::CommaSeparated, cl::cat(runOptions),
     cl::desc("cached tokens of each prefill request (default 900,0)"));
-static cl::list<int> prefillNew("prefill-new-tokens", cl::CommaSeparated,
-                                cl::desc("new tokens of each prefill (default 96,40)"));
-static cl::opt<int> workspace(
-    "workspace", cl::desc("context-gather workspace rows (0: vLLM's sizing)"),
-    cl::init(256));
-static cl::opt<int> steps("steps",
+static cl::list<int>
+    prefillNew("prefill-new-tokens", cl::CommaSeparated, cl::cat(runOptions),
+               cl::desc("new tokens of each prefill (default 96,40)"));
+static cl::opt<int>
+    workspace("workspace", cl::cat(runOptions),
+              cl::desc("context-gather workspace rows (0: vLLM's sizing)"),
+              cl::init(256));
+static cl::opt<int> steps("steps", cl::cat(runOptions),
                           cl::desc("steps: the mixed one, then decode steps"),
                           cl::init(2));
 static cl::opt<int> decodeQueryLen(
-    "decode-query-len",
+    "decode-query-len", cl::cat(runOptions),
     cl::desc("new tokens per decode per step: 1, or 1 + speculative tokens"),
     cl::init(1));
-static cl::opt<std::string> backend(
-    "backend", cl::desc("attention backend to use (default: selection by "
-                        "priority, or MLA_ATTENTION_BACKEND)"),
-    cl::init(""));
-static cl::opt<unsigned> seed("seed", cl::desc("random seed"), cl::init(1));
-static cl::opt<std::string> deviceChoice(
-    "device", cl::desc("auto (the GPU if there is one), gpu or cpu"),
-    cl::init("auto"));
+static cl::opt<std::string>
+    backend("backend", cl::cat(runOptions),
+            cl::desc("attention backend to use (default: selection by "
+                     "priority, or MLA_ATTENTION_BACKEND)"),
+            cl::init(""));
+static cl::opt<unsigned> seed("seed", cl::cat(runOptions),
+                              cl::desc("random seed"), cl::init(1));
+static cl::opt<std::string>
+    deviceChoice("device", cl::cat(runOptions),
+                 cl::desc("auto (the GPU if there is one), gpu or cpu"),
+                 cl::init("auto"));
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(runOptions);
   cl::ParseCommandLineOptions(argc, argv, "run MLA serving steps\n");
 
   mla::ServingStepConfig config;
