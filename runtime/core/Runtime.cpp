@@ -75,7 +75,9 @@ struct Runtime::State {
   std::unique_ptr<KernelCache> cache;
 
   std::mutex compileMutex;
-  mlir::MLIRContext context{mlir::MLIRContext::Threading::DISABLED};
+  /// Threaded: a GPU module's kernels go through their device pipelines
+  /// and LLVM's NVPTX backend in parallel, on the context's thread pool.
+  mlir::MLIRContext context{mlir::MLIRContext::Threading::ENABLED};
   /// Kernels of this process by key digest.
   llvm::StringMap<std::shared_ptr<Kernel>> kernels;
   std::vector<CompileEvent> events;

@@ -89,7 +89,9 @@ void runKernel(HostBufferKernel &kernel, std::vector<BufferView> args) {
 
 mlir::MLIRContext &testContext() {
   static mlir::MLIRContext *context = [] {
-    auto *ctx = new mlir::MLIRContext(mlir::MLIRContext::Threading::DISABLED);
+    // Threaded, as the runtime's context: kernels are lowered and
+    // serialized in parallel, as in production.
+    auto *ctx = new mlir::MLIRContext(mlir::MLIRContext::Threading::ENABLED);
     loadKernelDialects(*ctx);
     return ctx;
   }();
