@@ -77,7 +77,8 @@ void *mlaModuleLoadJIT(void *ptx, int optLevel) {
     loaded = loadPtxModule(text);
   if (!loaded->error.empty() && activeCall->error.empty())
     activeCall->error = loaded->error;
-  return loaded->module;
+  // The host code's destructors unload it (mgpuModuleUnload).
+  return loaded->module.releaseHandle();
 }
 
 void *mlaModuleLoad(void *image, size_t) {

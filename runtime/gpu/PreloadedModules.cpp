@@ -10,27 +10,16 @@ LoadedModule loadPtxModule(const char *ptx) {
   // The driver's default optimization level (ptxas -O3) is the one wanted.
   llvm::Expected<cuda::Module> module = cuda::Module::loadPtx(ptx);
   if (!module)
-    return {nullptr, llvm::toString(module.takeError())};
-  return {module->releaseHandle(), ""};
+    return {cuda::Module(), llvm::toString(module.takeError())};
+  return {std::move(*module), ""};
 }
 
 PreloadedModules::~PreloadedModules() {
+  // Each future still held waits for its load, then unloads the module it
+  // made (never taken) on this thread, which needs the context current.
+  llvm::consumeError(device.makeCurrent());
   std::lock_guard<std::mutex> lock(mutex);
-  bool current = false;
-  for (const auto &load : loads) {
-    const LoadedModule &loaded = load->result.get();
-    if (load->taken || !loaded.module)
-      continue;
-    // Unloading needs the context current on this thread.
-    if (!current) {
-      if (llvm::Error error = device.makeCurrent()) {
-        llvm::consumeError(std::move(error));
-        return;
-      }
-      current = true;
-    }
-    device.driver().fn.cuModuleUnload(loaded.module);
-  }
+  loads.clear();
 }
 
 void PreloadedModules::load(llvm::StringRef ptx) {
@@ -41,26 +30,24 @@ void PreloadedModules::load(llvm::StringRef ptx) {
     entry->ptx.pop_back();
   const char *text = entry->ptx.c_str();
   const cuda::Device *target = &device;
-  entry->result =
-      std::async(std::launch::async, [target, text] {
-        if (llvm::Error error = target->makeCurrent())
-          return LoadedModule{nullptr, llvm::toString(std::move(error))};
-        return loadPtxModule(text);
-      }).share();
+  entry->result = std::async(std::launch::async, [target, text] {
+    if (llvm::Error error = target->makeCurrent())
+      return LoadedModule{cuda::Module(), llvm::toString(std::move(error))};
+    return loadPtxModule(text);
+  });
   std::lock_guard<std::mutex> lock(mutex);
   loads.push_back(std::move(entry));
 }
 
 std::optional<LoadedModule> PreloadedModules::take(const char *ptx) {
-  std::shared_future<LoadedModule> result;
+  std::future<LoadedModule> result;
   {
     std::lock_guard<std::mutex> lock(mutex);
     size_t length = std::strlen(ptx);
     for (const auto &load : loads)
-      if (!load->taken && load->ptx.size() == length &&
+      if (load->result.valid() && load->ptx.size() == length &&
           std::memcmp(load->ptx.data(), ptx, length) == 0) {
-        load->taken = true;
-        result = load->result;
+        result = std::move(load->result);
         break;
       }
   }

@@ -26,9 +26,10 @@
 
 namespace mla::gpu {
 
-/// A module the driver compiled from PTX, or why it could not.
+/// A module the driver compiled from PTX (unloaded with this object
+/// unless its handle is released), or why it could not.
 struct LoadedModule {
-  cuda::CUmodule module = nullptr;
+  cuda::Module module;
   /// Empty on success; else the failed call, the driver's reason and the
   /// JIT's log.
   std::string error;
@@ -58,8 +59,8 @@ public:
 private:
   struct Load {
     std::string ptx; // NUL-terminated for the driver
-    std::shared_future<LoadedModule> result;
-    bool taken = false;
+    /// Moved out (invalid) once taken.
+    std::future<LoadedModule> result;
   };
 
   const cuda::Device &device;

@@ -59,6 +59,12 @@ protected:
     return announced;
   }
 
+  static void loadAll(gpu::PreloadedModules &preloaded,
+                      const std::vector<std::string> &ptx) {
+    for (const std::string &text : ptx)
+      preloaded.load(text);
+  }
+
   std::unique_ptr<cuda::Device> device;
 };
 
@@ -66,15 +72,19 @@ TEST_F(PreloadedModulesTest, TakesEachLoadedModuleOnce) {
   std::vector<std::string> ptx = mergeKernelPtx();
   ASSERT_FALSE(ptx.empty());
   gpu::PreloadedModules preloaded(*device);
-  for (const std::string &text : ptx)
-    preloaded.load(text);
+  loadAll(preloaded, ptx);
   for (const std::string &text : ptx) {
     std::optional<gpu::LoadedModule> taken = preloaded.take(text.c_str());
     ASSERT_TRUE(taken.has_value());
     EXPECT_EQ(taken->error, "");
-    ASSERT_NE(taken->module, nullptr);
-    EXPECT_EQ(device->driver().fn.cuModuleUnload(taken->module),
-              cuda::CUDA_SUCCESS);
+    ASSERT_NE(taken->module.handle(), nullptr);
+    // The kernel is there (the entry is the module's name).
+    size_t entry = text.find(".entry ");
+    ASSERT_NE(entry, std::string::npos);
+    std::string name =
+        text.substr(entry + 7, text.find('(', entry) - entry - 7);
+    auto function = taken->module.function(name);
+    EXPECT_TRUE(bool(function)) << llvm::toString(function.takeError());
     // Taken once: a second take finds nothing (the shim would then load
     // the text itself).
     EXPECT_FALSE(preloaded.take(text.c_str()).has_value());
@@ -89,7 +99,7 @@ TEST_F(PreloadedModulesTest, AFailedLoadIsTakenWithTheDriversLog) {
   preloaded.load(broken);
   std::optional<gpu::LoadedModule> taken = preloaded.take(broken);
   ASSERT_TRUE(taken.has_value());
-  EXPECT_EQ(taken->module, nullptr);
+  EXPECT_EQ(taken->module.handle(), nullptr);
   EXPECT_NE(taken->error.find("cuModuleLoadDataEx failed"), std::string::npos)
       << taken->error;
   EXPECT_NE(taken->error.find("not_an_instruction"), std::string::npos)
@@ -101,8 +111,7 @@ TEST_F(PreloadedModulesTest, ModulesNeverTakenAreUnloadedWithoutWaitingForUse) {
   ASSERT_FALSE(ptx.empty());
   {
     gpu::PreloadedModules preloaded(*device);
-    for (const std::string &text : ptx)
-      preloaded.load(text);
+    loadAll(preloaded, ptx);
     // Destroyed with every load possibly in flight: it waits for them and
     // unloads what they made.
   }
