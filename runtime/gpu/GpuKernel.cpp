@@ -22,8 +22,8 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target,
   CompileRecipe recipe;
   recipe.target = target.chip() + target.ptxFeature() + "/" +
                   hostTargetDescription();
-  recipe.options = "gpu strategy=" + name(target.strategy) +
-                   " nvptx-O3 host-O2";
+  recipe.options = "gpu strategy=" + name(target.strategy) + " nvptx-O" +
+                   std::to_string(kKernelLlvmOptLevel) + " host-O2";
   recipe.buildPipeline = [target, onKernelSerialized](OpPassManager &pm) {
     // The target, strategy included, goes on the module first; the
     // pipeline's own mla-select-gpu-target sets the same chip and keeps
@@ -67,14 +67,14 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   }
   // Each kernel module goes to the driver as soon as its PTX exists (on a
   // cache miss), so that the driver's compiles overlap the lowering.
-  gpu::PreloadedModules preloaded(device);
-  auto compiled =
-      compileModule(std::move(module), entry,
-                    gpuCompileRecipe(*target,
-                                     [&](llvm::StringRef, llvm::StringRef ptx) {
-                                       preloaded.load(ptx);
-                                     }),
-                    cache, gpu::launchShimSymbols);
+  gpu::PreloadedModules preloaded(device, std::chrono::steady_clock::now());
+  auto compiled = compileModule(
+      std::move(module), entry,
+      gpuCompileRecipe(*target,
+                       [&](llvm::StringRef name, llvm::StringRef ptx) {
+                         preloaded.load(name, ptx);
+                       }),
+      cache, gpu::launchShimSymbols);
   if (!compiled)
     return compiled.takeError();
 
@@ -97,6 +97,7 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
                       std::chrono::steady_clock::now() - loadStart)
                       .count();
   kernel->compiled.event.phases.emplace_back("load", loadMs);
+  kernel->compiled.event.driverCompiles = preloaded.timeline();
   kernel->compiled.event.milliseconds += loadMs;
   kernel->device = &device;
   if (llvm::Error error = call.takeError())

@@ -22,18 +22,26 @@ PreloadedModules::~PreloadedModules() {
   loads.clear();
 }
 
-void PreloadedModules::load(llvm::StringRef ptx) {
+void PreloadedModules::load(llvm::StringRef name, llvm::StringRef ptx) {
   auto entry = std::make_unique<Load>();
+  entry->name = name.str();
   entry->ptx = ptx.str();
   // Objects may carry their terminator; the text compared is without it.
   while (!entry->ptx.empty() && entry->ptx.back() == '\0')
     entry->ptx.pop_back();
   const char *text = entry->ptx.c_str();
   const cuda::Device *target = &device;
-  entry->result = std::async(std::launch::async, [target, text] {
+  std::atomic<std::chrono::steady_clock::rep> *finished = &entry->finished;
+  entry->started = std::chrono::steady_clock::now();
+  entry->result = std::async(std::launch::async, [target, text, finished] {
+    LoadedModule loaded;
     if (llvm::Error error = target->makeCurrent())
-      return LoadedModule{cuda::Module(), llvm::toString(std::move(error))};
-    return loadPtxModule(text);
+      loaded.error = llvm::toString(std::move(error));
+    else
+      loaded = loadPtxModule(text);
+    finished->store(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+    return loaded;
   });
   std::lock_guard<std::mutex> lock(mutex);
   loads.push_back(std::move(entry));
@@ -54,6 +62,23 @@ std::optional<LoadedModule> PreloadedModules::take(const char *ptx) {
   if (!result.valid())
     return std::nullopt;
   return result.get();
+}
+
+std::vector<CompileEvent::DriverCompile> PreloadedModules::timeline() {
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  };
+  std::vector<CompileEvent::DriverCompile> compiles;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto &load : loads) {
+    Clock::rep finished = load->finished.load();
+    Clock::time_point end =
+        finished ? Clock::time_point(Clock::duration(finished)) : Clock::now();
+    compiles.push_back(
+        {load->name, ms(load->started - start), ms(end - load->started)});
+  }
+  return compiles;
 }
 
 } // namespace mla::gpu

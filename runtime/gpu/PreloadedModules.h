@@ -13,10 +13,13 @@
 #ifndef MLA_RUNTIME_GPU_PRELOADEDMODULES_H
 #define MLA_RUNTIME_GPU_PRELOADEDMODULES_H
 
+#include "mla/Runtime/CompiledModule.h"
 #include "mla/Runtime/CudaDevice.h"
 
 #include "llvm/ADT/StringRef.h"
 
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -43,27 +46,40 @@ LoadedModule loadPtxModule(const char *ptx);
 /// waits for every load in flight.
 class PreloadedModules {
 public:
-  explicit PreloadedModules(const cuda::Device &device) : device(device) {}
+  /// Times are taken from `start` (the start of the compile).
+  PreloadedModules(const cuda::Device &device,
+                   std::chrono::steady_clock::time_point start)
+      : device(device), start(start) {}
   ~PreloadedModules();
   PreloadedModules(const PreloadedModules &) = delete;
   PreloadedModules &operator=(const PreloadedModules &) = delete;
 
-  /// Starts loading `ptx` on a thread of its own.
-  void load(llvm::StringRef ptx);
+  /// Starts loading `ptx`, the PTX of kernel module `name`, on a thread of
+  /// its own.
+  void load(llvm::StringRef name, llvm::StringRef ptx);
 
   /// The module loaded from exactly `ptx` (NUL-terminated), once its load
   /// ends; the caller owns it from then on. None when that text was never
   /// announced (or was already taken).
   std::optional<LoadedModule> take(const char *ptx);
 
+  /// When each announced module's load started and how long it took (to
+  /// now for loads still running), in the order they were announced.
+  std::vector<CompileEvent::DriverCompile> timeline();
+
 private:
   struct Load {
+    std::string name;
     std::string ptx; // NUL-terminated for the driver
     /// Moved out (invalid) once taken.
     std::future<LoadedModule> result;
+    std::chrono::steady_clock::time_point started;
+    /// Set by the loading thread when the driver returns.
+    std::atomic<std::chrono::steady_clock::rep> finished{0};
   };
 
   const cuda::Device &device;
+  const std::chrono::steady_clock::time_point start;
   std::mutex mutex;
   std::vector<std::unique_ptr<Load>> loads;
 };

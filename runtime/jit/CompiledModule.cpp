@@ -35,6 +35,16 @@ std::string CompileEvent::describePhases() const {
   return text;
 }
 
+std::string CompileEvent::describeDriverCompiles() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const DriverCompile &compile : driverCompiles)
+    os << (text.empty() ? "" : ", ") << compile.module
+       << llvm::format(" at %.0f + %.0f ms", compile.startMs,
+                       compile.durationMs);
+  return text;
+}
+
 //===----------------------------------------------------------------------===//
 // Keys
 //===----------------------------------------------------------------------===//

@@ -70,6 +70,9 @@ protected:
     }
     EXPECT_EQ(phases, want) << event.describePhases();
     EXPECT_LE(sum, event.milliseconds + 1e-6) << event.describePhases();
+    // No driver: nothing on its timeline.
+    EXPECT_TRUE(event.driverCompiles.empty());
+    EXPECT_EQ(event.describeDriverCompiles(), "");
     HostTensor po(DType::F32, {3, 4, 32}), so(DType::F32, {3, 4, 32});
     HostTensor pl(DType::F32, {4, 3}), sl(DType::F32, {4, 3});
     std::mt19937 fixed(7);

@@ -61,8 +61,8 @@ protected:
 
   static void loadAll(gpu::PreloadedModules &preloaded,
                       const std::vector<std::string> &ptx) {
-    for (const std::string &text : ptx)
-      preloaded.load(text);
+    for (size_t i = 0; i < ptx.size(); ++i)
+      preloaded.load("module_" + std::to_string(i), ptx[i]);
   }
 
   std::unique_ptr<cuda::Device> device;
@@ -71,7 +71,7 @@ protected:
 TEST_F(PreloadedModulesTest, TakesEachLoadedModuleOnce) {
   std::vector<std::string> ptx = mergeKernelPtx();
   ASSERT_FALSE(ptx.empty());
-  gpu::PreloadedModules preloaded(*device);
+  gpu::PreloadedModules preloaded(*device, std::chrono::steady_clock::now());
   loadAll(preloaded, ptx);
   for (const std::string &text : ptx) {
     std::optional<gpu::LoadedModule> taken = preloaded.take(text.c_str());
@@ -90,13 +90,22 @@ TEST_F(PreloadedModulesTest, TakesEachLoadedModuleOnce) {
     EXPECT_FALSE(preloaded.take(text.c_str()).has_value());
   }
   EXPECT_FALSE(preloaded.take(".version 8.0\n").has_value());
+
+  // Each load is on the timeline, named, in announcement order, ended.
+  std::vector<CompileEvent::DriverCompile> timeline = preloaded.timeline();
+  ASSERT_EQ(timeline.size(), ptx.size());
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    EXPECT_EQ(timeline[i].module, "module_" + std::to_string(i));
+    EXPECT_GE(timeline[i].startMs, 0);
+    EXPECT_GT(timeline[i].durationMs, 0);
+  }
 }
 
 TEST_F(PreloadedModulesTest, AFailedLoadIsTakenWithTheDriversLog) {
-  gpu::PreloadedModules preloaded(*device);
+  gpu::PreloadedModules preloaded(*device, std::chrono::steady_clock::now());
   const char *broken = ".version 8.0\n.target sm_80\n.address_size 64\n"
                        ".visible .entry broken() { not_an_instruction; }\n";
-  preloaded.load(broken);
+  preloaded.load("broken", broken);
   std::optional<gpu::LoadedModule> taken = preloaded.take(broken);
   ASSERT_TRUE(taken.has_value());
   EXPECT_EQ(taken->module.handle(), nullptr);
@@ -110,7 +119,7 @@ TEST_F(PreloadedModulesTest, ModulesNeverTakenAreUnloadedWithoutWaitingForUse) {
   std::vector<std::string> ptx = mergeKernelPtx();
   ASSERT_FALSE(ptx.empty());
   {
-    gpu::PreloadedModules preloaded(*device);
+    gpu::PreloadedModules preloaded(*device, std::chrono::steady_clock::now());
     loadAll(preloaded, ptx);
     // Destroyed with every load possibly in flight: it waits for them and
     // unloads what they made.
@@ -121,3 +130,21 @@ TEST_F(PreloadedModulesTest, ModulesNeverTakenAreUnloadedWithoutWaitingForUse) {
 }
 
 } // namespace
+
+TEST_F(PreloadedModulesTest, ACompileRecordsEachKernelsDriverCompile) {
+  auto kernel = GpuKernel::compile(
+      buildMergeAttnStates(test::testContext(), {4, 128, DType::BF16, true}),
+      kKernelEntry, *device);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  const CompileEvent &event = (*kernel)->compileEvent();
+  // One merge kernel, hence one module, named after it; its load started
+  // within the compile and ended before the compile did.
+  ASSERT_EQ(event.driverCompiles.size(), 1u) << event.describeDriverCompiles();
+  const CompileEvent::DriverCompile &compile = event.driverCompiles.front();
+  EXPECT_EQ(compile.module.rfind("merge_attn_states", 0), 0u) << compile.module;
+  EXPECT_GE(compile.startMs, 0);
+  EXPECT_GT(compile.durationMs, 0);
+  EXPECT_LE(compile.startMs + compile.durationMs, event.milliseconds + 1);
+  EXPECT_NE(event.describeDriverCompiles().find(compile.module),
+            std::string::npos);
+}

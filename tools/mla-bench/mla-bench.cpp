@@ -170,6 +170,9 @@ compile(mlir::OwningOpRef<mlir::ModuleOp> module, const char *what,
   outs() << format("  compiled %s for %s in %.0f ms (%s)\n", what,
                    kernel->target().chip().c_str(), ms,
                    kernel->compileEvent().describePhases().c_str());
+  if (std::string driver = kernel->compileEvent().describeDriverCompiles();
+      !driver.empty())
+    outs() << "    driver compiles: " << driver << "\n";
   return kernel;
 }
 

@@ -60,8 +60,23 @@ struct CompileEvent {
   /// after another, and loads it).
   std::vector<std::pair<std::string, double>> phases;
 
+  /// One kernel module's compile by the driver, started as soon as its PTX
+  /// existed (GPU modules compiled here, not read from a cache).
+  struct DriverCompile {
+    std::string module;
+    /// From the start of the compile, and until the module was loaded
+    /// (the driver compiles one module at a time, so this includes the
+    /// wait for the others).
+    double startMs = 0, durationMs = 0;
+  };
+  /// In the order the modules were announced.
+  std::vector<DriverCompile> driverCompiles;
+
   /// "lower 812 ms, host code 64 ms, ...": the phases in words.
   std::string describePhases() const;
+  /// "decode_attention_combine_3 at 180 + 95 ms, ...": the driver's
+  /// compiles in words; empty when there were none.
+  std::string describeDriverCompiles() const;
 
   /// "compiled", "memory cache" or "disk cache".
   std::string_view source() const;

@@ -37,7 +37,7 @@ mlir::gpu::GPUModuleOp kernelModule(ModuleOp module, const GpuTarget &target) {
   auto gpuModule =
       mlir::gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName);
   auto nvvm = NVVM::NVVMTargetAttr::get(
-      module.getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda",
+      module.getContext(), kKernelLlvmOptLevel, "nvptx64-nvidia-cuda",
       target.chip(), target.ptxFeature());
   gpuModule.setTargetsAttr(b.getArrayAttr({nvvm}));
   return gpuModule;

@@ -31,7 +31,7 @@
 // CHECK: gpu.launch_func @mla_kernels::@prefill_attention_0 blocks in (%[[GX]], %c16, %c1) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[Q]] : memref<?x16x192xbf16>, %[[K]] : memref<?x16x192xbf16>, %[[V]] : memref<?x16x128xbf16>, %[[CQ]] : memref<?xi32>, %[[CK]] : memref<?xi32>, %[[O]] : memref<?x16x128xbf16>, %[[LSE]] : memref<16x?xf32>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @prefill_attention_0(%{{.+}}: memref<?x16x192xbf16>, %{{.+}}: memref<?x16x192xbf16>, %{{.+}}: memref<?x16x128xbf16>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?x16x128xbf16>, %[[KLSE:.+]]: memref<16x?xf32>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // Row: token = 4 * block_id.x + warp, head = block_id.y.
@@ -111,7 +111,7 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK-NEXT: gpu.dealloc %[[PART]] : memref<?x?x16x?x512xf32>
 // CHECK-NEXT: gpu.dealloc %[[PART_LSE]] : memref<?x?x16x?xf32>
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // The split kernel: head = 4 * block_id.y + warp (guarded), split = block_id.z.
 // CHECK-NEXT: gpu.func @decode_attention_split_0(%{{.+}}: memref<?x?x16x576xbf16>, %{{.+}}: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %[[KPART:.+]]: memref<?x?x16x?x512xf32>, %[[KPART_LSE:.+]]: memref<?x?x16x?xf32>, %[[KFOUT:.+]]: memref<?x?x16x512xbf16>, %[[KFLSE:.+]]: memref<?x16x?xf32>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
@@ -305,7 +305,7 @@ func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576
 // CHECK: gpu.launch_func @mla_kernels::@merge_attn_states_1 blocks in
 // CHECK-SAME: args(%[[PO]] : memref<?x16x128xf16>, %[[PL]] : memref<16x?xf32>, %[[SO]] : memref<?x16x128xf16>, %[[SL]] : memref<16x?xf32>, %[[O]] : memref<?x16x128xf16>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @merge_attn_states_0(%[[KPO:.+]]: memref<?x16x128xf16>, %{{.+}}: memref<16x?xf32>, %{{.+}}: memref<?x16x128xf16>, %{{.+}}: memref<16x?xf32>, %[[KO:.+]]: memref<?x16x128xf16>, %[[KOL:.+]]: memref<16x?xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
@@ -360,7 +360,7 @@ func.func @merge(%po: memref<?x16x128xf16>, %pl: memref<16x?xf32>,
 // CHECK: gpu.launch_func @mla_kernels::@gather_cache_0 blocks in (%[[REQS]], %[[PER_REQ]], %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[CU]] : memref<?xi32>, %[[ST]] : memref<?xi32>, %[[WS]] : memref<?x576xbf16>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @gather_cache_0(%[[KCACHE:.+]]: memref<?x64x576xbf16>, %{{.+}}: memref<?x?xi32>, %{{.+}}: memref<?xi32>, %{{.+}}: memref<?xi32>, %[[KWS:.+]]: memref<?x576xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
@@ -403,7 +403,7 @@ func.func @gather(%cache: memref<?x64x576xbf16>, %bt: memref<?x?xi32>, %cu: memr
 // CHECK: gpu.launch_func @mla_kernels::@concat_and_cache_0 blocks in (%[[BLOCKS]], %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[KVC]] : memref<?x512xbf16>, %[[KPE]] : memref<?x64xbf16>, %[[SLOTS]] : memref<?xi64>, %[[CACHE]] : memref<?x64x576xbf16>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @concat_and_cache_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<?x64xbf16>, %{{.+}}: memref<?xi64>, %[[KCACHE:.+]]: memref<?x64x576xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
@@ -445,7 +445,7 @@ func.func @concat(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: mem
 // CHECK: gpu.launch_func @mla_kernels::@kv_up_proj_0 blocks in (%[[TB]], %c16, %c2) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[KVC]] : memref<?x512xbf16>, %[[KPE]] : memref<?x64xbf16>, %[[W]] : memref<512x16x256xbf16>, %[[K]] : memref<?x16x192xbf16>, %[[V]] : memref<?x16x128xbf16>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @kv_up_proj_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<?x64xbf16>, %{{.+}}: memref<512x16x256xbf16>, %[[KK:.+]]: memref<?x16x192xbf16>, %[[KV:.+]]: memref<?x16x128xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
@@ -482,7 +482,7 @@ func.func @kv_up_proj(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %w: mem
 // CHECK: gpu.launch_func @mla_kernels::@q_absorb_0 blocks in (%[[TB]], %c16, %c4) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[QN]] : memref<?x16x128xbf16>, %[[WUK]] : memref<16x128x512xbf16>, %[[QL]] : memref<?x16x512xbf16>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @q_absorb_0(%[[KQN:.+]]: memref<?x16x128xbf16>, %[[KW:.+]]: memref<16x128x512xbf16>, %[[KQL:.+]]: memref<?x16x512xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
@@ -518,7 +518,7 @@ func.func @q_absorb(%qn: memref<?x16x128xbf16>, %wuk: memref<16x128x512xbf16>, %
 // CHECK: gpu.launch_func @mla_kernels::@v_up_proj_0 blocks in (%[[TB]], %c16, %c1{{(_[0-9]+)?}}) threads in (%c128, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[QL]] : memref<?x16x512xbf16>, %[[WUV]] : memref<16x512x128xbf16>, %[[O]] : memref<?x16x128xbf16>)
 // CHECK-NEXT: return
-// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHECK: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 // CHECK-NEXT: gpu.func @v_up_proj_0(%{{.+}}: memref<?x16x512xbf16>, %{{.+}}: memref<16x512x128xbf16>, %[[KO:.+]]: memref<?x16x128xbf16>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
 // CHECK-NOT: gpu.shuffle
@@ -584,7 +584,7 @@ func.func @v_up_proj(%ql: memref<?x16x512xbf16>, %wuv: memref<16x512x128xbf16>, 
 // CHUNKED-NEXT: gpu.dealloc %[[V_CTX]]
 // CHUNKED-NEXT: memref.dealloc %[[HOST]] : memref<?x?xi32>
 // CHUNKED-NEXT: return
-// CHUNKED: gpu.module @mla_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">] {
+// CHUNKED: gpu.module @mla_kernels [#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">] {
 
 // Without the expansion the composite is refused.
 // COMPOSITE: chunked.mlir:[[@LINE+4]]:3: error: 'mla.chunked_prefill' op is a composite; run mla-expand-chunked-prefill first

@@ -52,38 +52,38 @@
 // CHECK: llvm.return
 // CHECK-NEXT: }
 // The kernels as PTX for sm_80 (PTX ISA 7.0), one entry per kernel.
-// CHECK: gpu.binary @decode_attention_split_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_split_0 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: \0A.version 7.0\0A.target sm_80\0A.address_size 64\0A
 // CHECK-SAME: .visible .entry decode_attention_split_0(
 // CHECK-NOT: .entry
-// CHECK: gpu.binary @decode_attention_combine_narrow_1 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_combine_narrow_1 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_narrow_1(
 // CHECK-NOT: .entry
-// CHECK: gpu.binary @decode_attention_combine_2 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_combine_2 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_2(
 // CHECK-NOT: .entry
-// CHECK: gpu.binary @merge_attn_states_3 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @merge_attn_states_3 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry merge_attn_states_3(
 // CHECK-NOT: .entry
-// CHECK: gpu.binary @decode_attention_split_4 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_split_4 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_split_4(
 // CHECK-NOT: .entry
-// CHECK: gpu.binary @decode_attention_combine_narrow_5 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_combine_narrow_5 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_narrow_5(
 // CHECK-NOT: .entry
-// CHECK: gpu.binary @decode_attention_combine_6 [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx70">
+// CHECK: gpu.binary @decode_attention_combine_6 [#gpu.object<#nvvm.target<O = 1, chip = "sm_80", features = "+ptx70">
 // CHECK-SAME: assembly = "
 // CHECK-SAME: .visible .entry decode_attention_combine_6(
 // CHECK-NOT: .entry
 // CHECK-NOT: gpu.binary
 
-// SM90A: gpu.binary @decode_attention_split_0 [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// SM90A: gpu.binary @decode_attention_split_0 [#gpu.object<#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">
 // SM90A-SAME: \0A.version 8.0\0A.target sm_90a\0A
 // SM90A-SAME: .visible .entry decode_attention_split_0(
 
