@@ -3,8 +3,9 @@
 # prefill and chunked-prefill modules, for two mla-bench binaries in
 # alternating rounds, so that both are measured on the same machine:
 #   scripts/compile-times-ab.sh OLD_MLA_BENCH NEW_MLA_BENCH LOG [ROUNDS]
-# Appends each run's "compiled ... in N ms (phases)" and step-time lines
-# to LOG under a header naming the round, the binary and the shape.
+# Appends each run's "compiled ... in N ms (phases)", "driver compiles"
+# and step-time lines to LOG under a header naming the round, the binary
+# and the shape.
 set -uo pipefail
 old=$1; new=$2; log=$3; rounds=${4:-3}
 for round in $(seq "$rounds"); do
@@ -17,7 +18,7 @@ for round in $(seq "$rounds"); do
       echo "== round $round $which: $args" >> "$log"
       # shellcheck disable=SC2086 # args is a list of options
       CUDA_CACHE_DISABLE=1 "$bench" --strategy wgmma $args 2>&1 \
-        | grep -E "compiled|^[0-9]+ x" >> "$log"
+        | grep -E "compiled|driver compiles|^[0-9]+ x" >> "$log"
     done
   done
 done
