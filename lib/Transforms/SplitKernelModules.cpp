@@ -30,7 +30,7 @@ struct SplitKernelModules
       for (auto func : shared.getOps<gpu::GPUFuncOp>())
         if (func.isKernel())
           kernels.push_back(func);
-      if (kernels.size() < 2)
+      if (kernels.empty())
         continue;
       for (gpu::GPUFuncOp kernel : kernels) {
         OpBuilder b(shared);

@@ -1,14 +1,15 @@
 // mla-split-kernel-modules gives every kernel a gpu.module of its own,
 // named after it (renamed where the name is taken), with a copy of what
-// else its module held, and the launches follow. A module with one kernel
-// stays as it is.
+// else its module held, and the launches follow; a module's only kernel
+// too, so that every module (and its PTX, and its driver compile) is named
+// after its kernel.
 // RUN: mla-opt %s --mla-split-kernel-modules | FileCheck %s
 
 module attributes {gpu.container_module} {
   // CHECK-LABEL: func.func @host
   // CHECK: gpu.launch_func @first::@first
   // CHECK: gpu.launch_func @[[SECOND:second_[0-9]+]]::@second
-  // CHECK: gpu.launch_func @alone::@only
+  // CHECK: gpu.launch_func @only::@only
   func.func @host() {
     %c1 = arith.constant 1 : index
     gpu.launch_func @kernels::@first blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
@@ -28,7 +29,8 @@ module attributes {gpu.container_module} {
   // CHECK-NEXT: gpu.func @second() kernel
   // CHECK-NEXT: memref.get_global @table
   // CHECK-NOT: gpu.module @kernels
-  // CHECK: gpu.module @alone {
+  // CHECK-NOT: gpu.module @alone
+  // CHECK: gpu.module @only {
   // CHECK-NEXT: gpu.func @only() kernel
   gpu.module @kernels [#nvvm.target<chip = "sm_90a">] {
     memref.global "private" constant @table : memref<4xf32> = dense<1.0>
