@@ -25,7 +25,7 @@ namespace {
 /// code generation (0.12 of 0.22 s in llc for the wgmma decode split
 /// kernel). ptxas strength-reduces the same address arithmetic itself:
 /// without the pass every kernel runs as fast, and the wgmma prefill up to
-/// 4% faster (measured on an H100, docs/benchmarks.md).
+/// 5% faster (measured on an H100, docs/benchmarks.md).
 struct SkipStraightLineStrengthReduction : llvm::OptPassGate {
   bool isEnabled() const override { return true; }
   bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {

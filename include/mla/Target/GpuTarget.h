@@ -28,7 +28,7 @@ namespace mla {
 /// lowering emits kernels already unrolled, folded and common-subexpression
 /// free, and the NVPTX backend and ptxas do the rest: at O1 every kernel
 /// runs as fast as at O3 (measured over every suite of mla-bench on an
-/// H100), and its serialization takes about a tenth less time.
+/// H100), and its serialization takes 5 to 10% less time.
 constexpr int kKernelLlvmOptLevel = 1;
 
 struct GpuTarget {
