@@ -616,6 +616,11 @@ TEST(DecodeScheduled, SpeculativeQueriesCausal) {
                64, DecodeSchedule{48, 8, 16, 0, {}, 4}});
   checkDecode({DType::F32, DType::F32, 4, 3, 16, true, {3, 49, 17}, 512, 64,
                DecodeSchedule{64, 4, 16, 0, {}, 2}});
+  // The same with 3 spare splits (S = 7): the wide combine, whose warps
+  // merge their splits against their own running max, meets the empty
+  // splits (LSE -inf) of the first rows, and warps with no split at all.
+  checkDecode({DType::BF16, DType::BF16, 8, 3, 16, true, {2, 500, 130}, 512,
+               64, DecodeSchedule{48, 8, 16, 3, {}, 4}});
 }
 
 TEST(DecodeScheduled, WorkspaceWiderThanPlan) {

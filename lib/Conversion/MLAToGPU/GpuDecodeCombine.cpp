@@ -18,12 +18,12 @@
 //    request, 16 heads, 128 splits: 16 rows of 128 x 512 f32 partials) the
 //    chain of dependent loads of a row is kept short by spreading it over
 //    a block: eight warps merge one row's 128-column chunk (grid: rows x
-//    heads x ceil(Lkv / 128)); the split weights are computed once per
-//    block, 256 splits at a time, into shared memory; the warps take every
-//    eighth split, eight splits per step, each lane 4 adjacent columns in
-//    one 16-byte load: 8 independent loads in flight per lane, a window of
-//    256 splits in 4 dependent steps; the warps' column sums are added
-//    through shared memory.
+//    heads x ceil(Lkv / 128)). A warp takes every eighth split, eight
+//    splits a step, each lane 4 adjacent columns in one 16-byte load, and
+//    merges them online against its own running max, so that no barrier
+//    and no other warp's loads stand between the kernel's start and its
+//    partial rows' loads; the eight warps' states (max, weight sum, column
+//    sums) are merged once at the end through shared memory.
 // Partial rows that are not 16-byte aligned are read element by element.
 // A row with no keys (every split LSE -inf, or no split) gets out = 0 and
 // lse = -inf.
@@ -59,15 +59,13 @@ constexpr int64_t kLaneColumns = 4;
 constexpr int64_t kChunkColumns = kWarpSize * kLaneColumns;
 /// Splits a warp loads per step.
 constexpr int64_t kSplitsPerStep = 8;
-/// Split weights computed at a time: one per thread.
-constexpr int64_t kWindow = kThreads;
 
-/// Shared memory: the per-warp slots of a block reduction, a window of
-/// split weights, then each warp's column sums.
-constexpr int64_t kReduceBytes = kWarps * 4;
-constexpr int64_t kWeightsOffset = kReduceBytes;
-constexpr int64_t kSumsOffset = kWeightsOffset + kWindow * 4;
-constexpr int64_t kSharedBytes = kSumsOffset + kWarps * kChunkColumns * 4;
+/// Shared memory: each warp's running max and weight sum, then its column
+/// sums.
+constexpr int64_t kMaxOffset = 0;
+constexpr int64_t kSumOffset = kMaxOffset + kWarps * 4;
+constexpr int64_t kColumnsOffset = kSumOffset + kWarps * 4;
+constexpr int64_t kSharedBytes = kColumnsOffset + kWarps * kChunkColumns * 4;
 
 /// Columns [first, first + kLaneColumns) of partial row `row` (the
 /// partial's indices but the column): one 16-byte load where
@@ -98,28 +96,6 @@ SmallVector<Value, kLaneColumns> loadLaneColumns(GpuEmitter &e, Value part,
     values.push_back(e.loadF32(part, idx));
   }
   return values;
-}
-
-/// `value` reduced (max or sum) over the block, in every thread. `slots`
-/// holds one f32 per warp; it is free again when this returns.
-Value blockReduce(GpuEmitter &e, Value value, bool max, Value slots,
-                  Value warp, Value lane) {
-  OpBuilder &b = e.builder();
-  Location l = e.location();
-  Value warpValue = max ? e.warpMax(value) : e.warpSum(value);
-  e.ifThen(e.eqIndex(lane, 0), [&] {
-    memref::StoreOp::create(b, l, warpValue, slots, ValueRange{warp});
-  });
-  e.barrier();
-  Value total;
-  for (int64_t w = 0; w < kWarps; ++w) {
-    Value v = memref::LoadOp::create(b, l, slots, ValueRange{e.index(w)});
-    total = !total ? v
-            : max  ? arith::MaximumFOp::create(b, l, total, v).getResult()
-                   : arith::AddFOp::create(b, l, total, v).getResult();
-  }
-  e.barrier();
-  return total;
 }
 
 /// The combine's operands (the split kernel's order: the plan's num_splits
@@ -190,10 +166,10 @@ public:
     warp = e.warpId();
     lane = e.laneId();
     Value raw = e.dynamicShared();
-    slots = e.sharedView(raw, 0, {kWarps}, b.getF32Type());
-    weights = e.sharedView(raw, kWeightsOffset, {kWindow}, b.getF32Type());
-    sums =
-        e.sharedView(raw, kSumsOffset, {kWarps, kChunkColumns}, b.getF32Type());
+    warpMax = e.sharedView(raw, kMaxOffset, {kWarps}, b.getF32Type());
+    warpSum = e.sharedView(raw, kSumOffset, {kWarps}, b.getF32Type());
+    columnSums = e.sharedView(raw, kColumnsOffset, {kWarps, kChunkColumns},
+                              b.getF32Type());
     chunkColumn0 = e.mul(chunk, e.index(kChunkColumns));
   }
 
@@ -201,74 +177,79 @@ public:
   /// `vectorLoads` (the caller checked their alignment).
   void emit(bool vectorLoads) {
     Value fzero = e.f32(0.0);
-    auto splitLse = [&](Value i) { return e.loadF32(partLse, {req, s, h, i}); };
-    // The largest split LSE.
-    Value localMax = e.forLoop(
-        tid, n, kThreads, {e.negInf()},
-        [&](Value i, ValueRange it) -> SmallVector<Value> {
-          return {arith::MaximumFOp::create(b, l, it[0], splitLse(i))};
-        })[0];
-    Value safeMax =
-        safeMaxOf(e, blockReduce(e, localMax, true, slots, warp, lane));
-
-    // Windows of kWindow splits: their weights into shared memory, then
-    // the warps' weighted sums of the window's partial rows.
     Value lastSplit = e.sub(n, e.index(1));
-    SmallVector<Value> init(kLaneColumns + 1, fzero);
-    SmallVector<Value> acc = e.forLoop(
-        e.index(0), n, kWindow, init,
-        [&](Value window, ValueRange it) -> SmallVector<Value> {
-          Value i = e.add(window, tid);
-          Value weight = arith::SelectOp::create(
-              b, l, e.lessThan(i, n),
-              math::ExpOp::create(
-                  b, l,
-                  arith::SubFOp::create(
-                      b, l, splitLse(e.minIndex(i, lastSplit)), safeMax)),
-              fzero);
-          memref::StoreOp::create(b, l, weight, weights, ValueRange{tid});
-          e.barrier();
-          Value inWindow = e.minIndex(e.index(kWindow), e.sub(n, window));
-          Value lastInWindow = e.sub(inWindow, e.index(1));
-          SmallVector<Value> columns = e.forLoop(
-              warp, inWindow, kWarps * kSplitsPerStep,
-              it.take_front(kLaneColumns),
-              [&](Value j0, ValueRange sum) -> SmallVector<Value> {
-                // Splits past the window clamped to its last (valid
-                // memory) and weighted 0.
-                SmallVector<Value> next(sum.begin(), sum.end());
-                for (int64_t u = 0; u < kSplitsPerStep; ++u) {
-                  Value j = e.add(j0, e.index(u * kWarps));
-                  Value jc = e.minIndex(j, lastInWindow);
-                  Value w = arith::SelectOp::create(
-                      b, l, e.lessThan(j, inWindow),
-                      memref::LoadOp::create(b, l, weights, ValueRange{jc}),
-                      fzero);
-                  SmallVector<Value, kLaneColumns> v = loadLaneColumns(
-                      e, part, {req, s, h, e.add(window, jc)},
-                      e.add(chunkColumn0, e.mul(lane, e.index(kLaneColumns))),
-                      latent, vectorLoads);
-                  for (int64_t k = 0; k < kLaneColumns; ++k)
-                    next[k] = math::FmaOp::create(b, l, w, v[k], next[k]);
-                }
-                return next;
-              });
-          // The window's weights are read; the next one may overwrite.
-          e.barrier();
-          columns.push_back(
-              arith::AddFOp::create(b, l, it[kLaneColumns], weight));
-          return columns;
+    Value laneColumn0 = e.add(chunkColumn0, e.mul(lane, e.index(kLaneColumns)));
+    // The warp's running state: max (the same in every lane), weight sum
+    // and the lane's column sums, both relative to that max.
+    SmallVector<Value> init{e.negInf(), fzero};
+    init.append(kLaneColumns, fzero);
+    SmallVector<Value> state = e.forLoop(
+        warp, n, kWarps * kSplitsPerStep, init,
+        [&](Value j0, ValueRange it) -> SmallVector<Value> {
+          // Every load of the step first; splits past n are clamped to the
+          // last (valid memory) and get LSE -inf, weight 0.
+          SmallVector<Value, kSplitsPerStep> splitLse;
+          SmallVector<SmallVector<Value, kLaneColumns>, kSplitsPerStep> rows;
+          Value max = it[0];
+          for (int64_t u = 0; u < kSplitsPerStep; ++u) {
+            Value j = e.add(j0, e.index(u * kWarps));
+            Value jc = e.minIndex(j, lastSplit);
+            splitLse.push_back(arith::SelectOp::create(
+                b, l, e.lessThan(j, n), e.loadF32(partLse, {req, s, h, jc}),
+                e.negInf()));
+            rows.push_back(loadLaneColumns(e, part, {req, s, h, jc},
+                                           laneColumn0, latent, vectorLoads));
+            max = arith::MaximumFOp::create(b, l, max, splitLse.back());
+          }
+          Value safeMax = safeMaxOf(e, max);
+          Value rescale = math::ExpOp::create(
+              b, l, arith::SubFOp::create(b, l, it[0], safeMax));
+          SmallVector<Value> next{max,
+                                  arith::MulFOp::create(b, l, it[1], rescale)};
+          for (int64_t k = 0; k < kLaneColumns; ++k)
+            next.push_back(arith::MulFOp::create(b, l, it[2 + k], rescale));
+          for (int64_t u = 0; u < kSplitsPerStep; ++u) {
+            Value w = math::ExpOp::create(
+                b, l, arith::SubFOp::create(b, l, splitLse[u], safeMax));
+            next[1] = arith::AddFOp::create(b, l, next[1], w);
+            for (int64_t k = 0; k < kLaneColumns; ++k)
+              next[2 + k] =
+                  math::FmaOp::create(b, l, w, rows[u][k], next[2 + k]);
+          }
+          return next;
         });
-    MergedRow merged =
-        mergedRow(e, safeMax,
-                  blockReduce(e, acc[kLaneColumns], false, slots, warp, lane));
 
+    // The warps' states to the block's max: max first, then the rescaled
+    // sums (a warp with no split has max -inf and weight 0).
+    e.ifThen(e.eqIndex(lane, 0), [&] {
+      memref::StoreOp::create(b, l, state[0], warpMax, ValueRange{warp});
+    });
+    e.barrier();
+    Value blockMax = e.negInf();
+    for (int64_t w = 0; w < kWarps; ++w)
+      blockMax = arith::MaximumFOp::create(
+          b, l, blockMax,
+          memref::LoadOp::create(b, l, warpMax, ValueRange{e.index(w)}));
+    Value safeMax = safeMaxOf(e, blockMax);
+    Value rescale = math::ExpOp::create(
+        b, l, arith::SubFOp::create(b, l, state[0], safeMax));
+    e.ifThen(e.eqIndex(lane, 0), [&] {
+      memref::StoreOp::create(b, l,
+                              arith::MulFOp::create(b, l, state[1], rescale),
+                              warpSum, ValueRange{warp});
+    });
     for (int64_t k = 0; k < kLaneColumns; ++k)
       memref::StoreOp::create(
-          b, l, acc[k], sums,
+          b, l, arith::MulFOp::create(b, l, state[2 + k], rescale), columnSums,
           ValueRange{warp,
                      e.add(e.mul(lane, e.index(kLaneColumns)), e.index(k))});
     e.barrier();
+    Value sum = fzero;
+    for (int64_t w = 0; w < kWarps; ++w)
+      sum = arith::AddFOp::create(
+          b, l, sum,
+          memref::LoadOp::create(b, l, warpSum, ValueRange{e.index(w)}));
+    MergedRow merged = mergedRow(e, safeMax, sum);
     // Thread t < 128 writes column t of the chunk.
     Value column = e.add(chunkColumn0, tid);
     e.ifThen(arith::AndIOp::create(b, l,
@@ -279,7 +260,7 @@ public:
                for (int64_t w = 0; w < kWarps; ++w)
                  total = arith::AddFOp::create(
                      b, l, total,
-                     memref::LoadOp::create(b, l, sums,
+                     memref::LoadOp::create(b, l, columnSums,
                                             ValueRange{e.index(w), tid}));
                e.storeF32(arith::MulFOp::create(b, l, total, merged.inverse),
                           out, {req, s, h, column});
@@ -296,7 +277,7 @@ public:
   Location l;
   int64_t latent;
   Value h, chunk, tid, warp, lane;
-  Value slots, weights, sums, chunkColumn0;
+  Value warpMax, warpSum, columnSums, chunkColumn0;
 };
 
 /// Emits `merge(vectorLoads)` for the rows of requests of more than one

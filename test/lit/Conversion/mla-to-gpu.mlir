@@ -95,9 +95,8 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK-SAME: args(%[[Q]] : memref<?x?x16x576xbf16>, %[[CACHE]] : memref<?x64x576xbf16>, %[[BT]] : memref<?x?xi32>, %[[LENS]] : memref<?xi32>, %[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // The combine kernel, by the workspace's split count S: up to 4, the
 // narrow one (a warp per (row, head): grid rows x 4, 128 threads); else
-// one block of 256 threads per (row, head, 128-column chunk), 5152 bytes of
-// shared memory (8 reduction slots, 256 split weights, 8 warps x 128
-// column sums).
+// one block of 256 threads per (row, head, 128-column chunk), 4160 bytes of
+// shared memory (each of the 8 warps' max, weight sum and 128 column sums).
 // CHECK: %[[ROWS2:.+]] = arith.muli %{{.+}}, %{{.+}} : index
 // CHECK: %[[S2:.+]] = memref.dim %[[PART_LSE]], %c3 : memref<?x?x16x?xf32>
 // CHECK: %[[FEW:.+]] = arith.cmpi slt, %[[S2]], %c5 : index
@@ -105,7 +104,7 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_narrow_1 blocks in (%[[ROWS2]], %c4{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) threads in (%c128{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}})
 // CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NEXT: } else {
-// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c256{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c5152_i32
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_2 blocks in (%[[ROWS2]], %c16, %c4{{(_[0-9]+)?}}) threads in (%c256{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c4160_i32
 // CHECK-SAME: args(%[[PART]] : memref<?x?x16x?x512xf32>, %[[PART_LSE]] : memref<?x?x16x?xf32>, %[[O]] : memref<?x?x16x512xbf16>, %[[LSE]] : memref<?x16x?xf32>)
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.dealloc %[[PART]] : memref<?x?x16x?x512xf32>
@@ -158,11 +157,12 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: memref.store %{{.+}}, %[[NLSE]]
 // CHECK: } else {
 // CHECK: gpu.return
-// The wide combine: requests of one split skipped; the block reduces
-// the split LSEs to their max, then per window of 256 splits stores their
-// weights exp(lse - max) in shared memory, and each warp takes every
-// eighth split, eight per step, a 16-byte vector of 4 columns a lane; the
-// warps' sums are added through shared memory. (The second copy, for
+// The wide combine: requests of one split skipped; each warp takes every
+// eighth split, eight per step, and loads every split's LSE and a 16-byte
+// vector of 4 columns a lane before any barrier, merging them online
+// against its own running max (max, weight sum and 4 column sums carried);
+// the warps' states meet once in shared memory: their maxes, a barrier,
+// their rescaled sums, a barrier, the column totals. (The second copy, for
 // misaligned partials, loads element by element.)
 // CHECK: gpu.func @decode_attention_combine_2(%{{.+}}: memref<?x?x16x?x512xf32>, %[[KCSL:.+]]: memref<?x?x16x?xf32>, %[[KOUT:.+]]: memref<?x?x16x512xbf16>, %[[KLSE:.+]]: memref<?x16x?xf32>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
@@ -170,17 +170,15 @@ func.func @prefill(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: %[[MERGES:.+]] = arith.cmpi ne, %[[CN1]], %c1{{(_[0-9]+)?}} : index
 // CHECK: scf.if %[[MERGES]] {
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c256
-// CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c256{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32) {
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
-// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<256xf32, #gpu.address_space<workgroup>>
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32) {
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{(_[0-9]+)?}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32) {
 // CHECK-COUNT-8: vector.load %{{.+}} {alignment = 16 : i64} : memref<?x?x16x?x512xf32>, vector<4xf32>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: scf.yield
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
-// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<8x128xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
 // CHECK: memref.store %{{.+}}, %[[KOUT]][{{.+}}] : memref<?x?x16x512xbf16>
 // CHECK: memref.store %{{.+}}, %[[KLSE]][{{.+}}] : memref<?x16x?xf32>
@@ -270,8 +268,10 @@ func.func @decode(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
 // CHECK: %[[CN:.+]] = arith.minsi %[[CLO]], %[[CS]] : index
 // CHECK: %[[CMERGES:.+]] = arith.cmpi ne, %[[CN]], %c1{{(_[0-9]+)?}} : index
 // CHECK: scf.if %[[CMERGES]] {
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c256
-// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c256
+// Each warp steps through its splits, 8 at a time (16-byte loads, then
+// element by element).
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c64
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[CN]] step %c64
 // CHECK: gpu.return
 func.func @decode_scheduled(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,
