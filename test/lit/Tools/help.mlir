@@ -13,3 +13,7 @@
 // BENCH-DAG: --suite=<string>
 // BENCH-DAG: --strategy=<string>
 // BENCH-DAG: --heads=<int>
+// BENCH-DAG: --l2-flush=<value>
+// BENCH-DAG: =read
+// BENCH-DAG: =write
+// BENCH-DAG: =none
