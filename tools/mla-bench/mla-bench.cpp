@@ -201,7 +201,9 @@ static llvm::cl::opt<L2Flush> l2Flush(
 /// whose earlier kernels (projections at decode batch sizes) read weights
 /// and write little. The write flush is the common benchmark practice;
 /// its dirty lines are written back during the timed run, which adds up
-/// to 50 MB of DRAM writes to it.
+/// to 50 MB of DRAM writes to it. The other way round, a timed kernel
+/// whose own output fits in L2 ends with those writes still cached after
+/// a read flush; the write flush is the conservative figure for it.
 class ReadFlush {
 public:
   explicit ReadFlush(mlir::MLIRContext &ctx) {
