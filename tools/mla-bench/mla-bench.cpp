@@ -176,6 +176,62 @@ compile(mlir::OwningOpRef<mlir::ModuleOp> module, const char *what,
   return kernel;
 }
 
+/// The strategies the device runs, slowest first: wgmma needs sm_90a.
+std::vector<KernelStrategy> strategiesOnDevice() {
+  std::vector<KernelStrategy> all{KernelStrategy::Generic,
+                                  KernelStrategy::TensorCore};
+  if (device->capability().major == 9 && device->capability().minor == 0)
+    all.push_back(KernelStrategy::Warpgroup);
+  return all;
+}
+
+/// The decode every decode row times: DeepSeek dims, bf16, causal, with
+/// the split plan's operands.
+DecodeAttentionSpec decodeSpec(int64_t heads, int64_t page) {
+  MlaDims dims;
+  dims.numHeads = heads;
+  DecodeAttentionSpec spec{dims,
+                           DType::BF16,
+                           DType::BF16,
+                           page,
+                           /*causal=*/true,
+                           1.0f / std::sqrt(192.0f)};
+  spec.withSplitPlan = true;
+  return spec;
+}
+
+/// Operands of decodeSpec's kernel for `batch` requests of `context`
+/// tokens each: random q and cache, the block table, the plan's split
+/// counts, workspaces of `splits` splits and the outputs.
+struct DecodeOperands {
+  std::vector<Tensor> tensors;
+  std::vector<BufferView> views() const {
+    std::vector<BufferView> v;
+    for (const Tensor &t : tensors)
+      v.push_back(t.view);
+    return v;
+  }
+};
+DecodeOperands decodeOperands(int64_t heads, int64_t batch, int64_t context,
+                              int64_t page, const std::vector<int32_t> &table,
+                              const std::vector<int32_t> &numSplits,
+                              int64_t splits) {
+  int64_t blocksPerSeq = (context + page - 1) / page;
+  DecodeOperands o;
+  o.tensors.push_back(randomTensor(DType::BF16, {batch, 1, heads, 576}));
+  o.tensors.push_back(
+      randomTensor(DType::BF16, {batch * blocksPerSeq, page, 576}));
+  o.tensors.push_back(hostTensor(DType::I32, {batch, blocksPerSeq}, table));
+  o.tensors.push_back(hostTensor(
+      DType::I32, {batch}, std::vector<int32_t>(batch, int32_t(context))));
+  o.tensors.push_back(hostTensor(DType::I32, {batch}, numSplits));
+  o.tensors.push_back(randomTensor(DType::F32, {batch, 1, heads, splits, 512}));
+  o.tensors.push_back(randomTensor(DType::F32, {batch, 1, heads, splits}));
+  o.tensors.push_back(randomTensor(DType::BF16, {batch, 1, heads, 512}));
+  o.tensors.push_back(randomTensor(DType::F32, {batch, heads, 1}));
+  return o;
+}
+
 /// What runs before each timed run so that it reads its inputs from device
 /// memory, not from the previous run's L2 lines (a batch-1 decode cache of
 /// 32k tokens, 38 MB, would otherwise fit in the H100's 50 MB L2).
@@ -208,44 +264,19 @@ class ReadFlush {
 public:
   explicit ReadFlush(mlir::MLIRContext &ctx) {
     const int64_t heads = 16, batch = 128, context = 2048, page = 64;
-    MlaDims dims;
-    dims.numHeads = heads;
-    DecodeAttentionSpec spec{dims,
-                             DType::BF16,
-                             DType::BF16,
-                             page,
-                             /*causal=*/true,
-                             1.0f / std::sqrt(192.0f)};
-    spec.withSplitPlan = true;
-    auto cap = device->capability();
-    KernelStrategy strategy = cap.major == 9 && cap.minor == 0
-                                  ? KernelStrategy::Warpgroup
-                              : cap.major >= 8 ? KernelStrategy::TensorCore
-                                               : KernelStrategy::Generic;
-    kernel =
-        compile(buildDecodeAttention(ctx, spec), "the L2 read flush", strategy);
-    int64_t blocks = batch * context / page;
-    std::vector<int32_t> table(blocks);
+    kernel = compile(buildDecodeAttention(ctx, decodeSpec(heads, page)),
+                     "the L2 read flush", strategiesOnDevice().back());
+    std::vector<int32_t> table(batch * context / page);
     std::iota(table.begin(), table.end(), 0);
-    tensors.push_back(randomTensor(DType::BF16, {batch, 1, heads, 576}));
-    tensors.push_back(randomTensor(DType::BF16, {blocks, page, 576}));
-    tensors.push_back(hostTensor(DType::I32, {batch, context / page}, table));
-    tensors.push_back(
-        hostTensor(DType::I32, {batch}, std::vector<int32_t>(batch, context)));
-    tensors.push_back(
-        hostTensor(DType::I32, {batch}, std::vector<int32_t>(batch, 1)));
-    tensors.push_back(randomTensor(DType::F32, {batch, 1, heads, 1, 512}));
-    tensors.push_back(randomTensor(DType::F32, {batch, 1, heads, 1}));
-    tensors.push_back(randomTensor(DType::BF16, {batch, 1, heads, 512}));
-    tensors.push_back(randomTensor(DType::F32, {batch, heads, 1}));
-    for (const Tensor &t : tensors)
-      args.push_back(t.view);
+    operands = decodeOperands(heads, batch, context, page, table,
+                              std::vector<int32_t>(batch, 1), 1);
+    args = operands.views();
   }
   llvm::Error run() const { return kernel->run(args, stream->handle()); }
 
 private:
   std::unique_ptr<GpuKernel> kernel;
-  std::vector<Tensor> tensors;
+  DecodeOperands operands;
   std::vector<BufferView> args;
 };
 /// Owned by main, which releases it before the device.
@@ -338,9 +369,7 @@ llvm::Expected<std::vector<KernelStrategy>> parseStrategies() {
   if (list == "both")
     list = "generic,mma-sync";
   if (list == "all")
-    list = device->capability().major == 9 && device->capability().minor == 0
-               ? "generic,mma-sync,wgmma"
-               : "generic,mma-sync";
+    return strategiesOnDevice();
   llvm::SmallVector<llvm::StringRef> names;
   llvm::StringRef(list).split(names, ',');
   std::vector<KernelStrategy> chosen;
@@ -390,11 +419,7 @@ void benchDecode(mlir::MLIRContext &ctx) {
              << " heads or more)\n";
       continue;
     }
-    MlaDims dims;
-    dims.numHeads = heads;
-    DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, page,
-                             /*causal=*/true, 1.0f / std::sqrt(192.0f)};
-    spec.withSplitPlan = true;
+    DecodeAttentionSpec spec = decodeSpec(heads, page);
     std::string what = "decode (" + std::to_string(heads) + " heads, " +
                        name(strategy) + ")";
     auto kernel =
@@ -412,8 +437,8 @@ void benchDecode(mlir::MLIRContext &ctx) {
         shape.strategy = strategy;
         shape.sameTwoByteTypes = true;
         shape.numHeads = heads;
-        shape.kvLoraRank = dims.kvLoraRank;
-        shape.ropeDim = dims.ropeDim;
+        shape.kvLoraRank = spec.dims.kvLoraRank;
+        shape.ropeDim = spec.dims.ropeDim;
         shape.blockSize = page;
         shape.numSms = device->multiprocessorCount();
         shape.sharedBytesPerSm = sharedPerSm;
@@ -425,18 +450,9 @@ void benchDecode(mlir::MLIRContext &ctx) {
                           "decode schedule");
         int64_t splits = *std::max_element(plan.numSplits.begin(),
                                            plan.numSplits.end());
-        Tensor q = randomTensor(DType::BF16, {batch, 1, heads, 576});
-        Tensor cache = randomTensor(DType::BF16, {numBlocks, page, 576});
-        Tensor bt = hostTensor(DType::I32, {batch, blocksPerSeq}, table);
-        Tensor lens = hostTensor(DType::I32, {batch}, seqLens);
-        Tensor numSplits = hostTensor(DType::I32, {batch}, plan.numSplits);
-        Tensor part = randomTensor(DType::F32, {batch, 1, heads, splits, 512});
-        Tensor partLse = randomTensor(DType::F32, {batch, 1, heads, splits});
-        Tensor out = randomTensor(DType::BF16, {batch, 1, heads, 512});
-        Tensor lse = randomTensor(DType::F32, {batch, heads, 1});
-        double ms = timeKernel(*kernel, {q.view, cache.view, bt.view,
-                                         lens.view, numSplits.view, part.view,
-                                         partLse.view, out.view, lse.view});
+        DecodeOperands operands = decodeOperands(heads, batch, context, page,
+                                                 table, plan.numSplits, splits);
+        double ms = timeKernel(*kernel, operands.views());
         double tokens = double(batch) * context;
         double bytes = (tokens * 576 + batch * heads * 576.0 +
                         batch * heads * 512.0) * 2;

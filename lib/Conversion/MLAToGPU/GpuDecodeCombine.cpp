@@ -133,6 +133,14 @@ Value safeMaxOf(GpuEmitter &e, Value max) {
   return arith::SelectOp::create(b, l, empty, e.f32(0.0), max);
 }
 
+/// exp(lse - safeMax): a split's weight, or the factor that moves sums
+/// kept relative to max `lse` onto `safeMax` (0 for lse = -inf).
+Value weightOf(GpuEmitter &e, Value lse, Value safeMax) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, lse, safeMax));
+}
+
 /// A merged row's 1 / Σ w (0 without keys) and its LSE, safeMax + log Σ w
 /// (-inf without keys).
 struct MergedRow {
@@ -202,15 +210,13 @@ public:
             max = arith::MaximumFOp::create(b, l, max, splitLse.back());
           }
           Value safeMax = safeMaxOf(e, max);
-          Value rescale = math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, it[0], safeMax));
+          Value rescale = weightOf(e, it[0], safeMax);
           SmallVector<Value> next{max,
                                   arith::MulFOp::create(b, l, it[1], rescale)};
           for (int64_t k = 0; k < kLaneColumns; ++k)
             next.push_back(arith::MulFOp::create(b, l, it[2 + k], rescale));
           for (int64_t u = 0; u < kSplitsPerStep; ++u) {
-            Value w = math::ExpOp::create(
-                b, l, arith::SubFOp::create(b, l, splitLse[u], safeMax));
+            Value w = weightOf(e, splitLse[u], safeMax);
             next[1] = arith::AddFOp::create(b, l, next[1], w);
             for (int64_t k = 0; k < kLaneColumns; ++k)
               next[2 + k] =
@@ -231,8 +237,7 @@ public:
           b, l, blockMax,
           memref::LoadOp::create(b, l, warpMax, ValueRange{e.index(w)}));
     Value safeMax = safeMaxOf(e, blockMax);
-    Value rescale = math::ExpOp::create(
-        b, l, arith::SubFOp::create(b, l, state[0], safeMax));
+    Value rescale = weightOf(e, state[0], safeMax);
     e.ifThen(e.eqIndex(lane, 0), [&] {
       memref::StoreOp::create(b, l,
                               arith::MulFOp::create(b, l, state[1], rescale),
@@ -329,10 +334,7 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
       SmallVector<Value, kNarrowMaxSplits> weight;
       for (int64_t j = 0; j < kNarrowMaxSplits; ++j) {
         weight.push_back(arith::SelectOp::create(
-            b, l, live[j],
-            math::ExpOp::create(
-                b, l, arith::SubFOp::create(b, l, splitLse[j], safeMax)),
-            fzero));
+            b, l, live[j], weightOf(e, splitLse[j], safeMax), fzero));
         sum = arith::AddFOp::create(b, l, sum, weight[j]);
       }
       MergedRow merged = mergedRow(e, safeMax, sum);
