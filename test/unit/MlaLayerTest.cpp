@@ -123,6 +123,44 @@ TEST_F(LayerTest, OnlyDecodesAndOnlyPrefills) {
   expectSteps(prefills);
 }
 
+TEST_F(LayerTest, HostSideOfARepeatedDecodeStep) {
+  // On a GPU the last step, decodes only, is repeated with its host side
+  // timed, and the repeats must leave out and lse bit for bit as checked.
+  // A step with prefills is not timed, nor is any step on the CPU, whose
+  // kernels run inside forward.
+  ServingStepConfig c;
+  c.dims = smallDims();
+  c.blockSize = 16;
+  c.decodeContexts = {60, 3, 130};
+  c.prefillContexts = {20};
+  c.prefillNewTokens = {5};
+  c.steps = 2;
+  c.hostTimingRepeats = 12;
+  c.seed = rng()();
+  auto runtime = makeRuntime();
+  ASSERT_TRUE(runtime);
+  auto report = runServingSteps(c, *runtime, [](const std::string &) {});
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_TRUE(report->passed);
+  if (!testingOnGpu()) {
+    EXPECT_FALSE(report->hostTiming);
+  } else {
+    ASSERT_TRUE(report->hostTiming);
+    const HostStepTiming &t = *report->hostTiming;
+    EXPECT_EQ(t.repeats, 12);
+    EXPECT_TRUE(t.reproduced);
+    EXPECT_GT(t.planMedianUs, 0);
+    EXPECT_GT(t.forwardMedianUs, 0);
+    EXPECT_LE(t.stepMedianUs, t.stepP90Us);
+  }
+
+  c.steps = 1;
+  auto mixed = runServingSteps(c, *runtime, [](const std::string &) {});
+  ASSERT_TRUE(bool(mixed)) << llvm::toString(mixed.takeError());
+  EXPECT_TRUE(mixed->passed);
+  EXPECT_FALSE(mixed->hostTiming);
+}
+
 TEST_F(LayerTest, SecondRuntimeLoadsEveryKernelFromDisk) {
   ServingStepConfig c;
   c.dims = smallDims();

@@ -60,6 +60,11 @@ static cl::opt<std::string>
             cl::desc("attention backend to use (default: selection by "
                      "priority, or MLA_ATTENTION_BACKEND)"),
             cl::init(""));
+static cl::opt<int> hostRepeats(
+    "host-repeats", cl::cat(runOptions),
+    cl::desc("repeats of the last step (decodes only, on a GPU) whose host "
+             "side, plan and launches, is timed (0: none)"),
+    cl::init(200));
 static cl::opt<unsigned> seed("seed", cl::cat(runOptions),
                               cl::desc("random seed"), cl::init(1));
 static cl::opt<std::string>
@@ -79,9 +84,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1 ||
-      decodeQueryLen < 1) {
+      decodeQueryLen < 1 || hostRepeats < 0) {
     errs() << "mla-run: --heads must be 1..128, --block-size, --steps and "
-              "--decode-query-len positive\n";
+              "--decode-query-len positive, --host-repeats not negative\n";
     return 2;
   }
   mla::runtime::RuntimeOptions options;
@@ -102,6 +107,7 @@ int main(int argc, char **argv) {
   config.decodeQueryLen = decodeQueryLen;
   config.backend = backend;
   config.seed = seed;
+  config.hostTimingRepeats = hostRepeats;
   if (!decodeContexts.empty())
     config.decodeContexts.assign(decodeContexts.begin(), decodeContexts.end());
   if (!prefillContexts.empty() || !prefillNew.empty()) {
@@ -180,6 +186,14 @@ int main(int argc, char **argv) {
                      (long long)s.cacheMismatches, report->tolerance,
                      s.passed ? "PASS" : "FAIL");
   }
+  if (const auto &t = report->hostTiming)
+    outs() << format("\nhost side of step %zu, %lld repeats (plan, then "
+                     "forward's checks, copies and launches; no waits): "
+                     "plan %.1f us, forward %.1f us, step %.1f us (median), "
+                     "%.1f us (p90); outputs as checked: %s\n",
+                     report->steps.size() - 1, (long long)t->repeats,
+                     t->planMedianUs, t->forwardMedianUs, t->stepMedianUs,
+                     t->stepP90Us, t->reproduced ? "yes" : "NO");
   mla::runtime::KernelCacheStats stats = (*runtime)->cacheStats();
   outs() << format("\nkernel cache: %llu compiled, %llu from disk, %llu from "
                    "memory, %llu corrupt entries rebuilt\n",

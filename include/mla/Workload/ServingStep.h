@@ -21,6 +21,7 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct ServingStepConfig {
   /// A backend to ask for (empty: automatic selection).
   std::string backend;
   uint32_t seed = 1;
+  /// Repeats of the last step whose host side is timed (plan + forward,
+  /// launches queued, nothing waited for), when that step has no prefills
+  /// and the device is a GPU; 0 times nothing.
+  int64_t hostTimingRepeats = 0;
 };
 
 struct StepReport {
@@ -61,12 +66,25 @@ struct StepReport {
   bool passed = false;
 };
 
+/// The host side of a decode step, repeated: what a serving engine pays
+/// on the CPU per step (validate and plan the batch, then queue the
+/// layer's kernels), apart from the GPU's time.
+struct HostStepTiming {
+  int64_t repeats = 0;
+  /// Medians over the repeats, and the 90th percentile of their sum.
+  double planMedianUs = 0, forwardMedianUs = 0, stepMedianUs = 0, stepP90Us = 0;
+  /// The repeated steps left out and lse bit for bit as the checked step.
+  bool reproduced = false;
+};
+
 struct ServingStepReport {
   Selection selection;
   /// Creating the layer: selection plus every kernel compiled or loaded.
   double layerSetupMs = 0;
   std::vector<CompileEvent> compiles;
   std::vector<StepReport> steps;
+  /// Set when the config asked for it and the last step qualified.
+  std::optional<HostStepTiming> hostTiming;
   double tolerance = 0;
   bool passed = false;
 };

@@ -8,6 +8,7 @@
 // RUNTOOL-DAG: --heads=<int>
 // RUNTOOL-DAG: --device=<string>
 // RUNTOOL-DAG: --steps=<int>
+// RUNTOOL-DAG: --host-repeats=<int>
 
 // BENCH: mla-bench options:
 // BENCH-DAG: --suite=<string>
