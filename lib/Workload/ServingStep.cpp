@@ -101,6 +101,8 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
   constexpr int64_t kWarmup = 8, kDrainEvery = 8;
   layer.setPhaseTiming(false);
   std::vector<double> planUs, forwardUs, stepUs;
+  std::vector<HostStepTiming::Part> parts;
+  std::vector<std::vector<double>> partUs;
   for (int64_t i = 0; i < kWarmup + repeats; ++i) {
     if (i % kDrainEvery == 0)
       if (llvm::Error e = runtime.synchronize())
@@ -119,6 +121,13 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
     planUs.push_back(Us(planned - start).count());
     forwardUs.push_back(Us(end - planned).count());
     stepUs.push_back(Us(end - start).count());
+    const std::vector<runtime::PhaseTiming> &host = layer.hostTimings();
+    if (parts.empty())
+      for (const runtime::PhaseTiming &p : host)
+        parts.push_back({p.phase, 0});
+    partUs.resize(parts.size());
+    for (size_t k = 0; k < host.size() && k < parts.size(); ++k)
+      partUs[k].push_back(host[k].milliseconds * 1e3);
   }
   if (llvm::Error e = runtime.synchronize())
     return std::move(e);
@@ -129,6 +138,9 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
   t.forwardMedianUs = quantile(forwardUs, 0.5);
   t.stepMedianUs = quantile(stepUs, 0.5);
   t.stepP90Us = quantile(stepUs, 0.9);
+  for (size_t k = 0; k < parts.size(); ++k)
+    parts[k].medianUs = quantile(partUs[k], 0.5);
+  t.forwardParts = std::move(parts);
   return t;
 }
 

@@ -282,6 +282,12 @@ llvm::Expected<void *> MlaLayer::reserve(DeviceAllocation &slot, size_t bytes,
   return slot.data();
 }
 
+static double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
                                const std::vector<BufferView> &args,
                                Stream stream) {
@@ -289,14 +295,12 @@ llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
   if (llvm::Error error = kernel.run(args, stream))
     return makeError(llvm::Twine(phase) + ": " +
                      llvm::toString(std::move(error)));
+  hostParts.push_back({phase, millisecondsSince(start)});
   if (timePhases) {
     if (llvm::Error error = runtime.synchronize(stream))
       return makeError(llvm::Twine(phase) + ": " +
                        llvm::toString(std::move(error)));
-    timings.push_back(
-        {phase, std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count()});
+    timings.push_back({phase, millisecondsSince(start)});
   }
   return llvm::Error::success();
 }
@@ -325,9 +329,11 @@ private:
 
 llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
                               const MlaForwardArgs &args, Stream stream) {
+  auto start = std::chrono::steady_clock::now();
   if (llvm::Error error = checkArgs(plan, args))
     return error;
   timings.clear();
+  hostParts.clear();
   lastStream = stream;
   const MlaDims &d = layerConfig.dims;
   const DType act = layerConfig.activation;
@@ -353,6 +359,7 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   if (llvm::Error error =
           runtime.upload(*base, staging.data(), staging.size(), stream))
     return error;
+  hostParts.push_back({"checks and metadata upload", millisecondsSince(start)});
   auto at = [&](size_t offset) { return static_cast<char *>(*base) + offset; };
   size_t width = byteWidth(act);
   auto rows = [&](const BufferView &v, int64_t first, int64_t count) {

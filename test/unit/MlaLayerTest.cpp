@@ -152,6 +152,10 @@ TEST_F(LayerTest, HostSideOfARepeatedDecodeStep) {
     EXPECT_GT(t.planMedianUs, 0);
     EXPECT_GT(t.forwardMedianUs, 0);
     EXPECT_LE(t.stepMedianUs, t.stepP90Us);
+    // The upload, then a launch part for each decode phase.
+    ASSERT_EQ(t.forwardParts.size(), 5u);
+    EXPECT_EQ(t.forwardParts[0].name, "checks and metadata upload");
+    EXPECT_EQ(t.forwardParts[3].name, "decode attention");
   }
 
   c.steps = 1;

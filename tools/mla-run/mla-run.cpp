@@ -194,6 +194,9 @@ int main(int argc, char **argv) {
                      report->steps.size() - 1, (long long)t->repeats,
                      t->planMedianUs, t->forwardMedianUs, t->stepMedianUs,
                      t->stepP90Us, t->reproduced ? "yes" : "NO");
+  if (const auto &t = report->hostTiming)
+    for (const auto &part : t->forwardParts)
+      outs() << format("  %-28s %6.1f us\n", part.name.c_str(), part.medianUs);
   mla::runtime::KernelCacheStats stats = (*runtime)->cacheStats();
   outs() << format("\nkernel cache: %llu compiled, %llu from disk, %llu from "
                    "memory, %llu corrupt entries rebuilt\n",

@@ -159,6 +159,11 @@ public:
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
   const std::vector<PhaseTiming> &phaseTimings() const { return timings; }
+  /// The host's own time in the parts of the last forward, always recorded
+  /// (a clock read a part): "checks and metadata upload", then each
+  /// phase's launches (the host code's calls into the driver), never
+  /// counting a wait for the GPU.
+  const std::vector<PhaseTiming> &hostTimings() const { return hostParts; }
 
 private:
   MlaLayer(Runtime &runtime, MlaLayerConfig config, MlaLayerWeights weights);
@@ -188,7 +193,7 @@ private:
   std::vector<char> staging;
 
   bool timePhases = false;
-  std::vector<PhaseTiming> timings;
+  std::vector<PhaseTiming> timings, hostParts;
   /// The stream of the last forward: the scratch is in use until it is done.
   Stream lastStream = nullptr;
 };

@@ -73,6 +73,12 @@ struct HostStepTiming {
   int64_t repeats = 0;
   /// Medians over the repeats, and the 90th percentile of their sum.
   double planMedianUs = 0, forwardMedianUs = 0, stepMedianUs = 0, stepP90Us = 0;
+  /// Where forward's host time goes (MlaLayer::hostTimings), medians.
+  struct Part {
+    std::string name;
+    double medianUs = 0;
+  };
+  std::vector<Part> forwardParts;
   /// The repeated steps left out and lse bit for bit as the checked step.
   bool reproduced = false;
 };
