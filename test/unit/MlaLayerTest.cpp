@@ -56,34 +56,37 @@ protected:
     }
   }
 
+  /// Steps of a small layer with pages of 16 tokens and a fresh seed:
+  /// decodes over `decodes` cached tokens, prefills of `prefillNew` new
+  /// tokens over `prefillContexts`.
+  ServingStepConfig smallSteps(std::vector<int32_t> decodes,
+                               std::vector<int32_t> prefillContexts,
+                               std::vector<int32_t> prefillNew, int64_t steps) {
+    ServingStepConfig c;
+    c.dims = smallDims();
+    c.blockSize = 16;
+    c.decodeContexts = std::move(decodes);
+    c.prefillContexts = std::move(prefillContexts);
+    c.prefillNewTokens = std::move(prefillNew);
+    c.steps = steps;
+    c.seed = rng()();
+    return c;
+  }
+
   TemporaryDirectory temporary{"mla-layer"};
   const std::string &dir = temporary.path();
 };
 
 TEST_F(LayerTest, MixedBatchThenGrowingDecodes) {
-  ServingStepConfig c;
-  c.dims = smallDims();
-  c.blockSize = 16;
-  c.decodeContexts = {300, 1, 45, 0};
-  c.prefillContexts = {70, 0, 33};
-  c.prefillNewTokens = {20, 9, 2};
+  ServingStepConfig c = smallSteps({300, 1, 45, 0}, {70, 0, 33}, {20, 9, 2}, 3);
   // A workspace of 64 rows: several context chunks.
   c.workspaceTokens = 64;
-  c.steps = 3;
-  c.seed = rng()();
   expectSteps(c);
 }
 
 TEST_F(LayerTest, SpeculativeDecodesWithThreeTokens) {
-  ServingStepConfig c;
-  c.dims = smallDims();
-  c.blockSize = 16;
-  c.decodeContexts = {40, 0, 100};
-  c.prefillContexts = {20};
-  c.prefillNewTokens = {7};
+  ServingStepConfig c = smallSteps({40, 0, 100}, {20}, {7}, 2);
   c.decodeQueryLen = 3;
-  c.steps = 2;
-  c.seed = rng()();
   expectSteps(c);
 }
 
@@ -108,13 +111,7 @@ TEST_F(LayerTest, DTypesAndCacheDTypes) {
 }
 
 TEST_F(LayerTest, OnlyDecodesAndOnlyPrefills) {
-  ServingStepConfig decodes;
-  decodes.dims = smallDims();
-  decodes.blockSize = 16;
-  decodes.decodeContexts = {10, 200};
-  decodes.prefillContexts = {};
-  decodes.prefillNewTokens = {};
-  decodes.steps = 1;
+  ServingStepConfig decodes = smallSteps({10, 200}, {}, {}, 1);
   expectSteps(decodes);
   ServingStepConfig prefills = decodes;
   prefills.decodeContexts = {};
@@ -128,15 +125,8 @@ TEST_F(LayerTest, HostSideOfARepeatedDecodeStep) {
   // timed, and the repeats must leave out and lse bit for bit as checked.
   // A step with prefills is not timed, nor is any step on the CPU, whose
   // kernels run inside forward.
-  ServingStepConfig c;
-  c.dims = smallDims();
-  c.blockSize = 16;
-  c.decodeContexts = {60, 3, 130};
-  c.prefillContexts = {20};
-  c.prefillNewTokens = {5};
-  c.steps = 2;
+  ServingStepConfig c = smallSteps({60, 3, 130}, {20}, {5}, 2);
   c.hostTimingRepeats = 12;
-  c.seed = rng()();
   auto runtime = makeRuntime();
   ASSERT_TRUE(runtime);
   auto report = runServingSteps(c, *runtime, [](const std::string &) {});
