@@ -80,7 +80,6 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
 
   std::unique_ptr<GpuKernel> kernel(new GpuKernel());
   kernel->optIns = std::make_unique<gpu::SharedMemoryOptIns>();
-  kernel->functions = std::make_unique<gpu::FunctionLookups>();
   kernel->gpuTarget = *target;
   kernel->compiled = std::move(*compiled);
 
@@ -113,7 +112,6 @@ llvm::Error GpuKernel::run(const std::vector<BufferView> &args,
     return error;
   gpu::GpuCall call(device->driver(), stream);
   call.optIns = optIns.get();
-  call.functions = functions.get();
   call.scratchPool = device->scratchPool();
   if (llvm::Error error = compiled.entry.invoke(compiled.packed, args))
     return error;

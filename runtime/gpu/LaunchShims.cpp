@@ -32,19 +32,6 @@ bool SharedMemoryOptIns::ensure(CUfunction function, int bytes,
   return true;
 }
 
-cuda::CUfunction
-FunctionLookups::find(CUmodule module, const char *name,
-                      llvm::function_ref<CUfunction()> lookup) {
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry &e : known)
-    if (e.module == module && e.name == name)
-      return e.function;
-  CUfunction function = lookup();
-  if (function)
-    known.push_back({module, name, function});
-  return function;
-}
-
 namespace {
 thread_local GpuCall *activeCall = nullptr;
 
@@ -116,21 +103,13 @@ void mlaModuleUnload(void *module) {
 void *mlaModuleGetFunction(void *module, const char *name) {
   if (!usable() || !module)
     return nullptr;
+  CUfunction function = nullptr;
   activeCall->kernel = name;
-  auto lookup = [&]() -> CUfunction {
-    CUfunction function = nullptr;
-    if (failed(fn().cuModuleGetFunction(&function,
-                                        static_cast<CUmodule>(module), name),
-               "cuModuleGetFunction")) {
-      activeCall->error += std::string(" (kernel '") + name + "')";
-      return nullptr;
-    }
-    return function;
-  };
-  FunctionLookups *functions = activeCall->functions;
-  return functions
-             ? functions->find(static_cast<CUmodule>(module), name, lookup)
-             : lookup();
+  if (failed(fn().cuModuleGetFunction(&function, static_cast<CUmodule>(module),
+                                      name),
+             "cuModuleGetFunction"))
+    activeCall->error += std::string(" (kernel '") + name + "')";
+  return function;
 }
 
 void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,

@@ -49,27 +49,6 @@ private:
   std::vector<std::pair<cuda::CUfunction, int>> known;
 };
 
-/// The kernel functions the host code of one loaded module has looked up.
-/// That code asks for a function before every launch; the driver's lookup
-/// (by name, in the module) then runs once per function. One per
-/// GpuKernel, which outlives its modules. Thread-safe.
-class FunctionLookups {
-public:
-  /// Function `name` of `module`: remembered, or `lookup()`'s result when
-  /// that is not null (a failed lookup is asked again next time).
-  cuda::CUfunction find(cuda::CUmodule module, const char *name,
-                        llvm::function_ref<cuda::CUfunction()> lookup);
-
-private:
-  struct Entry {
-    cuda::CUmodule module;
-    std::string name;
-    cuda::CUfunction function;
-  };
-  mutable std::mutex mutex;
-  std::vector<Entry> known;
-};
-
 /// The driver and stream the shims use on this thread while alive.
 class GpuCall {
 public:
@@ -87,9 +66,6 @@ public:
   const char *kernel = nullptr;
   /// The calling kernel's opt-ins (none: ask the driver every launch).
   SharedMemoryOptIns *optIns = nullptr;
-  /// The calling kernel's looked-up functions (none: ask the driver every
-  /// launch).
-  FunctionLookups *functions = nullptr;
   /// Where the call's scratch buffers come from (none: the default pool).
   cuda::CUmemoryPool scratchPool = nullptr;
   /// Kernel modules already being loaded, which module loads take instead

@@ -1,9 +1,8 @@
-//===- LaunchShimsTest.cpp - What the launch shims ask the driver once ----===//
+//===- LaunchShimsTest.cpp - Shared-memory opt-ins of the launch shims ----===//
 //
 // SharedMemoryOptIns (runtime/gpu/LaunchShims.h) decides when a launch
-// above 44 KiB of shared memory asks the driver, and FunctionLookups when a
-// launch looks its function up; the driver calls are callbacks here, so the
-// rules are checked without a GPU.
+// above 44 KiB of shared memory asks the driver; the driver call is a
+// callback here, so the rule is checked without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,17 +14,12 @@
 #include <thread>
 #include <vector>
 
-using mla::gpu::FunctionLookups;
 using mla::gpu::SharedMemoryOptIns;
 
 namespace {
 
 mla::cuda::CUfunction function(uintptr_t id) {
   return reinterpret_cast<mla::cuda::CUfunction>(id);
-}
-
-mla::cuda::CUmodule module(uintptr_t id) {
-  return reinterpret_cast<mla::cuda::CUmodule>(id);
 }
 
 TEST(SharedMemoryOptIns, AsksOncePerFunctionAtTheLargestSize) {
@@ -75,45 +69,6 @@ TEST(SharedMemoryOptIns, ConcurrentLaunchesAskOnce) {
   for (std::thread &thread : threads)
     thread.join();
   EXPECT_EQ(calls.load(), 1);
-}
-
-TEST(FunctionLookups, AsksOncePerModuleAndName) {
-  FunctionLookups functions;
-  int calls = 0;
-  auto lookupAs = [&](uintptr_t id) {
-    return [&calls, id] {
-      ++calls;
-      return function(id);
-    };
-  };
-  // The name's text counts, not where it is stored.
-  std::string split = "split", again = "split";
-  EXPECT_EQ(functions.find(module(1), split.c_str(), lookupAs(10)),
-            function(10));
-  EXPECT_EQ(functions.find(module(1), again.c_str(), lookupAs(99)),
-            function(10));
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(functions.find(module(1), "combine", lookupAs(11)), function(11));
-  EXPECT_EQ(functions.find(module(2), "split", lookupAs(20)), function(20));
-  EXPECT_EQ(calls, 3);
-}
-
-TEST(FunctionLookups, AFailedLookupIsNotRemembered) {
-  FunctionLookups functions;
-  int calls = 0;
-  EXPECT_EQ(functions.find(module(1), "k",
-                           [&] {
-                             ++calls;
-                             return mla::cuda::CUfunction(nullptr);
-                           }),
-            nullptr);
-  EXPECT_EQ(functions.find(module(1), "k",
-                           [&] {
-                             ++calls;
-                             return function(5);
-                           }),
-            function(5));
-  EXPECT_EQ(calls, 2);
 }
 
 } // namespace

@@ -29,7 +29,6 @@
 namespace mla {
 
 namespace gpu {
-class FunctionLookups;
 class SharedMemoryOptIns;
 } // namespace gpu
 
@@ -75,9 +74,6 @@ private:
   /// Shared-memory opt-ins of the module's kernels, so that a launch above
   /// 48 KiB asks the driver only the first time.
   std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
-  /// The kernel functions its launches looked up, so that the driver is
-  /// asked once per function, not at every launch.
-  std::unique_ptr<gpu::FunctionLookups> functions;
 };
 
 /// The recipe of the GPU pipeline for `target` (kernels) and this host
