@@ -83,7 +83,7 @@ double maxLseError(const std::vector<double> &got,
   return worst;
 }
 
-/// The median and the q-quantile (0..1) of `v`, which it sorts.
+/// The q-quantile (0..1, 0.5 the median) of `v`, which it sorts.
 double quantile(std::vector<double> &v, double q) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
