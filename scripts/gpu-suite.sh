@@ -49,6 +49,10 @@ for step in $steps; do
     MLA_CACHE_DIR=$cache "$bin/mla-run" --device=gpu --heads=128 --steps=2 \
       --decode-contexts=4000,100,16000,1 > "$out/mla-run-128.log" 2>&1
     summary+=("mla-run 128 heads: exit $? ($(tail -1 "$out/mla-run-128.log"))")
+    for log in "$out/mla-run-16-disk.log" "$out/mla-run-128.log"; do
+      host=$(grep -o 'plan [0-9.]* us, forward [0-9.]* us, step [0-9.]* us (median)' "$log")
+      summary+=("  host side of a decode step ($(basename "$log" .log)): ${host:-not timed}")
+    done
     rm -rf "$cache"
     ;;
   bench)
