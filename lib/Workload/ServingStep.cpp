@@ -100,6 +100,7 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
              const runtime::MlaForwardArgs &args, int64_t repeats) {
   constexpr int64_t kWarmup = 8, kDrainEvery = 8;
   layer.setPhaseTiming(false);
+  layer.setHostTiming(true);
   std::vector<double> planUs, forwardUs, stepUs;
   std::vector<HostStepTiming::Part> parts;
   std::vector<std::vector<double>> partUs;
@@ -131,6 +132,7 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
   }
   if (llvm::Error e = runtime.synchronize())
     return std::move(e);
+  layer.setHostTiming(false);
   layer.setPhaseTiming(true);
   HostStepTiming t;
   t.repeats = repeats;

@@ -295,7 +295,8 @@ llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
   if (llvm::Error error = kernel.run(args, stream))
     return makeError(llvm::Twine(phase) + ": " +
                      llvm::toString(std::move(error)));
-  hostParts.push_back({phase, millisecondsSince(start)});
+  if (timeHost)
+    hostParts.push_back({phase, millisecondsSince(start)});
   if (timePhases) {
     if (llvm::Error error = runtime.synchronize(stream))
       return makeError(llvm::Twine(phase) + ": " +
@@ -359,7 +360,9 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   if (llvm::Error error =
           runtime.upload(*base, staging.data(), staging.size(), stream))
     return error;
-  hostParts.push_back({"checks and metadata upload", millisecondsSince(start)});
+  if (timeHost)
+    hostParts.push_back(
+        {"checks and metadata upload", millisecondsSince(start)});
   auto at = [&](size_t offset) { return static_cast<char *>(*base) + offset; };
   size_t width = byteWidth(act);
   auto rows = [&](const BufferView &v, int64_t first, int64_t count) {

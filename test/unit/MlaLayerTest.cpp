@@ -193,21 +193,24 @@ protected:
     runtime = makeRuntime();
     ASSERT_TRUE(runtime);
     const MlaDims d = smallDims();
-    auto alloc = [&](std::vector<int64_t> shape) {
-      int64_t elements = 1;
-      for (int64_t s : shape)
-        elements *= s;
-      auto a = runtime->allocate(size_t(elements) * 2);
-      EXPECT_TRUE(bool(a));
-      BufferView v = BufferView::contiguous(a->data(), DType::BF16, shape);
-      storage.push_back(std::move(*a));
-      return v;
-    };
-    weights = {alloc({d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}),
-               alloc({d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}),
-               alloc({d.numHeads, d.kvLoraRank, d.vHeadDim})};
+    weights = {
+        bf16Buffer({d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}),
+        bf16Buffer({d.numHeads, d.qkNopeHeadDim, d.kvLoraRank}),
+        bf16Buffer({d.numHeads, d.kvLoraRank, d.vHeadDim})};
     config.dims = d;
     config.blockSize = 16;
+  }
+
+  /// An uninitialized bf16 buffer on the runtime's device, kept by the test.
+  BufferView bf16Buffer(std::vector<int64_t> shape) {
+    int64_t elements = 1;
+    for (int64_t s : shape)
+      elements *= s;
+    auto a = runtime->allocate(size_t(elements) * 2);
+    EXPECT_TRUE(bool(a));
+    BufferView v = BufferView::contiguous(a->data(), DType::BF16, shape);
+    storage.push_back(std::move(*a));
+    return v;
   }
 
   std::string createError(MlaLayerConfig c, MlaLayerWeights w) {
@@ -307,6 +310,44 @@ TEST_F(LayerErrors, ForwardNamesTheWrongBuffer) {
   ASSERT_TRUE(bool(error));
   text = llvm::toString(std::move(error));
   EXPECT_NE(text.find("kv_cache"), std::string::npos) << text;
+}
+
+/// A layer built as for the error tests, run on real buffers.
+using LayerHostTimings = LayerErrors;
+
+TEST_F(LayerHostTimings, RecordedOnlyWhenAsked) {
+  auto layer = MlaLayer::create(*runtime, config, weights);
+  ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+  std::vector<int32_t> table = {0, 1, 2, 3};
+  auto m = makeCommonAttentionMetadata({1, 1}, {9, 20}, table, 2, 16);
+  auto plan = (*layer)->plan(m, 4);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  const MlaDims d = config.dims;
+  MlaForwardArgs args{bf16Buffer({2, d.numHeads, d.qkHeadDim()}),
+                      bf16Buffer({2, d.kvLoraRank}),
+                      bf16Buffer({2, d.ropeDim}),
+                      bf16Buffer({4, 16, d.cacheEntry()}),
+                      bf16Buffer({2, d.numHeads, d.vHeadDim}),
+                      {}};
+  auto forwardParts = [&]() -> std::vector<std::string> {
+    llvm::Error error = (*layer)->forward(*plan, args);
+    EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+    EXPECT_FALSE(bool(runtime->synchronize()));
+    std::vector<std::string> names;
+    for (const PhaseTiming &p : (*layer)->hostTimings()) {
+      EXPECT_GE(p.milliseconds, 0);
+      names.push_back(p.phase);
+    }
+    return names;
+  };
+  EXPECT_TRUE(forwardParts().empty());
+  (*layer)->setHostTiming(true);
+  EXPECT_EQ(forwardParts(),
+            (std::vector<std::string>{"checks and metadata upload",
+                                      "concat_and_cache", "decode query",
+                                      "decode attention", "decode v_up_proj"}));
+  (*layer)->setHostTiming(false);
+  EXPECT_TRUE(forwardParts().empty());
 }
 
 } // namespace

@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
                      (long long)s.cacheMismatches, report->tolerance,
                      s.passed ? "PASS" : "FAIL");
   }
-  if (const auto &t = report->hostTiming)
+  if (const auto &t = report->hostTiming) {
     outs() << format("\nhost side of step %zu, %lld repeats (plan, then "
                      "forward's checks, copies and launches; no waits): "
                      "plan %.1f us, forward %.1f us, step %.1f us (median), "
@@ -194,9 +194,9 @@ int main(int argc, char **argv) {
                      report->steps.size() - 1, (long long)t->repeats,
                      t->planMedianUs, t->forwardMedianUs, t->stepMedianUs,
                      t->stepP90Us, t->reproduced ? "yes" : "NO");
-  if (const auto &t = report->hostTiming)
     for (const auto &part : t->forwardParts)
       outs() << format("  %-28s %6.1f us\n", part.name.c_str(), part.medianUs);
+  }
   mla::runtime::KernelCacheStats stats = (*runtime)->cacheStats();
   outs() << format("\nkernel cache: %llu compiled, %llu from disk, %llu from "
                    "memory, %llu corrupt entries rebuilt\n",

@@ -159,10 +159,11 @@ public:
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
   const std::vector<PhaseTiming> &phaseTimings() const { return timings; }
-  /// The host's own time in the parts of the last forward, always recorded
-  /// (a clock read a part): "checks and metadata upload", then each
-  /// phase's launches (the host code's calls into the driver), never
-  /// counting a wait for the GPU.
+  /// With host timing on, forward records the host's own time in its
+  /// parts: "checks and metadata upload", then each phase's launches (the
+  /// host code's calls into the driver), never counting a wait for the
+  /// GPU. Off by default: the plain forward path records nothing.
+  void setHostTiming(bool on) { timeHost = on; }
   const std::vector<PhaseTiming> &hostTimings() const { return hostParts; }
 
 private:
@@ -192,7 +193,7 @@ private:
       splitOut, splitLse, decodeLseScratch;
   std::vector<char> staging;
 
-  bool timePhases = false;
+  bool timePhases = false, timeHost = false;
   std::vector<PhaseTiming> timings, hostParts;
   /// The stream of the last forward: the scratch is in use until it is done.
   Stream lastStream = nullptr;

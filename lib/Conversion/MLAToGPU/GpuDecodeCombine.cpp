@@ -141,6 +141,23 @@ Value weightOf(GpuEmitter &e, Value lse, Value safeMax) {
   return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, lse, safeMax));
 }
 
+/// The warps' values `slots[w]` (or `slots[w, column]`), w = 0..kWarps-1,
+/// folded by max or by sum, read from shared memory after a barrier.
+Value foldWarps(GpuEmitter &e, Value slots, bool max, Value column = {}) {
+  OpBuilder &b = e.builder();
+  Location l = e.location();
+  Value total = max ? e.negInf() : e.f32(0.0);
+  for (int64_t w = 0; w < kWarps; ++w) {
+    SmallVector<Value, 2> at{e.index(w)};
+    if (column)
+      at.push_back(column);
+    Value v = memref::LoadOp::create(b, l, slots, at);
+    total = max ? arith::MaximumFOp::create(b, l, total, v).getResult()
+                : arith::AddFOp::create(b, l, total, v).getResult();
+  }
+  return total;
+}
+
 /// A merged row's 1 / Σ w (0 without keys) and its LSE, safeMax + log Σ w
 /// (-inf without keys).
 struct MergedRow {
@@ -231,12 +248,7 @@ public:
       memref::StoreOp::create(b, l, state[0], warpMax, ValueRange{warp});
     });
     e.barrier();
-    Value blockMax = e.negInf();
-    for (int64_t w = 0; w < kWarps; ++w)
-      blockMax = arith::MaximumFOp::create(
-          b, l, blockMax,
-          memref::LoadOp::create(b, l, warpMax, ValueRange{e.index(w)}));
-    Value safeMax = safeMaxOf(e, blockMax);
+    Value safeMax = safeMaxOf(e, foldWarps(e, warpMax, /*max=*/true));
     Value rescale = weightOf(e, state[0], safeMax);
     e.ifThen(e.eqIndex(lane, 0), [&] {
       memref::StoreOp::create(b, l,
@@ -249,24 +261,15 @@ public:
           ValueRange{warp,
                      e.add(e.mul(lane, e.index(kLaneColumns)), e.index(k))});
     e.barrier();
-    Value sum = fzero;
-    for (int64_t w = 0; w < kWarps; ++w)
-      sum = arith::AddFOp::create(
-          b, l, sum,
-          memref::LoadOp::create(b, l, warpSum, ValueRange{e.index(w)}));
-    MergedRow merged = mergedRow(e, safeMax, sum);
+    MergedRow merged =
+        mergedRow(e, safeMax, foldWarps(e, warpSum, /*max=*/false));
     // Thread t < 128 writes column t of the chunk.
     Value column = e.add(chunkColumn0, tid);
     e.ifThen(arith::AndIOp::create(b, l,
                                    e.lessThan(tid, e.index(kChunkColumns)),
                                    e.lessThan(column, e.index(latent))),
              [&] {
-               Value total = fzero;
-               for (int64_t w = 0; w < kWarps; ++w)
-                 total = arith::AddFOp::create(
-                     b, l, total,
-                     memref::LoadOp::create(b, l, columnSums,
-                                            ValueRange{e.index(w), tid}));
+               Value total = foldWarps(e, columnSums, /*max=*/false, tid);
                e.storeF32(arith::MulFOp::create(b, l, total, merged.inverse),
                           out, {req, s, h, column});
              });
