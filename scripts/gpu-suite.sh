@@ -52,6 +52,8 @@ for step in $steps; do
     for log in "$out/mla-run-16-disk.log" "$out/mla-run-128.log"; do
       host=$(grep -o 'plan [0-9.]* us, forward [0-9.]* us, step [0-9.]* us (median)' "$log")
       summary+=("  host side of a decode step ($(basename "$log" .log)): ${host:-not timed}")
+      graph=$(grep -o 'planDecodeStep [0-9.]* us, replay [0-9.]* us, step [0-9.]* us (median)' "$log")
+      summary+=("  the same step as a CUDA graph: ${graph:-not captured}")
     done
     rm -rf "$cache"
     ;;

@@ -89,61 +89,122 @@ double quantile(std::vector<double> &v, double q) {
   return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
 }
 
-/// Plans and runs the step `repeats` times with nothing waited for inside
-/// a repeat, timing the host's part: validation and planning, then
-/// forward's argument checks, metadata copies and launches. The stream is
-/// drained every few repeats, outside the timing, so that the launch queue
-/// never fills and a launch never waits for the GPU.
-llvm::Expected<HostStepTiming>
-timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
-             const runtime::CommonAttentionMetadata &m, int64_t numBlocks,
-             const runtime::MlaForwardArgs &args, int64_t repeats) {
+/// Host times of repeated steps, in microseconds.
+struct RepeatSamples {
+  std::vector<double> plan, run, step;
+};
+
+/// Calls `plan` then `run` (with the plan) `repeats` times, after a few
+/// untimed warm-up calls, with nothing waited for inside a repeat; `after`
+/// sees each timed repeat. The stream is drained every few repeats, outside
+/// the timing, so that the launch queue never fills and a launch never
+/// waits for the GPU.
+template <typename PlanFn, typename RunFn>
+llvm::Expected<RepeatSamples> repeatTimed(
+    Runtime &runtime, int64_t repeats, PlanFn plan, RunFn run,
+    llvm::function_ref<void()> after = [] {}) {
   constexpr int64_t kWarmup = 8, kDrainEvery = 8;
-  layer.setPhaseTiming(false);
-  layer.setHostTiming(true);
-  std::vector<double> planUs, forwardUs, stepUs;
-  std::vector<HostStepTiming::Part> parts;
-  std::vector<std::vector<double>> partUs;
+  RepeatSamples samples;
   for (int64_t i = 0; i < kWarmup + repeats; ++i) {
     if (i % kDrainEvery == 0)
       if (llvm::Error e = runtime.synchronize())
         return std::move(e);
     auto start = Clock::now();
-    auto plan = layer.plan(m, numBlocks);
-    if (!plan)
-      return plan.takeError();
-    auto planned = Clock::now();
-    if (llvm::Error e = layer.forward(*plan, args))
+    auto planned = plan();
+    if (!planned)
+      return planned.takeError();
+    auto ran = Clock::now();
+    if (llvm::Error e = run(*planned))
       return std::move(e);
     auto end = Clock::now();
     if (i < kWarmup)
       continue;
     using Us = std::chrono::duration<double, std::micro>;
-    planUs.push_back(Us(planned - start).count());
-    forwardUs.push_back(Us(end - planned).count());
-    stepUs.push_back(Us(end - start).count());
-    const std::vector<runtime::PhaseTiming> &host = layer.hostTimings();
-    if (parts.empty())
-      for (const runtime::PhaseTiming &p : host)
-        parts.push_back({p.phase, 0});
-    partUs.resize(parts.size());
-    for (size_t k = 0; k < host.size() && k < parts.size(); ++k)
-      partUs[k].push_back(host[k].milliseconds * 1e3);
+    samples.plan.push_back(Us(ran - start).count());
+    samples.run.push_back(Us(end - ran).count());
+    samples.step.push_back(Us(end - start).count());
+    after();
   }
   if (llvm::Error e = runtime.synchronize())
     return std::move(e);
+  return samples;
+}
+
+/// Times the host side of the step: validation and planning, then
+/// forward's argument checks, metadata copies and launches.
+llvm::Expected<HostStepTiming>
+timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
+             const runtime::CommonAttentionMetadata &m, int64_t numBlocks,
+             const runtime::MlaForwardArgs &args, int64_t repeats) {
+  layer.setPhaseTiming(false);
+  layer.setHostTiming(true);
+  std::vector<HostStepTiming::Part> parts;
+  std::vector<std::vector<double>> partUs;
+  auto samples = repeatTimed(
+      runtime, repeats, [&] { return layer.plan(m, numBlocks); },
+      [&](const runtime::MlaStepPlan &plan) {
+        return layer.forward(plan, args);
+      },
+      [&] {
+        const std::vector<runtime::PhaseTiming> &host = layer.hostTimings();
+        if (parts.empty())
+          for (const runtime::PhaseTiming &p : host)
+            parts.push_back({p.phase, 0});
+        partUs.resize(parts.size());
+        for (size_t k = 0; k < host.size() && k < parts.size(); ++k)
+          partUs[k].push_back(host[k].milliseconds * 1e3);
+      });
   layer.setHostTiming(false);
   layer.setPhaseTiming(true);
+  if (!samples)
+    return samples.takeError();
   HostStepTiming t;
   t.repeats = repeats;
-  t.planMedianUs = quantile(planUs, 0.5);
-  t.forwardMedianUs = quantile(forwardUs, 0.5);
-  t.stepMedianUs = quantile(stepUs, 0.5);
-  t.stepP90Us = quantile(stepUs, 0.9);
+  t.planMedianUs = quantile(samples->plan, 0.5);
+  t.forwardMedianUs = quantile(samples->run, 0.5);
+  t.stepMedianUs = quantile(samples->step, 0.5);
+  t.stepP90Us = quantile(samples->step, 0.9);
   for (size_t k = 0; k < parts.size(); ++k)
     parts[k].medianUs = quantile(partUs[k], 0.5);
   t.forwardParts = std::move(parts);
   return t;
+}
+
+/// Captures the step as a CUDA graph at its own shape and times the host
+/// side of its replays: planDecodeStep, then replay. The split limit is
+/// the plan's count of split slots, which no request's splits exceed, so
+/// the replays run exactly the splits the checked step ran.
+llvm::Expected<HostStepTiming::GraphReplay>
+timeGraphReplays(runtime::MlaLayer &layer, Runtime &runtime,
+                 const runtime::CommonAttentionMetadata &m,
+                 const runtime::MlaStepPlan &checked,
+                 const runtime::MlaForwardArgs &args, int64_t repeats) {
+  runtime::DecodeGraphShape shape;
+  shape.maxDecodes = checked.split.numDecodes;
+  shape.queryLen = checked.decodeQueryLen;
+  shape.maxBlocksPerRequest = checked.decodeTableWidth;
+  shape.numCacheBlocks = checked.numCacheBlocks;
+  shape.maxSplitsPerRequest = checked.decodeSplits.numSmParts;
+  auto start = Clock::now();
+  auto graph = layer.captureDecodeStep(shape, args);
+  if (!graph)
+    return graph.takeError();
+  HostStepTiming::GraphReplay g;
+  g.captureMs =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  auto samples = repeatTimed(
+      runtime, repeats,
+      [&] { return layer.planDecodeStep(m, (*graph)->shape()); },
+      [&](const runtime::MlaStepPlan &plan) {
+        return layer.replay(**graph, plan);
+      });
+  if (!samples)
+    return samples.takeError();
+  g.planMedianUs = quantile(samples->plan, 0.5);
+  g.replayMedianUs = quantile(samples->run, 0.5);
+  g.stepMedianUs = quantile(samples->step, 0.5);
+  g.stepP90Us = quantile(samples->step, 0.9);
+  return g;
 }
 
 /// The layer's weights: kv_b_proj and the W_UK_T / W_UV slices a serving
@@ -414,11 +475,39 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
       // The repeats rewrite the same cache rows and outputs: deterministic
       // kernels leave them as checked.
       std::vector<double> lsev = lse->host.toDouble();
-      for (auto *t : {&*out, &*lse})
-        if (llvm::Error e = download(runtime, *t))
-          return std::move(e);
-      timing->reproduced =
-          out->host.toDouble() == outv && lse->host.toDouble() == lsev;
+      auto reproduced = [&]() -> llvm::Expected<bool> {
+        for (auto *t : {&*out, &*lse})
+          if (llvm::Error e = download(runtime, *t))
+            return std::move(e);
+        bool same =
+            out->host.toDouble() == outv && lse->host.toDouble() == lsev;
+        // Poisoned again, so that the next check sees only new results.
+        for (auto *t : {&*out, &*lse}) {
+          t->host.poison();
+          if (llvm::Error e = runtime.upload(
+                  t->device.data(), t->host.view().data, t->host.sizeInBytes()))
+            return std::move(e);
+        }
+        return same;
+      };
+      auto forwardSame = reproduced();
+      if (!forwardSame)
+        return forwardSame.takeError();
+      timing->reproduced = *forwardSame;
+      if ((*layer)->selection().backend->cudaGraphs !=
+          CudaGraphSupport::NEVER) {
+        progress("step " + std::to_string(step) +
+                 ": capturing it as a CUDA graph, timing its replays");
+        auto graph = timeGraphReplays(**layer, runtime, m, *plan, args,
+                                      config.hostTimingRepeats);
+        if (!graph)
+          return graph.takeError();
+        timing->graph = *graph;
+        auto replaySame = reproduced();
+        if (!replaySame)
+          return replaySame.takeError();
+        timing->reproduced = timing->reproduced && *replaySame;
+      }
       report.hostTiming = *timing;
     }
     stepReport.passed = stepReport.prefillError <= report.tolerance &&

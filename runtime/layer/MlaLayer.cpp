@@ -2,6 +2,8 @@
 
 #include "mla/Runtime/MlaLayer.h"
 
+#include "StepMetadata.h"
+
 #include "mla/Support/Diagnostics.h"
 #include "mla/Target/GpuTarget.h"
 
@@ -59,7 +61,7 @@ std::string MlaStepPlan::str() const {
 MlaLayer::MlaLayer(Runtime &runtime, MlaLayerConfig config,
                    MlaLayerWeights weights)
     : runtime(runtime), layerConfig(std::move(config)),
-      weights(std::move(weights)) {}
+      weights(std::move(weights)), scratch(detail::NumScratchBuffers) {}
 
 MlaLayer::~MlaLayer() {
   // Scratch may still be in use by queued work.
@@ -182,6 +184,36 @@ DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
   return decodeScheduleFor(shape);
 }
 
+llvm::Error MlaLayer::planDecodes(const CommonAttentionMetadata &m,
+                                  int64_t numDecodes, int64_t rows,
+                                  int64_t tableWidth, int64_t maxSplits,
+                                  MlaStepPlan &plan) const {
+  plan.decodeTableWidth = tableWidth;
+  plan.decodeSeqLens.assign(rows, 0);
+  plan.decodeBlockTable.assign(rows * tableWidth, 0);
+  for (int64_t b = 0; b < numDecodes; ++b) {
+    plan.decodeSeqLens[b] = m.seqLens[b];
+    llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
+    std::copy(row.begin(), row.end(),
+              plan.decodeBlockTable.begin() + b * tableWidth);
+  }
+  DecodeSplitConfig schedule = decodeSchedule(plan.decodeQueryLen);
+  schedule.maxSplitsPerRequest = maxSplits;
+  auto splits = planDecodeSplits(plan.decodeSeqLens, schedule);
+  if (!splits)
+    return splits.takeError();
+  plan.decodeSplits = std::move(*splits);
+  // The CPU computes each row in one pass; it reads no partials.
+  if (runtime.deviceKind() == DeviceKind::CPU)
+    plan.splitCapacity = 1;
+  else if (maxSplits > 0)
+    plan.splitCapacity = maxSplits;
+  else
+    plan.splitCapacity = *std::max_element(plan.decodeSplits.numSplits.begin(),
+                                           plan.decodeSplits.numSplits.end());
+  return llvm::Error::success();
+}
+
 llvm::Expected<MlaStepPlan>
 MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
   const MlaLayerConfig &c = layerConfig;
@@ -207,24 +239,10 @@ MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
             "request 0 has " +
             llvm::Twine(plan.decodeQueryLen) + ", request " + llvm::Twine(b) +
             " has " + llvm::Twine(m.queryLen(b)));
-    plan.decodeTableWidth = std::max<int64_t>(m.maxBlocks, 1);
-    for (int64_t b = 0; b < split->numDecodes; ++b) {
-      plan.decodeSeqLens.push_back(m.seqLens[b]);
-      for (int64_t j = 0; j < plan.decodeTableWidth; ++j)
-        plan.decodeBlockTable.push_back(j < m.maxBlocks ? m.blockTableRow(b)[j]
-                                                        : 0);
-    }
-    DecodeSplitConfig schedule = decodeSchedule(plan.decodeQueryLen);
-    auto splits = planDecodeSplits(plan.decodeSeqLens, schedule);
-    if (!splits)
-      return splits.takeError();
-    plan.decodeSplits = std::move(*splits);
-    // The CPU computes each row in one pass; it reads no partials.
-    plan.splitCapacity =
-        runtime.deviceKind() == DeviceKind::CPU
-            ? 1
-            : *std::max_element(plan.decodeSplits.numSplits.begin(),
-                                plan.decodeSplits.numSplits.end());
+    if (llvm::Error error =
+            planDecodes(m, split->numDecodes, split->numDecodes,
+                        std::max<int64_t>(m.maxBlocks, 1), 0, plan))
+      return std::move(error);
   }
   if (split->numPrefills > 0) {
     auto prefill = buildChunkedPrefillMetadata(m, workspaceTokens,
@@ -306,28 +324,6 @@ llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
   return llvm::Error::success();
 }
 
-namespace {
-/// Host arrays packed into one block for a single upload; sections are
-/// 256-byte aligned so every view is aligned for any access width.
-class MetadataPack {
-public:
-  explicit MetadataPack(std::vector<char> &bytes) : bytes(bytes) {
-    bytes.clear();
-  }
-  template <typename T> size_t add(const std::vector<T> &values) {
-    size_t offset = (bytes.size() + 255) / 256 * 256;
-    bytes.resize(offset + values.size() * sizeof(T));
-    if (!values.empty())
-      std::memcpy(bytes.data() + offset, values.data(),
-                  values.size() * sizeof(T));
-    return offset;
-  }
-
-private:
-  std::vector<char> &bytes;
-};
-} // namespace
-
 llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
                               const MlaForwardArgs &args, Stream stream) {
   auto start = std::chrono::steady_clock::now();
@@ -336,6 +332,42 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   timings.clear();
   hostParts.clear();
   lastStream = stream;
+
+  // One upload of every metadata array the kernels read.
+  auto layout = detail::StepMetadataLayout::of(plan);
+  staging.resize(layout.bytes);
+  layout.write(plan, staging.data());
+  auto block = reserve(metadata, staging.size(), stream);
+  if (!block)
+    return block.takeError();
+  if (llvm::Error error =
+          runtime.upload(*block, staging.data(), staging.size(), stream))
+    return error;
+  if (timeHost)
+    hostParts.push_back(
+        {"checks and metadata upload", millisecondsSince(start)});
+
+  detail::ScratchBytes bytes = detail::scratchBytes(
+      layerConfig, workspaceTokens, plan, args.decodeLse.data != nullptr);
+  detail::ScratchPointers pointers;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (!bytes[i])
+      continue;
+    auto at = reserve(scratch[i], bytes[i], stream);
+    if (!at)
+      return at.takeError();
+    pointers.at[i] = *at;
+  }
+  return launchPhases(plan, args, static_cast<char *>(*block), pointers,
+                      stream);
+}
+
+llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
+                                   const MlaForwardArgs &args,
+                                   char *metadataBlock,
+                                   const detail::ScratchPointers &scratch,
+                                   Stream stream) {
+  using namespace detail;
   const MlaDims &d = layerConfig.dims;
   const DType act = layerConfig.activation;
   const int64_t n = d.numHeads;
@@ -343,28 +375,11 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   const BatchSplit &s = plan.split;
   const ChunkedPrefillMetadata &pf = plan.prefill;
   const int64_t numChunks = pf.chunks.numChunks;
-
-  // One upload of every metadata array the kernels read.
-  MetadataPack pack(staging);
-  size_t slotAt = pack.add(plan.slotMapping);
-  size_t decLensAt = pack.add(plan.decodeSeqLens);
-  size_t decTableAt = pack.add(plan.decodeBlockTable);
-  size_t decSplitsAt = pack.add(plan.decodeSplits.numSplits);
-  size_t cuQAt = pack.add(pf.cuSeqlensQ);
-  size_t pfTableAt = pack.add(pf.blockTable);
-  size_t chunkCuAt = pack.add(pf.chunks.chunkCuSeqLens);
-  size_t chunkStartsAt = pack.add(pf.chunks.chunkStarts);
-  auto base = reserve(metadata, staging.size(), stream);
-  if (!base)
-    return base.takeError();
-  if (llvm::Error error =
-          runtime.upload(*base, staging.data(), staging.size(), stream))
-    return error;
-  if (timeHost)
-    hostParts.push_back(
-        {"checks and metadata upload", millisecondsSince(start)});
-  auto at = [&](size_t offset) { return static_cast<char *>(*base) + offset; };
-  size_t width = byteWidth(act);
+  auto layout = StepMetadataLayout::of(plan);
+  auto array = [&](MetadataArray a, DType type, std::vector<int64_t> shape) {
+    return BufferView::contiguous(metadataBlock + layout.offsets[a], type,
+                                  std::move(shape));
+  };
   auto rows = [&](const BufferView &v, int64_t first, int64_t count) {
     std::vector<int64_t> shape = v.shape;
     shape[0] = count;
@@ -375,40 +390,32 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   };
 
   // 1. The new tokens' latent entries into the cache.
-  if (llvm::Error error = runPhase(
-          "concat_and_cache", *cacheWrite,
-          {rows(args.kvC, 0, tokens), rows(args.kPe, 0, tokens),
-           BufferView::contiguous(at(slotAt), DType::I64, {tokens}),
-           args.kvCache},
-          stream))
+  if (llvm::Error error =
+          runPhase("concat_and_cache", *cacheWrite,
+                   {rows(args.kvC, 0, tokens), rows(args.kPe, 0, tokens),
+                    array(SlotMapping, DType::I64, {tokens}), args.kvCache},
+                   stream))
     return error;
 
   // 2. Prefills: new tokens plus cached context in chunks.
   if (s.numPrefills > 0) {
     int64_t first = s.numDecodeTokens, count = s.numPrefillTokens;
-    auto ws = reserve(workspace, size_t(workspaceTokens) * d.cacheEntry() * width,
-                      stream);
-    auto lse = reserve(prefillLse, size_t(n) * count * sizeof(float), stream);
-    if (!ws)
-      return ws.takeError();
-    if (!lse)
-      return lse.takeError();
     if (llvm::Error error = runPhase(
             "prefill", *prefill,
             {rows(args.q, first, count), rows(args.kvC, first, count),
              rows(args.kPe, first, count),
-             BufferView::contiguous(at(cuQAt), DType::I32, {s.numPrefills + 1}),
+             array(PrefillCuSeqlensQ, DType::I32, {s.numPrefills + 1}),
              args.kvCache,
-             BufferView::contiguous(at(pfTableAt), DType::I32,
-                                    {s.numPrefills, pf.maxBlocks}),
-             BufferView::contiguous(at(chunkCuAt), DType::I32,
-                                    {numChunks, s.numPrefills + 1}),
-             BufferView::contiguous(at(chunkStartsAt), DType::I32,
-                                    {numChunks, s.numPrefills}),
+             array(PrefillBlockTable, DType::I32,
+                   {s.numPrefills, pf.maxBlocks}),
+             array(ChunkCuSeqLens, DType::I32, {numChunks, s.numPrefills + 1}),
+             array(ChunkStarts, DType::I32, {numChunks, s.numPrefills}),
              weights.kvBProj,
-             BufferView::contiguous(*ws, act, {workspaceTokens, d.cacheEntry()}),
+             BufferView::contiguous(scratch[ContextWorkspace], act,
+                                    {workspaceTokens, d.cacheEntry()}),
              rows(args.output, first, count),
-             BufferView::contiguous(*lse, DType::F32, {n, count})},
+             BufferView::contiguous(scratch[PrefillLse], DType::F32,
+                                    {n, count})},
             stream))
       return error;
   }
@@ -417,49 +424,33 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   if (s.numDecodes > 0) {
     int64_t b = s.numDecodes, sq = plan.decodeQueryLen, td = s.numDecodeTokens;
     int64_t splits = plan.splitCapacity;
-    auto q = reserve(decodeQ, size_t(td) * n * d.cacheEntry() * width, stream);
-    auto latent = reserve(latentOut, size_t(td) * n * d.kvLoraRank * width, stream);
-    auto part = reserve(splitOut,
-                        size_t(td) * n * splits * d.kvLoraRank * sizeof(float),
-                        stream);
-    auto partLse = reserve(splitLse, size_t(td) * n * splits * sizeof(float),
-                           stream);
-    void *lseData = args.decodeLse.data;
-    if (!lseData) {
-      auto scratch = reserve(decodeLseScratch, size_t(td) * n * sizeof(float),
-                             stream);
-      if (!scratch)
-        return scratch.takeError();
-      lseData = *scratch;
-    }
-    for (auto *result : {&q, &latent, &part, &partLse})
-      if (!*result)
-        return result->takeError();
-
+    void *lse = args.decodeLse.data ? args.decodeLse.data : scratch[DecodeLse];
+    BufferView q = BufferView::contiguous(scratch[DecodeQuery], act,
+                                          {b, sq, n, d.cacheEntry()});
+    BufferView latent = BufferView::contiguous(scratch[DecodeLatentOut], act,
+                                               {b, sq, n, d.kvLoraRank});
     if (llvm::Error error = runPhase(
             "decode query", *decodeQuery,
             {rows(args.q, 0, td), weights.wUkT,
-             BufferView::contiguous(*q, act, {td, n, d.cacheEntry()})},
+             BufferView::contiguous(q.data, act, {td, n, d.cacheEntry()})},
             stream))
       return error;
     if (llvm::Error error = runPhase(
             "decode attention", *decode,
-            {BufferView::contiguous(*q, act, {b, sq, n, d.cacheEntry()}),
-             args.kvCache,
-             BufferView::contiguous(at(decTableAt), DType::I32,
-                                    {b, plan.decodeTableWidth}),
-             BufferView::contiguous(at(decLensAt), DType::I32, {b}),
-             BufferView::contiguous(at(decSplitsAt), DType::I32, {b}),
-             BufferView::contiguous(*part, DType::F32,
+            {q, args.kvCache,
+             array(DecodeBlockTable, DType::I32, {b, plan.decodeTableWidth}),
+             array(DecodeSeqLens, DType::I32, {b}),
+             array(DecodeNumSplits, DType::I32, {b}),
+             BufferView::contiguous(scratch[DecodeSplitOut], DType::F32,
                                     {b, sq, n, splits, d.kvLoraRank}),
-             BufferView::contiguous(*partLse, DType::F32, {b, sq, n, splits}),
-             BufferView::contiguous(*latent, act, {b, sq, n, d.kvLoraRank}),
-             BufferView::contiguous(lseData, DType::F32, {b, n, sq})},
+             BufferView::contiguous(scratch[DecodeSplitLse], DType::F32,
+                                    {b, sq, n, splits}),
+             latent, BufferView::contiguous(lse, DType::F32, {b, n, sq})},
             stream))
       return error;
     if (llvm::Error error = runPhase(
             "decode v_up_proj", *vUpProj,
-            {BufferView::contiguous(*latent, act, {td, n, d.kvLoraRank}),
+            {BufferView::contiguous(latent.data, act, {td, n, d.kvLoraRank}),
              weights.wUv, rows(args.output, 0, td)},
             stream))
       return error;

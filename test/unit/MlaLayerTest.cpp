@@ -122,7 +122,8 @@ TEST_F(LayerTest, OnlyDecodesAndOnlyPrefills) {
 
 TEST_F(LayerTest, HostSideOfARepeatedDecodeStep) {
   // On a GPU the last step, decodes only, is repeated with its host side
-  // timed, and the repeats must leave out and lse bit for bit as checked.
+  // timed, then captured as a CUDA graph and replayed as often; the repeats
+  // and the replays must leave out and lse bit for bit as checked.
   // A step with prefills is not timed, nor is any step on the CPU, whose
   // kernels run inside forward.
   ServingStepConfig c = smallSteps({60, 3, 130}, {20}, {5}, 2);
@@ -146,6 +147,11 @@ TEST_F(LayerTest, HostSideOfARepeatedDecodeStep) {
     ASSERT_EQ(t.forwardParts.size(), 5u);
     EXPECT_EQ(t.forwardParts[0].name, "checks and metadata upload");
     EXPECT_EQ(t.forwardParts[3].name, "decode attention");
+    // The step captured as a CUDA graph and replayed as often.
+    ASSERT_TRUE(t.graph);
+    EXPECT_GT(t.graph->captureMs, 0);
+    EXPECT_GT(t.graph->replayMedianUs, 0);
+    EXPECT_LE(t.graph->stepMedianUs, t.graph->stepP90Us);
   }
 
   c.steps = 1;

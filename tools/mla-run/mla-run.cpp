@@ -196,6 +196,12 @@ int main(int argc, char **argv) {
                      t->stepP90Us, t->reproduced ? "yes" : "NO");
     for (const auto &part : t->forwardParts)
       outs() << format("  %-28s %6.1f us\n", part.name.c_str(), part.medianUs);
+    if (const auto &g = t->graph)
+      outs() << format("the same step as a CUDA graph (captured in %.1f ms), "
+                       "%lld replays: planDecodeStep %.1f us, replay %.1f us, "
+                       "step %.1f us (median), %.1f us (p90)\n",
+                       g->captureMs, (long long)t->repeats, g->planMedianUs,
+                       g->replayMedianUs, g->stepMedianUs, g->stepP90Us);
   }
   mla::runtime::KernelCacheStats stats = (*runtime)->cacheStats();
   outs() << format("\nkernel cache: %llu compiled, %llu from disk, %llu from "

@@ -37,6 +37,7 @@
 #include "mla/Runtime/Runtime.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,36 @@ struct MlaForwardArgs {
   BufferView decodeLse;
 };
 
+/// The fixed shape of a decode-only step that is replayed as a CUDA graph
+/// (one of vLLM's captured batch sizes). A smaller batch is padded to it:
+/// padding requests have no context (their rows come out 0, lse -inf) and
+/// their tokens' cache slots are padding, so they write nothing.
+struct DecodeGraphShape {
+  /// Decode requests of the step, padding included.
+  int64_t maxDecodes = 0;
+  /// New tokens of every request (1, or 1 + speculative tokens).
+  int64_t queryLen = 1;
+  /// Width of the block table: the most pages a request may name.
+  int64_t maxBlocksPerRequest = 0;
+  /// Pages of the paged cache.
+  int64_t numCacheBlocks = 0;
+  /// Most KV splits one request may take: the partial buffers are sized
+  /// for it. 0 lets the layer choose twice a request's even share of the
+  /// device (every split slot of the device for a single request), which
+  /// fits batches of even lengths and their usual spread; a batch more
+  /// skewed than that still runs correctly, its longest requests on fewer
+  /// splits.
+  int64_t maxSplitsPerRequest = 0;
+
+  bool operator==(const DecodeGraphShape &o) const {
+    return maxDecodes == o.maxDecodes && queryLen == o.queryLen &&
+           maxBlocksPerRequest == o.maxBlocksPerRequest &&
+           numCacheBlocks == o.numCacheBlocks &&
+           maxSplitsPerRequest == o.maxSplitsPerRequest;
+  }
+  std::string str() const;
+};
+
 /// What the host works out for one batch before anything runs.
 struct MlaStepPlan {
   BatchSplit split;
@@ -120,6 +151,9 @@ struct MlaStepPlan {
   /// Prefill inputs and the chunked-context plan.
   ChunkedPrefillMetadata prefill;
   std::vector<int64_t> slotMapping;
+  /// The shape a decode-only batch was padded to (planDecodeStep), with
+  /// its split limit resolved; none for a plan made by `plan`.
+  std::optional<DecodeGraphShape> paddedTo;
 
   /// One line: "4 decodes (4 tokens, 7 splits), 2 prefills (136 tokens,
   /// 1 context chunk)".
@@ -130,6 +164,35 @@ struct MlaStepPlan {
 struct PhaseTiming {
   std::string phase;
   double milliseconds = 0;
+};
+
+class MlaLayer;
+namespace detail {
+struct ScratchPointers;
+} // namespace detail
+
+/// A decode-only step captured once as a CUDA graph (MlaLayer::
+/// captureDecodeStep) with the metadata and scratch buffers it reads at
+/// fixed addresses, replayed once per step. It belongs to its layer, which
+/// must outlive it, and reads and writes the caller's buffers it was
+/// captured on.
+class DecodeStepGraph {
+public:
+  ~DecodeStepGraph();
+  DecodeStepGraph(const DecodeStepGraph &) = delete;
+  DecodeStepGraph &operator=(const DecodeStepGraph &) = delete;
+
+  /// The shape captured, its split limit resolved: plans for replays are
+  /// made with MlaLayer::planDecodeStep(metadata, shape()).
+  const DecodeGraphShape &shape() const;
+  /// Replays so far.
+  int64_t replays() const;
+
+private:
+  friend class MlaLayer;
+  struct State;
+  explicit DecodeStepGraph(std::unique_ptr<State> state);
+  std::unique_ptr<State> state;
 };
 
 class MlaLayer {
@@ -156,6 +219,34 @@ public:
   llvm::Error forward(const MlaStepPlan &plan, const MlaForwardArgs &args,
                       Stream stream = nullptr);
 
+  /// Plans a decode-only batch padded to `shape`, for a captured step's
+  /// replay (or for forward, which runs it the same way): `m` must hold
+  /// only decodes, at most shape.maxDecodes of them, each with
+  /// shape.queryLen new tokens, a block table at most
+  /// shape.maxBlocksPerRequest wide, against a cache of
+  /// shape.numCacheBlocks pages. Splits are planned under the shape's
+  /// split limit (chosen here when it is 0). Token-indexed buffers need
+  /// maxDecodes * queryLen rows; the padding rows of output (and
+  /// decode_lse) are written too.
+  llvm::Expected<MlaStepPlan> planDecodeStep(const CommonAttentionMetadata &m,
+                                             DecodeGraphShape shape) const;
+
+  /// Captures the decode-only step of `shape` on `args` into a CUDA graph
+  /// (GPU runtimes; the backend must allow CUDA graphs). The graph records
+  /// the addresses of `args` and of metadata and scratch buffers of its
+  /// own: every replay reads the same q, kv_c and k_pe, and writes the
+  /// same cache, output and decode_lse. Nothing runs until the first
+  /// replay.
+  llvm::Expected<std::unique_ptr<DecodeStepGraph>>
+  captureDecodeStep(const DecodeGraphShape &shape, const MlaForwardArgs &args);
+
+  /// Runs one step of `plan` (from planDecodeStep with the graph's shape)
+  /// through `graph`, queued on `stream`: one copy of the plan's metadata
+  /// from page-locked memory, then one graph launch. The host never waits
+  /// for the GPU here unless it is more than two replays ahead of it.
+  llvm::Error replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
+                     Stream stream = nullptr);
+
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
   const std::vector<PhaseTiming> &phaseTimings() const { return timings; }
@@ -179,6 +270,23 @@ private:
                                  Stream stream);
   llvm::Error runPhase(const char *phase, const Kernel &kernel,
                        const std::vector<BufferView> &args, Stream stream);
+  /// Queues the step's kernels: the metadata block is at `metadataBlock`,
+  /// laid out as StepMetadataLayout::of(plan), the scratch at `scratch`
+  /// (detail::ScratchPointers).
+  llvm::Error launchPhases(const MlaStepPlan &plan, const MlaForwardArgs &args,
+                           char *metadataBlock,
+                           const detail::ScratchPointers &scratch,
+                           Stream stream);
+  /// Fills `plan`'s decode part for the first `numDecodes` requests of `m`
+  /// (plan.decodeQueryLen new tokens each, checked by the caller), padded
+  /// to `rows` requests and `tableWidth` pages; `maxSplits` caps a
+  /// request's splits and fixes the partial buffers' capacity (0: no cap,
+  /// capacity as the batch needs).
+  llvm::Error planDecodes(const CommonAttentionMetadata &m, int64_t numDecodes,
+                          int64_t rows, int64_t tableWidth, int64_t maxSplits,
+                          MlaStepPlan &plan) const;
+  /// The split limit a graph of `shape` uses when it asks for none.
+  int64_t defaultSplitLimit(const DecodeGraphShape &shape) const;
 
   Runtime &runtime;
   MlaLayerConfig layerConfig;
@@ -188,9 +296,10 @@ private:
 
   std::shared_ptr<Kernel> cacheWrite, prefill, decodeQuery, decode, vUpProj;
 
-  // Device copies of the step's metadata and the scratch the kernels use.
-  DeviceAllocation metadata, workspace, prefillLse, decodeQ, latentOut,
-      splitOut, splitLse, decodeLseScratch;
+  // Device copies of the step's metadata and the scratch the kernels use
+  // (indexed by detail::ScratchBuffer).
+  DeviceAllocation metadata;
+  std::vector<DeviceAllocation> scratch;
   std::vector<char> staging;
 
   bool timePhases = false, timeHost = false;

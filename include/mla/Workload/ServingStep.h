@@ -48,7 +48,8 @@ struct ServingStepConfig {
   std::string backend;
   uint32_t seed = 1;
   /// Repeats of the last step whose host side is timed (plan + forward,
-  /// launches queued, nothing waited for), when that step has no prefills
+  /// launches queued, nothing waited for; then planDecodeStep + replay of
+  /// the step captured as a CUDA graph), when that step has no prefills
   /// and the device is a GPU; 0 times nothing.
   int64_t hostTimingRepeats = 0;
 };
@@ -79,7 +80,18 @@ struct HostStepTiming {
     double medianUs = 0;
   };
   std::vector<Part> forwardParts;
-  /// The repeated steps left out and lse bit for bit as the checked step.
+  /// The same step replayed as a CUDA graph captured at its shape
+  /// (MlaLayer::captureDecodeStep): the capture's time, then medians of
+  /// planDecodeStep and replay over as many repeats, and the p90 of their
+  /// sum. Absent where the backend cannot be captured.
+  struct GraphReplay {
+    double captureMs = 0;
+    double planMedianUs = 0, replayMedianUs = 0, stepMedianUs = 0,
+           stepP90Us = 0;
+  };
+  std::optional<GraphReplay> graph;
+  /// The repeated steps (and the replays) left out and lse bit for bit as
+  /// the checked step.
   bool reproduced = false;
 };
 

@@ -1,0 +1,282 @@
+//===- DecodeStepGraph.cpp - A decode step captured once, replayed --------===//
+//
+// A serving engine replays its decode steps as CUDA graphs so that a step
+// costs the host one copy and one launch instead of a launch per kernel.
+// A graph records addresses and shapes, so the step is planned at a fixed
+// shape (planDecodeStep pads the batch and caps the splits), its metadata
+// and scratch live at addresses the graph owns, and each replay only
+// rewrites the metadata in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Runtime/MlaLayer.h"
+
+#include "StepMetadata.h"
+
+#include "mla/Runtime/CudaDevice.h"
+#include "mla/Runtime/CudaGraph.h"
+#include "mla/Support/Diagnostics.h"
+
+#include <algorithm>
+
+namespace mla::runtime {
+
+std::string DecodeGraphShape::str() const {
+  return std::to_string(maxDecodes) + " decodes x " + std::to_string(queryLen) +
+         " tokens, " + std::to_string(maxBlocksPerRequest) +
+         " pages a request, " + std::to_string(numCacheBlocks) +
+         " cache pages, at most " + std::to_string(maxSplitsPerRequest) +
+         " splits a request";
+}
+
+//===----------------------------------------------------------------------===//
+// The graph and what it owns
+//===----------------------------------------------------------------------===//
+
+struct DecodeStepGraph::State {
+  const MlaLayer *layer = nullptr;
+  const Runtime *runtime = nullptr;
+  DecodeGraphShape shape;
+  detail::StepMetadataLayout layout;
+  // The addresses the graph recorded.
+  DeviceAllocation metadata;
+  std::vector<DeviceAllocation> scratch;
+  // Two page-locked copies of the metadata: the host fills one while the
+  // copy out of the other may still wait in the stream behind the previous
+  // replay. `copied[i]` marks the end of the last copy out of staging[i].
+  std::array<cuda::PinnedHostBuffer, 2> staging;
+  std::array<cuda::Event, 2> copied;
+  std::array<bool, 2> copyQueued{};
+  cuda::Stream captureStream;
+  // Declared last, destroyed first: before what it refers to.
+  cuda::CapturedGraph graph;
+  int64_t replays = 0;
+  Stream lastStream = nullptr;
+};
+
+DecodeStepGraph::DecodeStepGraph(std::unique_ptr<State> state)
+    : state(std::move(state)) {}
+
+DecodeStepGraph::~DecodeStepGraph() {
+  // A replay may still be reading the buffers about to be freed.
+  if (state->replays > 0)
+    llvm::consumeError(state->runtime->synchronize(state->lastStream));
+  if (const cuda::Device *gpu = state->runtime->gpu())
+    llvm::consumeError(gpu->makeCurrent());
+}
+
+const DecodeGraphShape &DecodeStepGraph::shape() const { return state->shape; }
+int64_t DecodeStepGraph::replays() const { return state->replays; }
+
+//===----------------------------------------------------------------------===//
+// Planning at a fixed shape
+//===----------------------------------------------------------------------===//
+
+int64_t MlaLayer::defaultSplitLimit(const DecodeGraphShape &shape) const {
+  if (runtime.deviceKind() == DeviceKind::CPU)
+    return 1;
+  DecodeSplitConfig c = decodeSchedule(shape.queryLen);
+  auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  // The split slots of the device (DecodeSplitPlan::numSmParts).
+  int64_t parts = std::max<int64_t>(
+      1, c.numSms * c.ctasPerSm / cdiv(c.numHeads * c.queryLen, c.rowsPerCta));
+  // A request never has more splits than its longest context allows.
+  int64_t tokens = shape.maxBlocksPerRequest * layerConfig.blockSize;
+  int64_t mostUseful =
+      cdiv(cdiv(tokens, c.tokensPerBlock),
+           std::max<int64_t>(1, cdiv(c.minTokensPerSplit, c.tokensPerBlock)));
+  int64_t evenShare = cdiv(parts, shape.maxDecodes);
+  return std::max<int64_t>(1, std::min({2 * evenShare, parts, mostUseful}));
+}
+
+llvm::Expected<MlaStepPlan>
+MlaLayer::planDecodeStep(const CommonAttentionMetadata &m,
+                         DecodeGraphShape shape) const {
+  const MlaLayerConfig &c = layerConfig;
+  if (shape.maxDecodes < 1 || shape.queryLen < 1 ||
+      shape.maxBlocksPerRequest < 1 || shape.numCacheBlocks < 1 ||
+      shape.maxSplitsPerRequest < 0)
+    return makeArgumentError(
+        "decode step shape: decodes, query length, pages a request and cache "
+        "pages must be positive and the split limit not negative, got " +
+        shape.str());
+  if (shape.queryLen > c.decodeThreshold)
+    return makeArgumentError(
+        "decode step shape: " + llvm::Twine(shape.queryLen) +
+        " new tokens a request is above the layer's decodeThreshold (" +
+        llvm::Twine(c.decodeThreshold) + "): such requests run as prefills");
+  if (shape.maxSplitsPerRequest == 0)
+    shape.maxSplitsPerRequest = defaultSplitLimit(shape);
+  if (runtime.deviceKind() == DeviceKind::CPU)
+    shape.maxSplitsPerRequest = 1;
+
+  if (llvm::Error error = validate(m, shape.numCacheBlocks, c.blockSize))
+    return std::move(error);
+  auto split = splitDecodesAndPrefills(m, c.decodeThreshold);
+  if (!split)
+    return split.takeError();
+  auto refuse = [&](const llvm::Twine &why) {
+    return makeError("the batch does not fit the decode step of " +
+                     shape.str() + ": " + why);
+  };
+  if (split->numPrefills > 0)
+    return refuse("it holds prefills (" + llvm::Twine(split->numPrefills) +
+                  " of its requests): a captured step runs decodes only, "
+                  "plan and forward run mixed batches");
+  if (split->numDecodes > shape.maxDecodes)
+    return refuse(llvm::Twine(split->numDecodes) + " decodes");
+  for (int64_t b = 0; b < split->numDecodes; ++b)
+    if (m.queryLen(b) != shape.queryLen)
+      return refuse("request " + llvm::Twine(b) + " has " +
+                    llvm::Twine(m.queryLen(b)) + " new tokens");
+  if (m.maxBlocks > shape.maxBlocksPerRequest)
+    return refuse("the block table is " + llvm::Twine(m.maxBlocks) +
+                  " pages wide");
+
+  MlaStepPlan plan;
+  int64_t tokens = shape.maxDecodes * shape.queryLen;
+  plan.split = {shape.maxDecodes, 0, tokens, 0};
+  plan.numActualTokens = tokens;
+  plan.numCacheBlocks = shape.numCacheBlocks;
+  plan.slotMapping.assign(tokens, kPaddingSlot);
+  std::copy(m.slotMapping.begin(), m.slotMapping.begin() + m.numActualTokens,
+            plan.slotMapping.begin());
+  plan.decodeQueryLen = shape.queryLen;
+  if (llvm::Error error = planDecodes(m, split->numDecodes, shape.maxDecodes,
+                                      shape.maxBlocksPerRequest,
+                                      shape.maxSplitsPerRequest, plan))
+    return std::move(error);
+  plan.paddedTo = shape;
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
+// Capture and replay
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<std::unique_ptr<DecodeStepGraph>>
+MlaLayer::captureDecodeStep(const DecodeGraphShape &shape,
+                            const MlaForwardArgs &args) {
+  const cuda::Device *gpu = runtime.gpu();
+  if (!gpu)
+    return makeError("capturing a decode step needs a GPU runtime (it is a "
+                     "CUDA graph); on the CPU run steps with forward");
+  CudaGraphSupport needed = shape.queryLen > 1
+                                ? CudaGraphSupport::UNIFORM_BATCH
+                                : CudaGraphSupport::UNIFORM_SINGLE_TOKEN_DECODE;
+  if (chosen.backend->cudaGraphs < needed)
+    return makeError("backend '" + chosen.backend->name +
+                     "' cannot be captured for " + shape.str() +
+                     " (it supports CUDA graphs for " +
+                     std::string(name(chosen.backend->cudaGraphs)) + ")");
+
+  // The step captured is that of an empty batch at the full shape: the
+  // kernels' arguments depend on the shape alone, their work on the
+  // metadata each replay writes.
+  CommonAttentionMetadata empty;
+  empty.queryStartLoc = {0};
+  auto plan = planDecodeStep(empty, shape);
+  if (!plan)
+    return plan.takeError();
+  if (llvm::Error error = checkArgs(*plan, args))
+    return std::move(error);
+
+  auto state = std::make_unique<DecodeStepGraph::State>();
+  state->layer = this;
+  state->runtime = &runtime;
+  state->shape = *plan->paddedTo;
+  state->layout = detail::StepMetadataLayout::of(*plan);
+  auto metadataBlock = runtime.allocate(state->layout.bytes);
+  if (!metadataBlock)
+    return metadataBlock.takeError();
+  state->metadata = std::move(*metadataBlock);
+  detail::ScratchBytes bytes = detail::scratchBytes(
+      layerConfig, workspaceTokens, *plan, args.decodeLse.data != nullptr);
+  detail::ScratchPointers pointers;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto buffer = runtime.allocate(bytes[i]);
+    if (!buffer)
+      return buffer.takeError();
+    pointers.at[i] = buffer->data();
+    state->scratch.push_back(std::move(*buffer));
+  }
+  if (llvm::Error error = gpu->makeCurrent())
+    return std::move(error);
+  for (size_t i = 0; i < state->staging.size(); ++i) {
+    auto pinned = cuda::PinnedHostBuffer::allocate(state->layout.bytes);
+    if (!pinned)
+      return pinned.takeError();
+    state->staging[i] = std::move(*pinned);
+    auto event = cuda::Event::create(cuda::CU_EVENT_DISABLE_TIMING);
+    if (!event)
+      return event.takeError();
+    state->copied[i] = std::move(*event);
+  }
+  auto stream = cuda::Stream::create();
+  if (!stream)
+    return stream.takeError();
+  state->captureStream = std::move(*stream);
+
+  // Phase timing waits on the stream, which a capture does not allow.
+  bool timedPhases = std::exchange(timePhases, false);
+  bool timedHost = std::exchange(timeHost, false);
+  auto graph = cuda::CapturedGraph::capture(
+      state->captureStream.handle(), [&]() -> llvm::Error {
+        return launchPhases(*plan, args,
+                            static_cast<char *>(state->metadata.data()),
+                            pointers, state->captureStream.handle());
+      });
+  timePhases = timedPhases;
+  timeHost = timedHost;
+  if (!graph)
+    return makeError("capturing the decode step of " + shape.str() + ": " +
+                     llvm::toString(graph.takeError()));
+  state->graph = std::move(*graph);
+  return std::unique_ptr<DecodeStepGraph>(
+      new DecodeStepGraph(std::move(state)));
+}
+
+llvm::Error MlaLayer::replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
+                             Stream stream) {
+  DecodeStepGraph::State &g = *graph.state;
+  if (g.layer != this)
+    return makeArgumentError("the decode step graph was captured by another "
+                             "layer");
+  if (!plan.paddedTo || !(*plan.paddedTo == g.shape))
+    return makeArgumentError(
+        "the plan was not made for this graph: plan the batch with "
+        "planDecodeStep(metadata, graph.shape()), the shape " +
+        g.shape.str());
+  auto layout = detail::StepMetadataLayout::of(plan);
+  if (!(layout == g.layout))
+    return makeArgumentError("the plan's metadata is not laid out as the "
+                             "graph's (a plan changed after planDecodeStep)");
+  const cuda::Device &gpu = *runtime.gpu();
+  if (llvm::Error error = gpu.makeCurrent())
+    return error;
+  size_t i = size_t(g.replays % 2);
+  // The copy out of this staging buffer two replays ago must have run.
+  if (g.copyQueued[i])
+    if (llvm::Error error = g.copied[i].synchronize())
+      return error;
+  layout.write(plan, g.staging[i].data());
+  cuda::Driver &driver = gpu.driver();
+  auto cuStream = static_cast<cuda::CUstream>(stream);
+  if (llvm::Error error = driver.check(
+          driver.fn.cuMemcpyHtoDAsync(
+              reinterpret_cast<cuda::CUdeviceptr>(g.metadata.data()),
+              g.staging[i].data(), layout.bytes, cuStream),
+          "cuMemcpyHtoDAsync"))
+    return error;
+  if (llvm::Error error = g.copied[i].record(cuStream))
+    return error;
+  g.copyQueued[i] = true;
+  if (llvm::Error error = g.graph.launch(cuStream))
+    return error;
+  ++g.replays;
+  g.lastStream = stream;
+  lastStream = stream;
+  return llvm::Error::success();
+}
+
+} // namespace mla::runtime
