@@ -14,6 +14,9 @@
  *   mla_layer_plan           one batch's metadata, checked and planned on the
  *                            host
  *   mla_layer_forward        the layer's forward on caller buffers
+ *   mla_layer_capture_decode_step / mla_layer_replay
+ *                            a decode step captured once as a CUDA graph,
+ *                            replayed every step
  *   mla_kernel_compile_source / mla_kernel_run
  *                            any module of mla ops, from MLIR text
  *   mla_runtime_allocate ... memory on the runtime's device
@@ -502,6 +505,78 @@ typedef struct mla_forward_args {
  *  fails to run. */
 mla_status_t mla_layer_forward(mla_layer_t *layer, const mla_plan_t *plan,
                                const mla_forward_args_t *args, void *stream);
+
+/*===----------------------------------------------------------------------===*
+ * Decode steps replayed as CUDA graphs
+ *
+ * A serving engine replays its decode steps as CUDA graphs, one per batch
+ * size it captures: the step's host side is then one planning call, one
+ * copy of the metadata and one graph launch. A graph records addresses and
+ * shapes, so
+ *  - batches are planned at the captured shape (mla_layer_plan_decode_step
+ *    pads them: padding requests have no context, their tokens' slots are
+ *    padding, their output rows come out 0 and lse -inf);
+ *  - every replay reads and writes the tensors given at capture (the
+ *    engine's persistent input and output buffers), with maxDecodes *
+ *    queryLen rows.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mla_decode_graph mla_decode_graph_t;
+
+/** The fixed shape of a captured decode step. */
+typedef struct mla_decode_graph_shape {
+  /** Decode requests, padding included. */
+  int64_t max_decodes;
+  /** New tokens of every request (1, or 1 + speculative tokens). */
+  int64_t query_len;
+  /** Width of the block table: the most pages one request may name. */
+  int64_t max_blocks_per_request;
+  /** Pages of the paged cache. */
+  int64_t num_cache_blocks;
+  /** Most KV splits one request may take (the partial buffers are sized
+   *  for it); 0 lets the layer choose twice a request's even share of the
+   *  GPU. */
+  int64_t max_splits_per_request;
+} mla_decode_graph_shape_t;
+
+/** Plans a decode-only batch padded to `shape` (as mla_layer_plan plans
+ *  any batch), for mla_layer_replay or mla_layer_forward.
+ *  MLA_ERROR_INVALID_ARGUMENT for a shape with a non-positive field or a
+ *  query length above the layer's decode threshold;
+ *  MLA_ERROR_INVALID_METADATA for a batch that does not fit the shape
+ *  (prefills, more decodes, other query lengths, a wider block table) or
+ *  is inconsistent. */
+mla_status_t mla_layer_plan_decode_step(const mla_layer_t *layer,
+                                        const mla_batch_metadata_t *metadata,
+                                        const mla_decode_graph_shape_t *shape,
+                                        mla_plan_t **plan);
+
+/** Captures the decode step of `shape` on `args` as a CUDA graph (GPU
+ *  runtimes; nothing runs until the first replay). The layer must outlive
+ *  the graph: mla_layer_destroy refuses while it has graphs.
+ *  MLA_ERROR_INVALID_ARGUMENT for a tensor that does not fit the shape
+ *  (named as in mla_layer_forward) or a bad shape; MLA_ERROR_RUNTIME on a
+ *  CPU runtime, for a backend that cannot be captured, or when the driver
+ *  fails the capture. */
+mla_status_t mla_layer_capture_decode_step(
+    mla_layer_t *layer, const mla_decode_graph_shape_t *shape,
+    const mla_forward_args_t *args, mla_decode_graph_t **graph);
+
+/** The captured shape, with the split limit the layer chose: the shape
+ *  to plan replays with. */
+mla_status_t mla_decode_graph_get_shape(const mla_decode_graph_t *graph,
+                                        mla_decode_graph_shape_t *shape);
+
+/** Replays `graph` for `plan` (from mla_layer_plan_decode_step with the
+ *  graph's shape), queued on `stream`; returns without waiting for the GPU.
+ *  MLA_ERROR_INVALID_ARGUMENT for a plan of another shape or layer, or a
+ *  graph of another layer; MLA_ERROR_RUNTIME when the copy or the launch
+ *  fails. */
+mla_status_t mla_layer_replay(mla_layer_t *layer, mla_decode_graph_t *graph,
+                              const mla_plan_t *plan, void *stream);
+
+/** Releases `graph`, after its last replay has finished. NULL is a no-op. */
+mla_status_t mla_decode_graph_destroy(mla_decode_graph_t *graph);
 
 /*===----------------------------------------------------------------------===*
  * Single kernels from MLIR source

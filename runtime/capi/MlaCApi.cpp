@@ -76,6 +76,13 @@ struct mla_layer {
   uint64_t id = 0;
   std::unique_ptr<MlaLayer> layer;
   SelectionText selection;
+  /// Graphs captured by the layer and not destroyed: they refer to it.
+  std::atomic<int64_t> graphs{0};
+};
+
+struct mla_decode_graph {
+  mla_layer *owner = nullptr;
+  std::unique_ptr<DecodeStepGraph> graph;
 };
 
 struct mla_plan {
@@ -835,6 +842,10 @@ extern "C" mla_status_t mla_layer_destroy(mla_layer_t *layer) {
   return guarded("mla_layer_destroy", [&](const char *) {
     if (!layer)
       return succeed();
+    if (int64_t graphs = layer->graphs)
+      return fail(MLA_ERROR_INVALID_ARGUMENT, "mla_layer_destroy",
+                  "the layer still has " + str(graphs) +
+                      " decode graph(s) alive; destroy them first");
     mla_runtime *owner = layer->owner;
     delete layer;
     --owner->layers;
@@ -857,6 +868,76 @@ extern "C" mla_status_t mla_layer_selection(const mla_layer_t *layer,
   });
 }
 
+namespace {
+
+/// `m` as the C++ metadata, its counts and arrays checked before any is
+/// read (`numCacheBlocks` is checked with the counts).
+mla_status_t toMetadata(const char *fn, const mla_batch_metadata_t &m,
+                        int64_t num_cache_blocks, CommonAttentionMetadata &c) {
+  // The counts size the arrays read below, so they are checked first.
+  struct Count {
+    const char *name;
+    int64_t value;
+  };
+  const Count counts[] = {{"num_reqs", m.num_reqs},
+                          {"max_blocks", m.max_blocks},
+                          {"num_actual_tokens", m.num_actual_tokens},
+                          {"num_slots", m.num_slots},
+                          {"num_cache_blocks", num_cache_blocks}};
+  for (const Count &count : counts) {
+    if (count.value < 0)
+      return fail(MLA_ERROR_INVALID_METADATA, fn,
+                  std::string(count.name) + " must be non-negative, got " +
+                      str(count.value));
+    if (count.value > INT32_MAX)
+      return fail(MLA_ERROR_INVALID_METADATA, fn,
+                  std::string(count.name) + " is too large (" +
+                      str(count.value) + ")");
+  }
+  const int64_t tableSize = m.num_reqs * m.max_blocks;
+  const int64_t numSlots = m.num_slots ? m.num_slots : m.num_actual_tokens;
+  if (!m.query_start_loc)
+    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                "metadata->query_start_loc is NULL (it has num_reqs + 1 "
+                "entries)");
+  if (m.num_reqs > 0 && !m.seq_lens)
+    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                "metadata->seq_lens is NULL but num_reqs is " +
+                    str(m.num_reqs));
+  if (tableSize > 0 && !m.block_table)
+    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                "metadata->block_table is NULL but num_reqs * max_blocks "
+                "is " +
+                    str(tableSize));
+  if (numSlots > 0 && !m.slot_mapping)
+    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                "metadata->slot_mapping is NULL but it has " + str(numSlots) +
+                    " entries");
+
+  c.queryStartLoc.assign(m.query_start_loc, m.query_start_loc + m.num_reqs + 1);
+  if (m.num_reqs > 0)
+    c.seqLens.assign(m.seq_lens, m.seq_lens + m.num_reqs);
+  if (tableSize > 0)
+    c.blockTable.assign(m.block_table, m.block_table + tableSize);
+  if (numSlots > 0)
+    c.slotMapping.assign(m.slot_mapping, m.slot_mapping + numSlots);
+  c.maxBlocks = m.max_blocks;
+  c.numReqs = m.num_reqs;
+  c.numActualTokens = m.num_actual_tokens;
+  c.maxQueryLen = m.max_query_len;
+  c.maxSeqLen = m.max_seq_len;
+
+  return MLA_OK;
+}
+
+/// The shape as the C++ one, its fields checked by the layer.
+DecodeGraphShape toShape(const mla_decode_graph_shape_t &s) {
+  return {s.max_decodes, s.query_len, s.max_blocks_per_request,
+          s.num_cache_blocks, s.max_splits_per_request};
+}
+
+} // namespace
+
 extern "C" mla_status_t mla_layer_plan(const mla_layer_t *layer,
                                        const mla_batch_metadata_t *metadata,
                                        int64_t num_cache_blocks,
@@ -865,61 +946,9 @@ extern "C" mla_status_t mla_layer_plan(const mla_layer_t *layer,
     MLA_REQUIRE(layer);
     MLA_REQUIRE(metadata);
     MLA_REQUIRE(plan);
-    const mla_batch_metadata_t &m = *metadata;
-    // The counts size the arrays read below, so they are checked first.
-    struct Count {
-      const char *name;
-      int64_t value;
-    };
-    const Count counts[] = {{"num_reqs", m.num_reqs},
-                            {"max_blocks", m.max_blocks},
-                            {"num_actual_tokens", m.num_actual_tokens},
-                            {"num_slots", m.num_slots},
-                            {"num_cache_blocks", num_cache_blocks}};
-    for (const Count &count : counts) {
-      if (count.value < 0)
-        return fail(MLA_ERROR_INVALID_METADATA, fn,
-                    std::string(count.name) + " must be non-negative, got " +
-                        str(count.value));
-      if (count.value > INT32_MAX)
-        return fail(MLA_ERROR_INVALID_METADATA, fn,
-                    std::string(count.name) + " is too large (" +
-                        str(count.value) + ")");
-    }
-    const int64_t tableSize = m.num_reqs * m.max_blocks;
-    const int64_t numSlots = m.num_slots ? m.num_slots : m.num_actual_tokens;
-    if (!m.query_start_loc)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "metadata->query_start_loc is NULL (it has num_reqs + 1 "
-                  "entries)");
-    if (m.num_reqs > 0 && !m.seq_lens)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "metadata->seq_lens is NULL but num_reqs is " +
-                      str(m.num_reqs));
-    if (tableSize > 0 && !m.block_table)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "metadata->block_table is NULL but num_reqs * max_blocks "
-                  "is " + str(tableSize));
-    if (numSlots > 0 && !m.slot_mapping)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "metadata->slot_mapping is NULL but it has " +
-                      str(numSlots) + " entries");
-
     CommonAttentionMetadata c;
-    c.queryStartLoc.assign(m.query_start_loc,
-                           m.query_start_loc + m.num_reqs + 1);
-    if (m.num_reqs > 0)
-      c.seqLens.assign(m.seq_lens, m.seq_lens + m.num_reqs);
-    if (tableSize > 0)
-      c.blockTable.assign(m.block_table, m.block_table + tableSize);
-    if (numSlots > 0)
-      c.slotMapping.assign(m.slot_mapping, m.slot_mapping + numSlots);
-    c.maxBlocks = m.max_blocks;
-    c.numReqs = m.num_reqs;
-    c.numActualTokens = m.num_actual_tokens;
-    c.maxQueryLen = m.max_query_len;
-    c.maxSeqLen = m.max_seq_len;
-
+    if (mla_status_t status = toMetadata(fn, *metadata, num_cache_blocks, c))
+      return status;
     auto planned = layer->layer->plan(c, num_cache_blocks);
     if (!planned)
       return fail(MLA_ERROR_INVALID_METADATA, fn, planned.takeError());
@@ -984,6 +1013,94 @@ extern "C" mla_status_t mla_layer_forward(mla_layer_t *layer,
       return s;
     if (llvm::Error error = layer->layer->forward(plan->plan, a, stream))
       return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t mla_layer_plan_decode_step(
+    const mla_layer_t *layer, const mla_batch_metadata_t *metadata,
+    const mla_decode_graph_shape_t *shape, mla_plan_t **plan) {
+  return guarded("mla_layer_plan_decode_step", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    MLA_REQUIRE(metadata);
+    MLA_REQUIRE(shape);
+    MLA_REQUIRE(plan);
+    CommonAttentionMetadata c;
+    if (mla_status_t status =
+            toMetadata(fn, *metadata, shape->num_cache_blocks, c))
+      return status;
+    auto planned = layer->layer->planDecodeStep(c, toShape(*shape));
+    if (!planned)
+      return failCall(MLA_ERROR_INVALID_METADATA, fn, planned.takeError());
+    auto handle = std::make_unique<mla_plan>();
+    handle->layerId = layer->id;
+    handle->plan = std::move(*planned);
+    handle->line = handle->plan.str();
+    *plan = handle.release();
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t mla_layer_capture_decode_step(
+    mla_layer_t *layer, const mla_decode_graph_shape_t *shape,
+    const mla_forward_args_t *args, mla_decode_graph_t **graph) {
+  return guarded("mla_layer_capture_decode_step", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    MLA_REQUIRE(shape);
+    MLA_REQUIRE(args);
+    MLA_REQUIRE(graph);
+    MlaForwardArgs a;
+    if (mla_status_t s = toForwardArgs(fn, *args, a))
+      return s;
+    auto captured = layer->layer->captureDecodeStep(toShape(*shape), a);
+    if (!captured)
+      return failCall(MLA_ERROR_RUNTIME, fn, captured.takeError());
+    auto handle = std::make_unique<mla_decode_graph>();
+    handle->owner = layer;
+    handle->graph = std::move(*captured);
+    ++layer->graphs;
+    *graph = handle.release();
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t
+mla_decode_graph_get_shape(const mla_decode_graph_t *graph,
+                           mla_decode_graph_shape_t *shape) {
+  return guarded("mla_decode_graph_get_shape", [&](const char *fn) {
+    MLA_REQUIRE(graph);
+    MLA_REQUIRE(shape);
+    const DecodeGraphShape &s = graph->graph->shape();
+    *shape = {s.maxDecodes, s.queryLen, s.maxBlocksPerRequest, s.numCacheBlocks,
+              s.maxSplitsPerRequest};
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t mla_layer_replay(mla_layer_t *layer,
+                                         mla_decode_graph_t *graph,
+                                         const mla_plan_t *plan, void *stream) {
+  return guarded("mla_layer_replay", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    MLA_REQUIRE(graph);
+    MLA_REQUIRE(plan);
+    if (plan->layerId != layer->id)
+      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                  "the plan was made by another layer");
+    if (llvm::Error error =
+            layer->layer->replay(*graph->graph, plan->plan, stream))
+      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t mla_decode_graph_destroy(mla_decode_graph_t *graph) {
+  return guarded("mla_decode_graph_destroy", [&](const char *) {
+    if (!graph)
+      return succeed();
+    mla_layer *owner = graph->owner;
+    delete graph;
+    --owner->graphs;
     return succeed();
   });
 }

@@ -223,6 +223,17 @@ TEST_F(CApiTest, NullArgumentsAreNamed) {
                 MLA_ERROR_INVALID_ARGUMENT, {"mla_layer_plan", "'layer'"});
   expectFailure(mla_layer_forward(nullptr, nullptr, nullptr, nullptr),
                 MLA_ERROR_INVALID_ARGUMENT, {"mla_layer_forward", "'layer'"});
+  mla_decode_graph_shape_t shape{};
+  expectFailure(mla_layer_plan_decode_step(nullptr, nullptr, &shape, nullptr),
+                MLA_ERROR_INVALID_ARGUMENT,
+                {"mla_layer_plan_decode_step", "'layer'"});
+  expectFailure(
+      mla_layer_capture_decode_step(nullptr, &shape, nullptr, nullptr),
+      MLA_ERROR_INVALID_ARGUMENT, {"mla_layer_capture_decode_step", "'layer'"});
+  expectFailure(mla_layer_replay(nullptr, nullptr, nullptr, nullptr),
+                MLA_ERROR_INVALID_ARGUMENT, {"mla_layer_replay", "'layer'"});
+  expectFailure(mla_decode_graph_get_shape(nullptr, &shape),
+                MLA_ERROR_INVALID_ARGUMENT, {"'graph'"});
   expectFailure(mla_layer_selection(nullptr, &selection),
                 MLA_ERROR_INVALID_ARGUMENT, {"'layer'"});
   expectFailure(mla_plan_get_info(nullptr, nullptr),
@@ -266,6 +277,7 @@ TEST_F(CApiTest, NullArgumentsAreNamed) {
   EXPECT_OK(mla_layer_destroy(nullptr));
   EXPECT_OK(mla_plan_destroy(nullptr));
   EXPECT_OK(mla_kernel_destroy(nullptr));
+  EXPECT_OK(mla_decode_graph_destroy(nullptr));
 }
 
 //===----------------------------------------------------------------------===//
@@ -921,6 +933,77 @@ TEST_F(CApiLayerTest, ForwardMatchesTheCppApiByteForByte) {
   EXPECT_NE(std::memcmp(cCache.data(), data.cache.data(), cCache.size() * 2), 0);
   for (float x : cLse)
     EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST_F(CApiLayerTest, DecodeStepPlannedAtAShapeCapturedOnlyOnAGpu) {
+  StepData data(4);
+  CRuntime runtime;
+  makeRuntime(runtime);
+  Buffer buffers[3];
+  CLayer layer;
+  makeLayer(runtime.p, data, buffers, layer);
+
+  // Two decodes padded to four.
+  std::vector<int32_t> table = {3, 1, 6, 0};
+  auto m = mla::runtime::makeCommonAttentionMetadata({1, 1}, {20, 9}, table,
+                                                     S::kMaxBlocks, S::kPage);
+  mla_batch_metadata_t batch = S::view(m);
+  mla_decode_graph_shape_t shape = {4, 1, S::kMaxBlocks, S::kPages, 0};
+  CPlan plan;
+  ASSERT_OK(mla_layer_plan_decode_step(layer.p, &batch, &shape, &plan.p));
+  mla_plan_info_t info;
+  ASSERT_OK(mla_plan_get_info(plan.p, &info));
+  EXPECT_EQ(info.num_decodes, 4);
+  EXPECT_EQ(info.num_actual_tokens, 4);
+  EXPECT_EQ(info.num_prefills, 0);
+
+  mla_plan_t *refused = nullptr;
+  auto mixed = step.metadata();
+  mla_batch_metadata_t mixedBatch = S::view(mixed);
+  expectFailure(
+      mla_layer_plan_decode_step(layer.p, &mixedBatch, &shape, &refused),
+      MLA_ERROR_INVALID_METADATA,
+      {"mla_layer_plan_decode_step", "holds prefills"});
+  mla_decode_graph_shape_t bad = shape;
+  bad.max_decodes = 0;
+  expectFailure(mla_layer_plan_decode_step(layer.p, &batch, &bad, &refused),
+                MLA_ERROR_INVALID_ARGUMENT, {"must be positive"});
+  EXPECT_EQ(refused, nullptr);
+
+  // Capture needs a GPU; this runtime is on the CPU.
+  Buffer io[6];
+  const int64_t rows = 4;
+  const int64_t qShape[3] = {rows, S::kHeads, S::kNope + S::kRope},
+                kvShape[2] = {rows, S::kLkv}, peShape[2] = {rows, S::kRope},
+                cacheShape[3] = {S::kPages, S::kPage, S::kLkv + S::kRope},
+                outShape[3] = {rows, S::kHeads, S::kV},
+                lseShape[3] = {rows, S::kHeads, 1};
+  makeBuffer(runtime.p, io[0], nullptr,
+             rows * S::kHeads * (S::kNope + S::kRope) * 2);
+  makeBuffer(runtime.p, io[1], nullptr, rows * S::kLkv * 2);
+  makeBuffer(runtime.p, io[2], nullptr, rows * S::kRope * 2);
+  makeBuffer(runtime.p, io[3], data.cache.data(), data.cache.size() * 2);
+  makeBuffer(runtime.p, io[4], nullptr, rows * S::kHeads * S::kV * 2);
+  makeBuffer(runtime.p, io[5], nullptr, rows * S::kHeads * 4);
+  mla_forward_args_t args{};
+  ASSERT_OK(mla_tensor_contiguous(io[0].p, MLA_DTYPE_BF16, 3, qShape, &args.q));
+  ASSERT_OK(
+      mla_tensor_contiguous(io[1].p, MLA_DTYPE_BF16, 2, kvShape, &args.kv_c));
+  ASSERT_OK(
+      mla_tensor_contiguous(io[2].p, MLA_DTYPE_BF16, 2, peShape, &args.k_pe));
+  ASSERT_OK(mla_tensor_contiguous(io[3].p, MLA_DTYPE_BF16, 3, cacheShape,
+                                  &args.kv_cache));
+  ASSERT_OK(mla_tensor_contiguous(io[4].p, MLA_DTYPE_BF16, 3, outShape,
+                                  &args.output));
+  ASSERT_OK(mla_tensor_contiguous(io[5].p, MLA_DTYPE_F32, 3, lseShape,
+                                  &args.decode_lse));
+  mla_decode_graph_t *graph = nullptr;
+  expectFailure(mla_layer_capture_decode_step(layer.p, &shape, &args, &graph),
+                MLA_ERROR_RUNTIME,
+                {"mla_layer_capture_decode_step", "needs a GPU runtime"});
+  EXPECT_EQ(graph, nullptr);
+  // The padded plan runs through forward like any other.
+  EXPECT_OK(mla_layer_forward(layer.p, plan.p, &args, nullptr));
 }
 
 TEST_F(CApiLayerTest, LayerArgumentErrors) {
