@@ -4,7 +4,8 @@
 # Steps (default: tests sanitizer run bench):
 #   tests      every op and the MLA layer on the GPU against the float64
 #              reference (fresh random inputs, NaN-poisoned outputs), the
-#              driver tests and the CUDA-graph replay test
+#              driver tests, the CUDA-graph replay test and the C host
+#              example
 #   run        mla-run twice on a fresh kernel cache (cold, then from disk),
 #              16 and 128 heads
 #   sanitizer  compute-sanitizer memcheck over the GPU numerics suite
@@ -31,6 +32,12 @@ for step in $steps; do
     summary+=("gpu numerics: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/gpu-numerics.log" | tr '\n' ' '))")
     "$bin/mla-unit-tests" --gtest_filter='Cuda*:PreloadedModules*' > "$out/cuda-driver.log" 2>&1
     summary+=("driver tests: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/cuda-driver.log" | tr '\n' ' '))")
+    if [ -x "$bin/mla-host-example" ]; then
+      cache=$(mktemp -d)
+      MLA_CACHE_DIR=$cache "$bin/mla-host-example" > "$out/host-example.log" 2>&1
+      summary+=("C host example: exit $? ($(grep -E 'CUDA graph' "$out/host-example.log") $(tail -1 "$out/host-example.log"))")
+      rm -rf "$cache"
+    fi
     ;;
   sanitizer)
     sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

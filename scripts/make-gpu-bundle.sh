@@ -10,11 +10,11 @@ build=${1:-$root/build-static}
 bash "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMLA_LINK_MODE=static -DMLA_BUILD_TESTS=ON > /dev/null
-cmake --build "$build" -j "$(nproc)" --target mla-run mla-bench mla-unit-tests
+cmake --build "$build" -j "$(nproc)" --target mla-run mla-bench mla-unit-tests mla-host-example
 
 stage=$(mktemp -d)
 mkdir -p "$stage/mla/bin" "$stage/mla/scripts"
-for tool in mla-run mla-bench mla-unit-tests; do
+for tool in mla-run mla-bench mla-unit-tests mla-host-example; do
   strip -o "$stage/mla/bin/$tool" "$build/bin/$tool"
 done
 cp "$root/scripts/gpu-suite.sh" "$stage/mla/scripts/"

@@ -41,12 +41,15 @@ struct DecodeStepGraph::State {
   // The addresses the graph recorded.
   DeviceAllocation metadata;
   std::vector<DeviceAllocation> scratch;
-  // Two page-locked copies of the metadata: the host fills one while the
-  // copy out of the other may still wait in the stream behind the previous
-  // replay. `copied[i]` marks the end of the last copy out of staging[i].
-  std::array<cuda::PinnedHostBuffer, 2> staging;
-  std::array<cuda::Event, 2> copied;
-  std::array<bool, 2> copyQueued{};
+  // Page-locked slots for the metadata, used in turn: the host fills one
+  // while the copies out of the others may still wait in the stream behind
+  // earlier replays. `copied[i]` marks the end of the last copy out of slot
+  // i; only a host more than kStagingSlots replays ahead of the GPU waits.
+  static constexpr size_t kStagingSlots = 8;
+  cuda::PinnedHostBuffer staging;
+  size_t slotBytes = 0;
+  std::array<cuda::Event, kStagingSlots> copied;
+  std::array<bool, kStagingSlots> copyQueued{};
   cuda::Stream captureStream;
   // Declared last, destroyed first: before what it refers to.
   cuda::CapturedGraph graph;
@@ -202,11 +205,13 @@ MlaLayer::captureDecodeStep(const DecodeGraphShape &shape,
   }
   if (llvm::Error error = gpu->makeCurrent())
     return std::move(error);
-  for (size_t i = 0; i < state->staging.size(); ++i) {
-    auto pinned = cuda::PinnedHostBuffer::allocate(state->layout.bytes);
-    if (!pinned)
-      return pinned.takeError();
-    state->staging[i] = std::move(*pinned);
+  state->slotBytes = (state->layout.bytes + 255) / 256 * 256;
+  auto pinned = cuda::PinnedHostBuffer::allocate(
+      state->slotBytes * DecodeStepGraph::State::kStagingSlots);
+  if (!pinned)
+    return pinned.takeError();
+  state->staging = std::move(*pinned);
+  for (size_t i = 0; i < state->copied.size(); ++i) {
     auto event = cuda::Event::create(cuda::CU_EVENT_DISABLE_TIMING);
     if (!event)
       return event.takeError();
@@ -254,18 +259,19 @@ llvm::Error MlaLayer::replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
   const cuda::Device &gpu = *runtime.gpu();
   if (llvm::Error error = gpu.makeCurrent())
     return error;
-  size_t i = size_t(g.replays % 2);
-  // The copy out of this staging buffer two replays ago must have run.
+  size_t i = size_t(g.replays) % g.copied.size();
+  char *slot = g.staging.data() + i * g.slotBytes;
+  // The copy out of this slot, kStagingSlots replays ago, must have run.
   if (g.copyQueued[i])
     if (llvm::Error error = g.copied[i].synchronize())
       return error;
-  layout.write(plan, g.staging[i].data());
+  layout.write(plan, slot);
   cuda::Driver &driver = gpu.driver();
   auto cuStream = static_cast<cuda::CUstream>(stream);
   if (llvm::Error error = driver.check(
           driver.fn.cuMemcpyHtoDAsync(
-              reinterpret_cast<cuda::CUdeviceptr>(g.metadata.data()),
-              g.staging[i].data(), layout.bytes, cuStream),
+              reinterpret_cast<cuda::CUdeviceptr>(g.metadata.data()), slot,
+              layout.bytes, cuStream),
           "cuMemcpyHtoDAsync"))
     return error;
   if (llvm::Error error = g.copied[i].record(cuStream))

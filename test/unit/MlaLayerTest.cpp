@@ -152,6 +152,9 @@ TEST_F(LayerTest, HostSideOfARepeatedDecodeStep) {
     EXPECT_GT(t.graph->captureMs, 0);
     EXPECT_GT(t.graph->replayMedianUs, 0);
     EXPECT_LE(t.graph->stepMedianUs, t.graph->stepP90Us);
+    EXPECT_TRUE(t.graph->matchesForward);
+    EXPECT_LE(t.graph->decodeError, report->tolerance);
+    EXPECT_LE(t.graph->decodeLseError, 5e-2);
   }
 
   c.steps = 1;

@@ -199,9 +199,13 @@ int main(int argc, char **argv) {
     if (const auto &g = t->graph)
       outs() << format("the same step as a CUDA graph (captured in %.1f ms), "
                        "%lld replays: planDecodeStep %.1f us, replay %.1f us, "
-                       "step %.1f us (median), %.1f us (p90)\n",
+                       "step %.1f us (median), %.1f us (p90); replays vs "
+                       "float64: decode rel. L2 %.2e, max |dLSE| %.2e; as "
+                       "forward of the same plan: %s\n",
                        g->captureMs, (long long)t->repeats, g->planMedianUs,
-                       g->replayMedianUs, g->stepMedianUs, g->stepP90Us);
+                       g->replayMedianUs, g->stepMedianUs, g->stepP90Us,
+                       g->decodeError, g->decodeLseError,
+                       g->matchesForward ? "yes" : "NO");
   }
   mla::runtime::KernelCacheStats stats = (*runtime)->cacheStats();
   outs() << format("\nkernel cache: %llu compiled, %llu from disk, %llu from "

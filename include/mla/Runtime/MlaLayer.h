@@ -243,7 +243,7 @@ public:
   /// Runs one step of `plan` (from planDecodeStep with the graph's shape)
   /// through `graph`, queued on `stream`: one copy of the plan's metadata
   /// from page-locked memory, then one graph launch. The host never waits
-  /// for the GPU here unless it is more than two replays ahead of it.
+  /// for the GPU here unless it is more than 8 replays ahead of it.
   llvm::Error replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
                      Stream stream = nullptr);
 

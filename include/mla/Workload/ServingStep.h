@@ -81,17 +81,21 @@ struct HostStepTiming {
   };
   std::vector<Part> forwardParts;
   /// The same step replayed as a CUDA graph captured at its shape
-  /// (MlaLayer::captureDecodeStep): the capture's time, then medians of
+  /// (MlaLayer::captureDecodeStep, the split limit the checked step's
+  /// largest split count): the capture's time, then medians of
   /// planDecodeStep and replay over as many repeats, and the p90 of their
-  /// sum. Absent where the backend cannot be captured.
+  /// sum. The replays' outputs are checked against the float64 reference,
+  /// and bit for bit against forward of the same plan. Absent where the
+  /// backend cannot be captured.
   struct GraphReplay {
     double captureMs = 0;
     double planMedianUs = 0, replayMedianUs = 0, stepMedianUs = 0,
            stepP90Us = 0;
+    double decodeError = 0, decodeLseError = 0;
+    bool matchesForward = false;
   };
   std::optional<GraphReplay> graph;
-  /// The repeated steps (and the replays) left out and lse bit for bit as
-  /// the checked step.
+  /// The repeated steps left out and lse bit for bit as the checked step.
   bool reproduced = false;
 };
 
