@@ -131,7 +131,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
         Location l = e.location();
         PrefillTileBlock block(e, op, a, kBlockRows);
         Value q = block.q, k = block.k, v = block.v, out = block.out,
-              lse = block.lse, head = block.head;
+              head = block.head;
         Value zero = e.index(0), one = e.index(1);
         block.run([&] {
           Value qBegin = block.qBegin, sq = block.sq;
