@@ -76,13 +76,9 @@ int64_t DecodeStepGraph::replays() const { return state->replays; }
 //===----------------------------------------------------------------------===//
 
 int64_t MlaLayer::defaultSplitLimit(const DecodeGraphShape &shape) const {
-  if (runtime.deviceKind() == DeviceKind::CPU)
-    return 1;
   DecodeSplitConfig c = decodeSchedule(shape.queryLen);
   auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  // The split slots of the device (DecodeSplitPlan::numSmParts).
-  int64_t parts = std::max<int64_t>(
-      1, c.numSms * c.ctasPerSm / cdiv(c.numHeads * c.queryLen, c.rowsPerCta));
+  int64_t parts = decodeSplitSlots(c);
   // A request never has more splits than its longest context allows.
   int64_t tokens = shape.maxBlocksPerRequest * layerConfig.blockSize;
   int64_t mostUseful =
@@ -108,10 +104,11 @@ MlaLayer::planDecodeStep(const CommonAttentionMetadata &m,
         "decode step shape: " + llvm::Twine(shape.queryLen) +
         " new tokens a request is above the layer's decodeThreshold (" +
         llvm::Twine(c.decodeThreshold) + "): such requests run as prefills");
-  if (shape.maxSplitsPerRequest == 0)
-    shape.maxSplitsPerRequest = defaultSplitLimit(shape);
+  // The CPU computes each row in one pass: one split, whatever was asked.
   if (runtime.deviceKind() == DeviceKind::CPU)
     shape.maxSplitsPerRequest = 1;
+  else if (shape.maxSplitsPerRequest == 0)
+    shape.maxSplitsPerRequest = defaultSplitLimit(shape);
 
   if (llvm::Error error = validate(m, shape.numCacheBlocks, c.blockSize))
     return std::move(error);
@@ -266,13 +263,9 @@ llvm::Error MlaLayer::replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
     if (llvm::Error error = g.copied[i].synchronize())
       return error;
   layout.write(plan, slot);
-  cuda::Driver &driver = gpu.driver();
   auto cuStream = static_cast<cuda::CUstream>(stream);
-  if (llvm::Error error = driver.check(
-          driver.fn.cuMemcpyHtoDAsync(
-              reinterpret_cast<cuda::CUdeviceptr>(g.metadata.data()), slot,
-              layout.bytes, cuStream),
-          "cuMemcpyHtoDAsync"))
+  if (llvm::Error error =
+          runtime.upload(g.metadata.data(), slot, layout.bytes, stream))
     return error;
   if (llvm::Error error = g.copied[i].record(cuStream))
     return error;

@@ -98,6 +98,14 @@ static int64_t waveAlignedBlocksPerSplit(llvm::ArrayRef<int32_t> seqLens,
   return lo <= cdiv(splits, limit) * budget ? lo : budget;
 }
 
+int64_t decodeSplitSlots(const DecodeSplitConfig &config) {
+  // One split's rows (heads x new tokens) take this many CTAs side by side;
+  // the CTA slots of the device hold that many splits at once.
+  int64_t ctasPerSplit =
+      cdiv(config.numHeads * config.queryLen, config.rowsPerCta);
+  return std::max<int64_t>(1, config.numSms * config.ctasPerSm / ctasPerSplit);
+}
+
 llvm::Expected<DecodeSplitPlan>
 planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
                  const DecodeSplitConfig &config) {
@@ -111,12 +119,7 @@ planDecodeSplits(llvm::ArrayRef<int32_t> seqLens,
   DecodeSplitPlan plan;
   plan.tokensPerBlock = config.tokensPerBlock;
   plan.seqLens.assign(seqLens.begin(), seqLens.end());
-  // One split's rows (heads x new tokens) take this many CTAs side by side;
-  // the CTA slots of the device hold that many splits at once.
-  int64_t ctasPerSplit =
-      cdiv(config.numHeads * config.queryLen, config.rowsPerCta);
-  plan.numSmParts = std::max<int64_t>(
-      1, config.numSms * config.ctasPerSm / ctasPerSplit);
+  plan.numSmParts = decodeSplitSlots(config);
   plan.blocksPerSplit = waveAlignedBlocksPerSplit(
       seqLens, config, plan.numSmParts,
       blocksPerSplit(seqLens, config, plan.numSmParts));

@@ -1,5 +1,4 @@
-//===- CudaGraph.h - Captured stream work and page-locked memory -*- C++
-//-*-===//
+//===- CudaGraph.h - Captured streams, page-locked memory ---*- C++ -*-===//
 //
 // What replaying a step as a CUDA graph takes from the driver: the graph
 // itself, captured from a stream once and launched again and again, and

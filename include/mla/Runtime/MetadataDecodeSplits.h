@@ -99,6 +99,10 @@ struct DecodeSplitPlan {
   int64_t splitEnd(int64_t b, int64_t s) const;
 };
 
+/// Splits the device runs at once under `config` (DecodeSplitPlan's
+/// numSmParts): the device's CTA slots over the CTAs one split takes.
+int64_t decodeSplitSlots(const DecodeSplitConfig &config);
+
 /// The schedule matched to the generic GPU decode kernels: one warp per
 /// (head, query) row, 4 rows per 128-thread CTA, 8 CTAs resident per SM,
 /// splits starting on cache pages (the kernel deals a request's pages, so

@@ -167,8 +167,9 @@ public:
   /// `bytes` of device memory (host memory on a CPU runtime), 256-byte
   /// aligned. Zero bytes gives an empty allocation.
   llvm::Expected<DeviceAllocation> allocate(size_t bytes) const;
-  /// Copies host memory to the device, ordered on `stream`. The source may
-  /// be reused as soon as the call returns.
+  /// Copies host memory to the device, ordered on `stream`. Pageable
+  /// source memory may be reused as soon as the call returns (the driver
+  /// has staged it); page-locked memory is read when the copy runs.
   llvm::Error upload(void *device, const void *host, size_t bytes,
                      Stream stream = nullptr) const;
   /// Copies device memory to the host and waits for it (and for the work
