@@ -2,6 +2,7 @@
 
 #include "LaunchShims.h"
 #include "PreloadedModules.h"
+#include "TensorMaps.h"
 
 #include "llvm/ExecutionEngine/Orc/Shared/ExecutorAddress.h"
 #include "llvm/Support/raw_ostream.h"
@@ -255,6 +256,8 @@ GpuCall::GpuCall(const Driver &driver, CUstream stream)
 
 GpuCall::~GpuCall() { activeCall = previous; }
 
+GpuCall *GpuCall::active() { return activeCall; }
+
 llvm::Error GpuCall::takeError() {
   if (error.empty())
     return llvm::Error::success();
@@ -286,6 +289,7 @@ llvm::orc::SymbolMap launchShimSymbols(llvm::orc::MangleAndInterner interner) {
   add("mgpuMemFree", &mlaMemFree);
   add("mgpuMemcpy", &mlaMemcpy);
   add("mgpuSetDefaultDevice", &mlaSetDefaultDevice);
+  add("mlaTiledTensorMap", &mlaTiledTensorMap);
   return map;
 }
 

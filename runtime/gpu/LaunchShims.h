@@ -58,6 +58,10 @@ public:
   /// The first failure recorded during the call, if any.
   llvm::Error takeError();
 
+  /// The innermost GpuCall alive on this thread, or null: where shims
+  /// outside this file record their failures.
+  static GpuCall *active();
+
   const cuda::Driver &driver;
   cuda::CUstream stream;
   std::string error;
@@ -76,7 +80,8 @@ private:
   GpuCall *previous;
 };
 
-/// The mgpu* symbols for ExecutionEngine::registerSymbols.
+/// The mgpu* symbols, and mlaTiledTensorMap (TensorMaps.h), for
+/// ExecutionEngine::registerSymbols.
 llvm::orc::SymbolMap launchShimSymbols(llvm::orc::MangleAndInterner interner);
 
 } // namespace mla::gpu

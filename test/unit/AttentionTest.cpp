@@ -753,6 +753,39 @@ TEST(DecodeWgmma, LatentDims) {
   checkDecode({DType::BF16, DType::BF16, 64, 2, 64, true, {300, 9}, 512, 128});
 }
 
+TEST(DecodeWgmma, TilesByTensorCopies) {
+  // 128 heads over pages of 64 and 128 tokens, 1 and 2 queries (causal):
+  // the KV tiles come in by tensor copies (TMA) from the cache's tensor
+  // map. Lengths: empty, one token, one tile, one past it (a zero-filled
+  // last B tile), half of a 128-token page, and many tiles; rows past each
+  // end hold NaN, which the blocks must zero before P V.
+  for (int64_t sq : {1, 2})
+    for (int64_t block : {64, 128})
+      checkDecode({DType::BF16,
+                   DType::BF16,
+                   128,
+                   sq,
+                   block,
+                   sq > 1,
+                   {0, 1, 64, 65, 192, 1000}});
+  checkDecode({DType::F16, DType::F16, 128, 1, 64, false, {300, 7}});
+}
+
+TEST(DecodeScheduled, WgmmaTensorCopySplitCounts) {
+  // The planned schedule's splits, on page boundaries, with 128 heads'
+  // tiles by tensor copies; a spare split past the plan.
+  checkDecode({DType::BF16,
+               DType::BF16,
+               128,
+               1,
+               64,
+               false,
+               {1, 4100, 37, 700},
+               512,
+               64,
+               DecodeSchedule{132, 64, 64, 1, {}, 8}});
+}
+
 TEST(DecodeScheduled, WgmmaSplitCounts) {
   // 128 heads over 16-token pages, the longest request in several splits;
   // 64 heads at Sq 2 causal over 64-token pages with a spare split.

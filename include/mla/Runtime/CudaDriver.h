@@ -80,6 +80,40 @@ enum CUstreamCaptureMode : int {
   CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 
+/// A TMA descriptor (tensor map), opaque to the host: what
+/// cuTensorMapEncodeTiled writes and cp.async.bulk.tensor reads. The
+/// driver and the hardware both want it at a 64-byte-aligned address.
+struct alignas(64) CUtensorMap {
+  std::uint64_t opaque[16];
+};
+static_assert(sizeof(CUtensorMap) == 128, "the driver's CUtensorMap size");
+
+/// Element type of a tensor map (TMA only moves bytes: BFLOAT16 serves f16
+/// tensors as well).
+enum CUtensorMapDataType : int {
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+};
+enum CUtensorMapInterleave : int {
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+};
+/// How a box is laid out in shared memory: 16-byte chunks permuted within
+/// each 128-byte row, so that the rows of an mma operand tile fall in
+/// different banks.
+enum CUtensorMapSwizzle : int {
+  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+};
+/// The granularity at which L2 fetches a box's lines from memory.
+enum CUtensorMapL2promotion : int {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+};
+/// NONE fills elements outside the tensor with zeros.
+enum CUtensorMapFloatOOBfill : int {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+};
+
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;

@@ -437,9 +437,10 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   splitArgs.append({partial, partialLse, op.getOut(), op.getLse()});
   if (useWgmmaDecodeSplit(op, kernels.target())) {
     // Hopper: 64 head rows of a request share each KV tile. The kernel
-    // copies q and the cache in 16-byte vectors only: where either is not
-    // 16-byte aligned (rare) the host launches the generic kernel, which
-    // follows the same schedule and writes the same partials.
+    // copies q and the cache in 16-byte vectors or tensor copies only:
+    // where it cannot (operands not 16-byte aligned, rare) the host
+    // launches the generic kernel, which follows the same schedule and
+    // writes the same partials.
     GpuEmitter h(host, loc);
     h.ifThenElse(
         h.vectorAligned({op.getQ(), op.getKvCache()}),

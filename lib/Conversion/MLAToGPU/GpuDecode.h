@@ -108,7 +108,8 @@ bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 
 /// Creates the wgmma split kernel for `op` and launches it from `host` on
 /// grid (ceil(Sq * N / 64), B, splits) with the same operands as
-/// launchMmaDecodeSplit.
+/// launchMmaDecodeSplit (and, where its KV tiles come in by tensor copies,
+/// the cache's tensor map).
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule,
                             mlir::OpBuilder &host, mlir::ValueRange splitArgs,

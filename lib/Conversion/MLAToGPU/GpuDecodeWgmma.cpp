@@ -11,7 +11,8 @@
 // Shared memory, all tiles in the 128-byte-swizzled layout
 // (mla/Target/WgmmaDecodeShape.h): Q 64 x (Lkv + R), KV stages of 64 tokens
 // x (Lkv + R), a P tile, row maxima and sums. KV tiles come in with 16-byte
-// cp.async (page lookups per row, as in the mma.sync kernel);
+// cp.async (page lookups per row, as in the mma.sync kernel), or, at 128
+// heads over whole 64-token pages, as tensor copies (TensorTiles);
 // fence.proxy.async makes the copies and P visible to wgmma. The online
 // softmax is in base 2.
 //
@@ -70,10 +71,13 @@
 #include "mla/Target/WgmmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 
@@ -106,11 +110,20 @@ constexpr int64_t kPartBarriersOffset = 2048;
 constexpr int64_t kPartsPerStage = 2;
 constexpr int64_t kBarrierBytes = 8;
 constexpr int64_t kPartBarriers = 2 * kPartsPerStage;
+/// With tiles loaded by tensor copies (see TensorTiles), Q's mbarrier
+/// follows the parts' ones.
+constexpr int64_t kQBarrierOffset =
+    kPartBarriersOffset + kPartBarriers * kBarrierBytes;
 static_assert(kDescriptorSlotsOffset + 2 * 8 <= kPartBarriersOffset &&
-                  kPartBarriersOffset + kPartBarriers * kBarrierBytes <=
+                  kQBarrierOffset + kBarrierBytes <=
                       kTileRows * kTileTokens * 2,
               "the seesaw's exchanges, descriptors and mbarriers fit the P "
               "region of 16-bit P");
+/// Fewest heads for which KV tiles come in by tensor copies (TMA) rather
+/// than cp.async: measured 2 to 4% faster at 128 heads on an H100, the
+/// same within 1% at 16 and 64 heads, slightly slower at 16 heads and
+/// batch 1 (benchmarks.md).
+constexpr int64_t kMinHeadsForTensorCopies = 128;
 /// Row stride of the output staging (f32): 8 elements of padding shift
 /// each row by as many banks as a quad's two-element stores span, so the
 /// rows a warp stores at once hit fewer banks twice; rows stay 32-byte
@@ -135,6 +148,23 @@ bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
 
 namespace {
 
+/// KV tiles loaded by tensor copies (TMA) instead of cp.async: one thread
+/// of the warpgroup that refills a stage part (see seesawSchedule) issues
+/// it as 64 x 64 boxes, one a column block, which the tensor map's
+/// 128-byte swizzle writes in the layout wgmma reads, and announces the
+/// part's bytes at the part's mbarrier, which the copies complete; 128
+/// threads issuing 16-byte copies become one issuing 4 or 5 boxes. Q
+/// still comes in by cp.async, on a barrier of its own. Needs the tiles to
+/// be whole pages of the cache (a page size that is a multiple of 64,
+/// splits on page boundaries: both schedules' are), and a tensor map of
+/// the cache viewed as rows of Lkv + R elements (the host's, through
+/// mlaTiledTensorMap). Rows past the split's tokens still arrive (from the
+/// pages they are in); the warpgroup that scores a tile zeroes them in its
+/// V columns afterwards, as the cp.async copies zero-fill them.
+struct TensorTiles {
+  Value tensorMap; ///< generic pointer to the cache's CUtensorMap
+};
+
 /// The body of one block of the wgmma split kernel: what both schedules
 /// share (the Q tile, KV tile copies, scores, exponentials, P V, the
 /// results) and the two schedules. A schedule returns the lane's state:
@@ -144,12 +174,13 @@ namespace {
 class SplitBody {
 public:
   SplitBody(WgmmaEmitter &e, DecodeSplitBlock &block, DecodeAttentionOp op,
-            const SharedLayout &layout)
+            const SharedLayout &layout,
+            std::optional<TensorTiles> tma = std::nullopt)
       : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
-        heads(op.getNumHeads()), latent(op.getKvLoraRank()),
-        qkDim(latent + op.getRopeDim()),
-        halfColumns(latent / kWarpgroups),
-        oRegs(kTileRows * halfColumns / 128), kSteps(qkDim / 16),
+        tma(tma), page(op.getBlockSize()), heads(op.getNumHeads()),
+        latent(op.getKvLoraRank()), qkDim(latent + op.getRopeDim()),
+        halfColumns(latent / kWarpgroups), oRegs(kTileRows * halfColumns / 128),
+        kSteps(qkDim / 16),
         scaleLog2(op.getSoftmaxScale().convertToDouble() * M_LOG2E),
         thread(e.warpgroupThread()) {
     zero = e.index(0);
@@ -185,6 +216,8 @@ private:
   Location l;
   DecodeSplitBlock &block;
   const SharedLayout &layout;
+  const std::optional<TensorTiles> tma;
+  const int64_t page;
   const int64_t heads, latent, qkDim, halfColumns, oRegs, kSteps;
   const double scaleLog2;
   WgmmaEmitter::WarpgroupThread thread;
@@ -244,6 +277,56 @@ private:
         swizzledAt(
             e.add(e.index(layout.kv), e.mul(stage, e.index(layout.kvStage)))),
         firstBlock * vectorsPerBlock);
+  }
+  /// Column blocks [firstBlock, endBlock) of KV tile t, as tensor copies
+  /// from the cache's tensor map into stage `stage`, counted by the
+  /// mbarrier at `landed` (see TensorTiles). The tile is a page's rows
+  /// (64 | page): its first token (clamped to the split's last, for the
+  /// zero-filled tile past it) names the page and the rows in it; the page
+  /// number is clamped like the cp.async copies' rows.
+  void issueTensorTile(Value t, int64_t stage, int64_t firstBlock,
+                       int64_t endBlock, Value landed) {
+    Value token = e.minIndex(tileStart(t), e.sub(block.kvEnd, e.index(1)));
+    Value pageIndex = e.divui(token, page);
+    Value cachePage =
+        e.clampIndex(e.loadIndex(block.table, {block.req, pageIndex}), zero,
+                     e.sub(e.dim(block.cache, 0), e.index(1)));
+    Value inPage = e.sub(e.remui(token, page), e.remui(token, kTileTokens));
+    Value row = e.add(e.mul(cachePage, e.index(page)), inPage);
+    Type i32 = b.getI32Type();
+    Value row32 = arith::IndexCastUIOp::create(b, l, i32, row);
+    Value stageAt = e.add(base, e.index(layout.kv + stage * layout.kvStage));
+    for (int64_t column = firstBlock; column < endBlock; ++column)
+      e.copyBox(e.add(stageAt, e.index(column * kBlockBytes)), tma->tensorMap,
+                arith::ConstantIntOp::create(b, l, column * kAtomColumns, 32),
+                row32, landed);
+  }
+  /// Zeroes the V columns (the latent blocks) of rows [validRows, 64) of
+  /// the tile at shared address `stageAt`: rows past the split's tokens
+  /// that a tensor copy brought in with their page, which may hold
+  /// anything (NaN included), and which P V multiplies by P = 0. Run by
+  /// one warpgroup (its thread `groupThread`), made visible to wgmma and
+  /// to the warpgroup's threads.
+  void zeroRowsPast(Value stageAt, Value validRows, Value groupThread) {
+    const int64_t chunksPerRow = latent / kAtomColumns * (kRowBytes / 16);
+    Value zeros = arith::ConstantOp::create(
+        b, l,
+        DenseElementsAttr::get(VectorType::get({8}, e.element),
+                               b.getZeroAttr(e.element)));
+    Value first = e.mul(validRows, e.index(chunksPerRow));
+    Value end = e.index(kTileTokens * chunksPerRow);
+    e.forLoop(e.add(first, groupThread), end, 128, [&](Value chunk) {
+      Value row = e.divui(chunk, chunksPerRow);
+      Value inRow = e.remui(chunk, chunksPerRow);
+      Value column = e.divui(inRow, kRowBytes / 16);
+      Value byte = e.add(e.add(e.mul(column, e.index(kBlockBytes)),
+                               e.mul(row, e.index(kRowBytes))),
+                         e.mul(e.remui(inRow, kRowBytes / 16), e.index(16)));
+      Value at = e.divui(e.add(e.sub(stageAt, base), byte), 2);
+      vector::StoreOp::create(b, l, zeros, tiles, ValueRange{at},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    });
+    e.sharedProxyFence();
   }
   /// S = Q K^T over `tokens` tokens of the K tile of descriptor `descK`
   /// (K-major, rows 128 bytes apart in 8-row atoms): Dqk / 16 wgmma,
@@ -493,7 +576,41 @@ SmallVector<Value> SplitBody::seesawSchedule() {
               e.mul(stage, e.index(kBarrierBytes * kPartsPerStage))));
   };
   const int64_t halfBlocks = latent / kAtomColumns / 2;
+  const int64_t qkBlocks = qkDim / kAtomColumns;
+  auto partBytes = [&](int64_t part) {
+    return (part == 0 ? halfBlocks : qkBlocks - halfBlocks) * kBlockBytes;
+  };
+  auto issuePart = [&](Value t, int64_t stage, int64_t part) {
+    issueTensorTile(t, stage, part == 0 ? 0 : halfBlocks,
+                    part == 0 ? halfBlocks : qkBlocks,
+                    partBarrier(e.index(stage), part));
+  };
+  Value groupThread = e.remui(thread.tid, 128);
+  Value electedInGroup = e.eqIndex(groupThread, 0);
+  // A refill of part `part` of stage `stage` (tile t) by tensor copies:
+  // one thread of the refilling warpgroup announces the part's bytes for
+  // the barrier's next phase and issues it.
+  auto refillByTensorCopies = [&](Value t, int64_t stage, int64_t part) {
+    e.ifThen(electedInGroup, [&] {
+      e.arriveExpectingBytes(partBarrier(e.index(stage), part),
+                             partBytes(part));
+      issuePart(t, stage, part);
+    });
+  };
   auto refillPart = [&](Value t, int64_t stage, int64_t readBy0) {
+    if (tma) {
+      e.ifThenElse(
+          isA,
+          [&] {
+            arriveNamed(readBy0);
+            refillByTensorCopies(t, stage, 0);
+          },
+          [&] {
+            syncNamed(readBy0);
+            refillByTensorCopies(t, stage, 1);
+          });
+      return;
+    }
     e.ifThenElse(
         isA,
         [&] {
@@ -513,7 +630,12 @@ SmallVector<Value> SplitBody::seesawSchedule() {
   // to wgmma: the copies before the loop complete phase 0 of every
   // barrier, pair j's refills phase j + 1, so pair j waits for phase j
   // (parity j & 1).
+  Value qBarrier = e.add(base, e.index(layout.p + kQBarrierOffset));
   auto partLanded = [&](Value j, int64_t part) {
+    // With tensor copies Q comes in by cp.async on a barrier of its own,
+    // complete after the first pair (waiting for it again returns at once).
+    if (tma && part == 0)
+      e.waitBarrierPhase(qBarrier, arith::ConstantIntOp::create(b, l, 0, 32));
     e.waitBarrierPhase(
         partBarrier(thread.group, part),
         arith::IndexCastOp::create(b, l, b.getI32Type(), e.remui(j, 2)));
@@ -537,8 +659,13 @@ SmallVector<Value> SplitBody::seesawSchedule() {
   // The parts' mbarriers, initialized before any copy can arrive at them.
   e.ifThen(e.eqIndex(thread.tid, 0), [&] {
     for (int64_t stage = 0; stage < 2; ++stage)
-      for (int64_t part = 0; part < 2; ++part)
-        e.initBarrier(partBarrier(e.index(stage), part), kThreads / 2);
+      for (int64_t part = 0; part < 2; ++part) {
+        // Tensor copies: one arrival (the bytes' announcement) a phase.
+        e.initBarrier(partBarrier(e.index(stage), part),
+                      tma ? 1 : kThreads / 2);
+      }
+    if (tma)
+      e.initBarrier(qBarrier, kThreads);
   });
   e.barrier();
   // Before the loop each warpgroup copies its part of Q and of tiles 0
@@ -565,9 +692,28 @@ SmallVector<Value> SplitBody::seesawSchedule() {
       e.arriveWhenCopiesLand(partBarrier(e.index(stage), part));
     }
   };
-  e.ifThenElse(
-      isA, [&] { copyFirstTiles(0, 0, halfBlocks); },
-      [&] { copyFirstTiles(1, halfBlocks, qkDim / kAtomColumns); });
+  // With tensor copies: Q by every thread (on its own barrier), and each
+  // warpgroup's thread issues its part of both first tiles.
+  auto firstTilesByTensorCopies = [&](int64_t part) {
+    e.ifThen(e.andi(electedInGroup, e.lessThan(zero, numTiles)), [&] {
+      for (int64_t stage = 0; stage < 2; ++stage) {
+        e.arriveExpectingBytes(partBarrier(e.index(stage), part),
+                               partBytes(part));
+        issuePart(e.index(stage), stage, part);
+      }
+    });
+  };
+  if (tma) {
+    copyQ();
+    e.arriveWhenCopiesLand(qBarrier);
+    e.ifThenElse(
+        isA, [&] { firstTilesByTensorCopies(0); },
+        [&] { firstTilesByTensorCopies(1); });
+  } else {
+    e.ifThenElse(
+        isA, [&] { copyFirstTiles(0, 0, halfBlocks); },
+        [&] { copyFirstTiles(1, halfBlocks, qkBlocks); });
+  }
 
   // One program for both warpgroups (g = 0 scores A, g = 1 scores B), so
   // that the accumulators flow through converged code; only barriers and
@@ -606,6 +752,20 @@ SmallVector<Value> SplitBody::seesawSchedule() {
         SmallVector<Value> s =
             scores(q, fromQ(ownStage), kTileTokens,
                    [&](int64_t part) { partLanded(j, part); }, halfBlocks);
+        if (tma) {
+          // Rows past the split's tokens, scored (masked) but not to be
+          // multiplied: zeroed before P V reads them (ours after the
+          // warpgroup's barrier, the other warpgroup's after the handoff
+          // of P).
+          Value validRows = e.clampIndex(
+              e.sub(block.kvEnd,
+                    tileStart(e.add(e.mul(j, e.index(2)), thread.group))),
+              zero, e.index(kTileTokens));
+          e.ifThen(e.lessThan(validRows, e.index(kTileTokens)), [&] {
+            zeroRowsPast(ownStage, validRows, groupThread);
+            e.warpgroupBarrier(thread.group);
+          });
+        }
         // 2. B's rows continue from A's max: m_A, alpha_A published.
         // (Only the group that uses them reads them: four values a lane
         // through the branch.)
@@ -736,27 +896,132 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
 
 } // namespace
 
+namespace {
+
+/// The decode's shared-memory layout on `target`.
+SharedLayout layoutFor(DecodeAttentionOp op, const GpuTarget &target) {
+  int64_t qkDim = op.getKvLoraRank() + op.getRopeDim();
+  return SharedLayout(qkDim, stagesFor(qkDim, target.maxSharedBytesPerBlock()));
+}
+
+/// Whether the cache's pages follow each other in memory, so that a
+/// tensor map can view it as rows of one stride. Known from its type: the
+/// kernel takes identity layouts, or views with static strides
+/// (GpuEmitter::hasVectorRows).
+bool pagesFollowEachOther(Value cache) {
+  auto type = cast<MemRefType>(cache.getType());
+  if (type.getLayout().isIdentity())
+    return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  int64_t pageRows = type.getShape()[1];
+  return !ShapedType::isDynamic(strides[0]) &&
+         !ShapedType::isDynamic(strides[1]) && strides[2] == 1 &&
+         strides[0] == pageRows * strides[1];
+}
+
+/// Whether KV tiles come in by tensor copies (TensorTiles): the seesaw
+/// schedule, at least kMinHeadsForTensorCopies heads, tiles that are whole
+/// pages, and pages one stride apart.
+bool loadsTilesByTensorCopies(DecodeAttentionOp op,
+                              const SharedLayout &layout) {
+  return usesSeesaw(layout, op.getRopeDim()) &&
+         op.getNumHeads() >= kMinHeadsForTensorCopies &&
+         op.getBlockSize() % kTileTokens == 0 &&
+         pagesFollowEachOther(op.getKvCache());
+}
+
+/// The cache's strided metadata on the host.
+memref::ExtractStridedMetadataOp cacheMetadata(GpuEmitter &h,
+                                               DecodeAttentionOp op) {
+  return memref::ExtractStridedMetadataOp::create(h.builder(), h.location(),
+                                                  op.getKvCache());
+}
+
+/// Host code: the device address (i64) of the tensor map of the cache
+/// viewed as [pages * page, Lkv + R] rows, boxes of 64 x 64, from the
+/// runtime's mlaTiledTensorMap (which keeps one per cache buffer); 0 for
+/// a cache of no pages, from which no tile is read.
+Value cacheTensorMap(GpuEmitter &h, DecodeAttentionOp op) {
+  OpBuilder &b = h.builder();
+  Location loc = h.location();
+  auto module = op->getParentOfType<ModuleOp>();
+  constexpr const char *kName = "mlaTiledTensorMap";
+  Type i64 = b.getI64Type();
+  auto signature = b.getFunctionType(SmallVector<Type>(6, i64), {i64});
+  if (!SymbolTable::lookupSymbolIn(module, kName)) {
+    auto top = OpBuilder::atBlockEnd(module.getBody());
+    auto declaration = func::FuncOp::create(top, loc, kName, signature);
+    declaration.setPrivate();
+  }
+  auto metadata = cacheMetadata(h, op);
+  Value base = h.add(
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getKvCache()),
+      h.mul(metadata.getOffset(), h.index(2)));
+  Value rows = h.mul(metadata.getSizes()[0], metadata.getSizes()[1]);
+  int64_t qkDim = op.getKvLoraRank() + op.getRopeDim();
+  auto toI64 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i64, v).getResult();
+  };
+  SmallVector<Type> result{i64};
+  SmallVector<Value> found = h.selectValues(
+      h.lessThan(h.index(0), rows), result,
+      [&]() -> SmallVector<Value> {
+        SmallVector<Value> operands{
+            toI64(base),
+            toI64(rows),
+            toI64(h.index(qkDim)),
+            toI64(h.mul(metadata.getStrides()[1], h.index(2))),
+            toI64(h.index(kTileTokens)),
+            toI64(h.index(kAtomColumns))};
+        return {func::CallOp::create(b, loc, kName, TypeRange{i64}, operands)
+                    .getResult(0)};
+      },
+      [&]() -> SmallVector<Value> {
+        return {arith::ConstantIntOp::create(b, loc, 0, 64)};
+      });
+  return found.front();
+}
+
+} // namespace
+
 void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                             const DecodeSchedule &schedule, OpBuilder &host,
                             ValueRange splitArgs, Value splits) {
   int64_t latent = op.getKvLoraRank();
-  int64_t qkDim = latent + op.getRopeDim();
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  SharedLayout layout(
-      qkDim, stagesFor(qkDim, kernels.target().maxSharedBytesPerBlock()));
+  SharedLayout layout = layoutFor(op, kernels.target());
   // The staging reuses the tile region (Q, the KV stages and P), which
   // always holds it for the dims the kernel takes; checked all the same.
   if (kTileRows * kStagingStride(latent) * 4 > layout.max)
     llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
   bool seesaw = usesSeesaw(layout, op.getRopeDim());
+  bool tensorCopies = loadsTilesByTensorCopies(op, layout);
 
+  // With tensor copies the kernel takes the cache's tensor map last.
+  SmallVector<Value> args(splitArgs);
+  if (tensorCopies) {
+    GpuEmitter h(host, op.getLoc());
+    args.push_back(cacheTensorMap(h, op));
+  }
   auto kernel = kernels.create(
-      "decode_attention_split_wgmma", splitArgs.getTypes(),
+      tensorCopies ? "decode_attention_split_wgmma_tma"
+                   : "decode_attention_split_wgmma",
+      ValueRange(args).getTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
-        DecodeSplitBlock block(e, op, schedule, a, kTileRows);
+        DecodeSplitBlock block(e, op, schedule,
+                               tensorCopies ? a.drop_back() : a, kTileRows);
         block.run([&] {
-          SplitBody body(e, block, op, layout);
+          std::optional<TensorTiles> tma;
+          if (tensorCopies)
+            tma = TensorTiles{LLVM::IntToPtrOp::create(
+                e.builder(), e.location(),
+                LLVM::LLVMPointerType::get(e.builder().getContext()),
+                a.back())};
+          SplitBody body(e, block, op, layout, tma);
           SmallVector<Value> state =
               seesaw ? body.seesawSchedule() : body.oneTileSchedule();
           // The Q tile's copies, when no tile ran (the results reuse its
@@ -766,8 +1031,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         });
       },
       kThreads);
-  launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,
-                    layout.bytes);
+  launchDecodeSplit(op, host, kernel, args, splits, kTileRows, layout.bytes);
 }
 
 } // namespace mla::gpu

@@ -203,6 +203,10 @@ static Value pointerAt(OpBuilder &b, Location loc, Value address,
 
 /// Address space 3: shared memory (shared-window addresses).
 static constexpr unsigned kSharedSpace = 3;
+/// Address space 7: shared memory of any block of the cluster (tensor
+/// copies write there). A block's own shared-window address is also its
+/// shared::cluster address.
+static constexpr unsigned kSharedClusterSpace = 7;
 
 void WgmmaEmitter::initBarrier(Value address, int64_t count) {
   NVVM::MBarrierInitOp::create(b, loc, pointerAt(b, loc, address, kSharedSpace),
@@ -221,6 +225,23 @@ void WgmmaEmitter::waitBarrierPhase(Value address, Value parity) {
   NVVM::MBarrierTryWaitParityOp::create(
       b, loc, pointerAt(b, loc, address, kSharedSpace), parity,
       arith::ConstantIntOp::create(b, loc, kSuspendHintNs, 32));
+}
+
+void WgmmaEmitter::arriveExpectingBytes(Value address, int64_t bytes) {
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, loc, Type(), pointerAt(b, loc, address, kSharedSpace),
+      arith::ConstantIntOp::create(b, loc, bytes, 32), NVVM::MemScopeKind::CTA,
+      /*relaxed=*/false, Value());
+}
+
+void WgmmaEmitter::copyBox(Value destination, Value tensorMap, Value column,
+                           Value row, Value barrier) {
+  // The shared::cluster form, addressing this block's own shared memory.
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, loc, pointerAt(b, loc, destination, kSharedClusterSpace), tensorMap,
+      ValueRange{column, row}, pointerAt(b, loc, barrier, kSharedSpace),
+      ValueRange{}, /*multicastMask=*/Value(), Value(), NVVM::TMALoadMode::TILE,
+      /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
 }
 
 } // namespace mla::gpu

@@ -122,6 +122,16 @@ public:
   void initBarrier(mlir::Value address, int64_t count);
   void arriveWhenCopiesLand(mlir::Value address);
   void waitBarrierPhase(mlir::Value address, mlir::Value parity);
+
+  /// Arrives at the mbarrier at `address` (this block's), announcing
+  /// `bytes` more bytes of tensor copies for its current phase.
+  void arriveExpectingBytes(mlir::Value address, int64_t bytes);
+  /// A tensor copy (TMA): the box of the 2-D tensor map `tensorMap`
+  /// (generic pointer to a CUtensorMap in global memory) at (`column`,
+  /// `row`) (i32) to shared address `destination`, its bytes counted by the
+  /// mbarrier at `barrier`.
+  void copyBox(mlir::Value destination, mlir::Value tensorMap,
+               mlir::Value column, mlir::Value row, mlir::Value barrier);
 };
 
 } // namespace mla::gpu

@@ -9,7 +9,9 @@
 // P 8192, row maxima and sums 1024, 1024 of alignment slack. Fewer heads
 // keep the mma-sync kernel, other dtypes the generic one. A request of
 // one split writes out and lse directly, the others their partials; the
-// rows leave through shared memory, copied out by the whole block.
+// rows leave through shared memory, copied out by the whole block. The
+// first case's pages of 32 tokens give it the cp.async copies; 128 heads
+// over pages of 64 get their KV tiles by tensor copies (the second case).
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
 
@@ -37,7 +39,7 @@
 // CHECK: gpu.func @decode_attention_split_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // No element-by-element copies: no scalar loads of q or the cache.
-// CHECK-NOT: memref.load %{{.+}} : memref<?x{{(\?x128|64)}}x576xbf16>
+// CHECK-NOT: memref.load %{{.+}} : memref<?x{{(\?x128|32)}}x576xbf16>
 // The seesaw schedule: an mbarrier per part of each stage (128 arrivals
 // each), a block barrier, then each warpgroup copies its part of Q and of
 // tiles 0 and 1 (warpgroup 0 the first four column blocks, warpgroup 1
@@ -134,13 +136,80 @@
 // CHECK-COUNT-8: memref.store %{{.+}} : memref<?x?x128x?x512xf32>
 // CHECK-NOT: nvvm.cp.async.bulk
 // CHECK: gpu.func @decode_attention_combine_narrow_2(
-func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
+func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x32x576xbf16>,
                             %bt: memref<?x?xi32>, %lens: memref<?xi32>,
                             %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x128x576xbf16>, memref<?x32x576xbf16>, memref<?x?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x?x128x512xbf16>, memref<?x128x?xf32>)
+      {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 32 : i64,
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+// -----
+
+// 128 heads over pages of 64 tokens: the KV tiles come in by tensor
+// copies (TMA). The host runs the kernel where q and the cache are 16-byte
+// aligned and passes it the cache's tensor map (mlaTiledTensorMap: base,
+// rows, 576 columns, the row stride in bytes, boxes of 64 x 64), 0 for a
+// cache of no pages. (Fewer heads, or a cache view whose pages do not
+// follow each other, keep the cp.async copies.)
+// CHECK-LABEL: func.func @decode_128_heads_tma(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x?x128x576xbf16>, %[[C:[a-z0-9]+]]: memref<?x64x576xbf16>
+// CHECK: scf.if %{{.+}} {
+// CHECK: %{{.+}}, %{{.+}}, %[[SIZES:.+]]:3, %{{.+}}:3 = memref.extract_strided_metadata %[[C]]
+// CHECK: %[[ROWS:.+]] = arith.muli %[[SIZES]]#0, %c64
+// CHECK: %[[MAP:.+]] = scf.if %{{.+}} -> (i64) {
+// CHECK: func.call @mlaTiledTensorMap(%{{.+}}, %{{.+}}, %c576_i64, %c1152_i64, %c64_i64, %c64_i64) : (i64, i64, i64, i64, i64, i64) -> i64
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %c0_i64 : i64
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_wgmma_tma_0 {{.+}} args({{.+}}, %[[MAP]] : i64)
+// CHECK: } else {
+// CHECK: gpu.launch_func @mla_kernels::@decode_attention_split_1
+// CHECK: gpu.func @decode_attention_split_wgmma_tma_0(
+// CHECK-SAME: %{{.+}}: i64) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// Barriers: per part of each stage one arrival a phase (the bytes'
+// announcement), then Q's (256 cp.async arrivals).
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.+}}, %c1_i32 : !llvm.ptr<3>, i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32 : !llvm.ptr<3>, i32
+// CHECK: gpu.barrier
+// Q by cp.async on its barrier; each warpgroup's first thread announces
+// its part's bytes (4 and 5 boxes of 8 KiB) for both first tiles and
+// issues their boxes.
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.+}}, %c32768_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %{{.+}}, %{{.+}}, box[%{{.+}}, %{{.+}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.+}}, %c40960_i32
+// CHECK-COUNT-5: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %{{.+}}, %{{.+}}, box[%{{.+}}, %{{.+}}] : !llvm.ptr<7>, !llvm.ptr
+// In the loop: the scores wait for Q and the parts; rows past the split's
+// tokens zeroed (16-byte stores, then the async-proxy fence and the
+// warpgroup's barrier); a refill announces the part's bytes and issues
+// its boxes from one thread of the refilling warpgroup.
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: vector.store %{{.+}} : memref<{{.+}}xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.barrier id = %{{.+}} number_of_threads = %c128_i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.+}}, %c32768_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// No cp.async of the cache in the loop.
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: } else {
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.+}}, %c40960_i32
+// CHECK-COUNT-5: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: gpu.func @decode_attention_split_1(
+// The runtime's entry, declared for the host code.
+// CHECK: func.func private @mlaTiledTensorMap(i64, i64, i64, i64, i64, i64) -> i64
+func.func @decode_128_heads_tma(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,
+                                %bt: memref<?x?xi32>, %lens: memref<?xi32>,
+                                %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {
   mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x128x576xbf16>, memref<?x64x576xbf16>, memref<?x?xi32>, memref<?xi32>)
       outs(%o, %lse : memref<?x?x128x512xbf16>, memref<?x128x?xf32>)
       {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
-       cache_dtype = bf16, softmax_scale = 0.0722 : f32, causal}
+       cache_dtype = bf16, softmax_scale = 0.0722 : f32}
   return
 }
 

@@ -169,7 +169,21 @@
 // WGMMA: {{^}}.visible .entry prefill_attention_1(
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_2(
 // WGMMA: {{^}}.visible .entry prefill_attention_3(
-// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_4(
+// The 128-head decode over 64-token pages loads its KV tiles by tensor
+// copies (TMA), counted by mbarriers.
+// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_tma_4(
+// WGMMA: {{^}}.maxntid 256, 1, 1
+// WGMMA-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{.+}}], [{{.+}}, {{{.+}}, {{.+}}}], [{{.+}}];
+// WGMMA-DAG: mbarrier.arrive.expect_tx.shared.b64
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 1;
+// WGMMA: {{^}}.visible .entry decode_attention_split_5(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_6(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_7(
+// WGMMA: {{^}}.visible .entry decode_attention_split_8(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_9(
+// WGMMA: {{^}}.visible .entry decode_attention_combine_10(
+// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_11(
 // WGMMA: {{^}}.maxntid 256, 1, 1
 // WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
 // WGMMA-DAG: fence.proxy.async.shared::cta;
@@ -180,13 +194,6 @@
 // WGMMA-DAG: wgmma.commit_group.sync.aligned;
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;
 // WGMMA-DAG: st.global.v4.b32 [{{.+}}], {{{.+}}};
-// WGMMA: {{^}}.visible .entry decode_attention_split_5(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_6(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_7(
-// WGMMA: {{^}}.visible .entry decode_attention_split_8(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_9(
-// WGMMA: {{^}}.visible .entry decode_attention_combine_10(
-// WGMMA: {{^}}.visible .entry decode_attention_split_wgmma_11(
 // WGMMA: {{^}}.visible .entry decode_attention_split_12(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_narrow_13(
 // WGMMA: {{^}}.visible .entry decode_attention_combine_14(
