@@ -577,25 +577,20 @@ SmallVector<Value> SplitBody::seesawSchedule() {
   };
   const int64_t halfBlocks = latent / kAtomColumns / 2;
   const int64_t qkBlocks = qkDim / kAtomColumns;
-  auto partBytes = [&](int64_t part) {
-    return (part == 0 ? halfBlocks : qkBlocks - halfBlocks) * kBlockBytes;
-  };
-  auto issuePart = [&](Value t, int64_t stage, int64_t part) {
-    issueTensorTile(t, stage, part == 0 ? 0 : halfBlocks,
-                    part == 0 ? halfBlocks : qkBlocks,
-                    partBarrier(e.index(stage), part));
+  // Part `part` of tile t into stage `stage` by tensor copies: its bytes
+  // announced for the part barrier's next phase, then its boxes issued.
+  auto copyPartByTensorCopies = [&](Value t, int64_t stage, int64_t part) {
+    int64_t firstBlock = part == 0 ? 0 : halfBlocks;
+    int64_t endBlock = part == 0 ? halfBlocks : qkBlocks;
+    Value landed = partBarrier(e.index(stage), part);
+    e.arriveExpectingBytes(landed, (endBlock - firstBlock) * kBlockBytes);
+    issueTensorTile(t, stage, firstBlock, endBlock, landed);
   };
   Value groupThread = e.remui(thread.tid, 128);
   Value electedInGroup = e.eqIndex(groupThread, 0);
-  // A refill of part `part` of stage `stage` (tile t) by tensor copies:
-  // one thread of the refilling warpgroup announces the part's bytes for
-  // the barrier's next phase and issues it.
+  // A refill by tensor copies: by one thread of the refilling warpgroup.
   auto refillByTensorCopies = [&](Value t, int64_t stage, int64_t part) {
-    e.ifThen(electedInGroup, [&] {
-      e.arriveExpectingBytes(partBarrier(e.index(stage), part),
-                             partBytes(part));
-      issuePart(t, stage, part);
-    });
+    e.ifThen(electedInGroup, [&] { copyPartByTensorCopies(t, stage, part); });
   };
   auto refillPart = [&](Value t, int64_t stage, int64_t readBy0) {
     if (tma) {
@@ -659,11 +654,10 @@ SmallVector<Value> SplitBody::seesawSchedule() {
   // The parts' mbarriers, initialized before any copy can arrive at them.
   e.ifThen(e.eqIndex(thread.tid, 0), [&] {
     for (int64_t stage = 0; stage < 2; ++stage)
-      for (int64_t part = 0; part < 2; ++part) {
+      for (int64_t part = 0; part < 2; ++part)
         // Tensor copies: one arrival (the bytes' announcement) a phase.
         e.initBarrier(partBarrier(e.index(stage), part),
                       tma ? 1 : kThreads / 2);
-      }
     if (tma)
       e.initBarrier(qBarrier, kThreads);
   });
@@ -696,11 +690,8 @@ SmallVector<Value> SplitBody::seesawSchedule() {
   // warpgroup's thread issues its part of both first tiles.
   auto firstTilesByTensorCopies = [&](int64_t part) {
     e.ifThen(e.andi(electedInGroup, e.lessThan(zero, numTiles)), [&] {
-      for (int64_t stage = 0; stage < 2; ++stage) {
-        e.arriveExpectingBytes(partBarrier(e.index(stage), part),
-                               partBytes(part));
-        issuePart(e.index(stage), stage, part);
-      }
+      for (int64_t stage = 0; stage < 2; ++stage)
+        copyPartByTensorCopies(e.index(stage), stage, part);
     });
   };
   if (tma) {
