@@ -91,7 +91,6 @@ static_assert(sizeof(CUtensorMap) == 128, "the driver's CUtensorMap size");
 /// Element type of a tensor map (TMA only moves bytes: BFLOAT16 serves f16
 /// tensors as well).
 enum CUtensorMapDataType : int {
-  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
   CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
 };
 enum CUtensorMapInterleave : int {
@@ -101,12 +100,10 @@ enum CUtensorMapInterleave : int {
 /// each 128-byte row, so that the rows of an mma operand tile fall in
 /// different banks.
 enum CUtensorMapSwizzle : int {
-  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
   CU_TENSOR_MAP_SWIZZLE_128B = 3,
 };
 /// The granularity at which L2 fetches a box's lines from memory.
 enum CUtensorMapL2promotion : int {
-  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
   CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
 };
 /// NONE fills elements outside the tensor with zeros.

@@ -280,18 +280,16 @@ private:
   }
   /// Column blocks [firstBlock, endBlock) of KV tile t, as tensor copies
   /// from the cache's tensor map into stage `stage`, counted by the
-  /// mbarrier at `landed` (see TensorTiles). The tile is a page's rows
-  /// (64 | page): its first token (clamped to the split's last, for the
-  /// zero-filled tile past it) names the page and the rows in it; the page
-  /// number is clamped like the cp.async copies' rows.
+  /// mbarrier at `landed` (see TensorTiles). The tile is 64 rows of one
+  /// page (64 | page), found as the cp.async copies find their first row
+  /// (DecodeSplitBlock::cacheRow: the token clamped to the split's last,
+  /// for the zero-filled tile past it, and the page number clamped), then
+  /// rounded down to the tile's start in the page.
   void issueTensorTile(Value t, int64_t stage, int64_t firstBlock,
                        int64_t endBlock, Value landed) {
-    Value token = e.minIndex(tileStart(t), e.sub(block.kvEnd, e.index(1)));
-    Value pageIndex = e.divui(token, page);
-    Value cachePage =
-        e.clampIndex(e.loadIndex(block.table, {block.req, pageIndex}), zero,
-                     e.sub(e.dim(block.cache, 0), e.index(1)));
-    Value inPage = e.sub(e.remui(token, page), e.remui(token, kTileTokens));
+    MmaEmitter::SourceRow first = block.cacheRow(tileStart(t), zero);
+    Value cachePage = first.prefix[0], inPage = first.prefix[1];
+    inPage = e.sub(inPage, e.remui(inPage, kTileTokens));
     Value row = e.add(e.mul(cachePage, e.index(page)), inPage);
     Type i32 = b.getI32Type();
     Value row32 = arith::IndexCastUIOp::create(b, l, i32, row);
@@ -924,13 +922,6 @@ bool loadsTilesByTensorCopies(DecodeAttentionOp op,
          pagesFollowEachOther(op.getKvCache());
 }
 
-/// The cache's strided metadata on the host.
-memref::ExtractStridedMetadataOp cacheMetadata(GpuEmitter &h,
-                                               DecodeAttentionOp op) {
-  return memref::ExtractStridedMetadataOp::create(h.builder(), h.location(),
-                                                  op.getKvCache());
-}
-
 /// Host code: the device address (i64) of the tensor map of the cache
 /// viewed as [pages * page, Lkv + R] rows, boxes of 64 x 64, from the
 /// runtime's mlaTiledTensorMap (which keeps one per cache buffer); 0 for
@@ -947,7 +938,8 @@ Value cacheTensorMap(GpuEmitter &h, DecodeAttentionOp op) {
     auto declaration = func::FuncOp::create(top, loc, kName, signature);
     declaration.setPrivate();
   }
-  auto metadata = cacheMetadata(h, op);
+  auto metadata =
+      memref::ExtractStridedMetadataOp::create(b, loc, op.getKvCache());
   Value base = h.add(
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, op.getKvCache()),
       h.mul(metadata.getOffset(), h.index(2)));
