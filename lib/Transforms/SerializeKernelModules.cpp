@@ -1,5 +1,6 @@
 //===- SerializeKernelModules.cpp - The mla-serialize-kernel-modules pass -===//
 
+#include "mla/Target/KernelLoading.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
@@ -59,6 +60,9 @@ SmallVector<Attribute> serialize(gpu::GPUModuleOp module,
       module.emitError() << "serializing the module for " << attr << " failed";
       return {};
     }
+    if (module->hasAttr(kLoadAtFirstLaunchAttr))
+      code->insert(code->begin(), kLoadAtFirstLaunchLine.begin(),
+                   kLoadAtFirstLaunchLine.end());
     Attribute object = target.createObject(module, *code, options);
     if (!object) {
       module.emitError() << "no object for " << attr;

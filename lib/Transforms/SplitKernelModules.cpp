@@ -1,5 +1,6 @@
 //===- SplitKernelModules.cpp - The mla-split-kernel-modules pass ---------===//
 
+#include "mla/Target/KernelLoading.h"
 #include "mla/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -43,6 +44,9 @@ struct SplitKernelModules
           if (!llvm::is_contained(kernels, &op))
             body.clone(op);
         kernel->moveBefore(own.getBody(), own.getBody()->end());
+        // The module is what is loaded: it carries the kernel's mark.
+        if (kernel->hasAttr(kLoadAtFirstLaunchAttr))
+          own->setAttr(kLoadAtFirstLaunchAttr, b.getUnitAttr());
         moved[{shared.getSymNameAttr(), kernel.getNameAttr()}] =
             own.getSymNameAttr();
       }

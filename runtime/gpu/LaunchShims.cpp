@@ -3,6 +3,7 @@
 #include "LaunchShims.h"
 #include "PreloadedModules.h"
 #include "TensorMaps.h"
+#include "mla/Target/KernelLoading.h"
 
 #include "llvm/ExecutionEngine/Orc/Shared/ExecutorAddress.h"
 #include "llvm/Support/raw_ostream.h"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 
 using namespace mla::cuda;
@@ -33,8 +35,38 @@ bool SharedMemoryOptIns::ensure(CUfunction function, int bytes,
   return true;
 }
 
+llvm::Error inRelaxedCaptureMode(const Driver &driver,
+                                 llvm::function_ref<llvm::Error()> body) {
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (llvm::Error error =
+          driver.check(driver.fn.cuThreadExchangeStreamCaptureMode(&mode),
+                       "cuThreadExchangeStreamCaptureMode"))
+    return error;
+  llvm::Error result = body();
+  llvm::Error restored =
+      driver.check(driver.fn.cuThreadExchangeStreamCaptureMode(&mode),
+                   "cuThreadExchangeStreamCaptureMode");
+  if (result) {
+    llvm::consumeError(std::move(restored));
+    return result;
+  }
+  return restored;
+}
+
 namespace {
 thread_local GpuCall *activeCall = nullptr;
+
+/// What the host code holds as a kernel module (its opaque handle).
+struct KernelModule {
+  /// Null until loaded (or when the load failed).
+  CUmodule module = nullptr;
+  /// The PTX of a module marked to load at its kernel's first launch, until
+  /// it is loaded: the host object's constant, which outlives the handle.
+  const char *deferredPtx = nullptr;
+  /// Held while a deferred module loads (a kernel may launch from several
+  /// threads).
+  std::mutex loading;
+};
 
 /// Kernels using at most 48 KiB of shared memory (static + dynamic) need no
 /// opt-in.
@@ -71,6 +103,11 @@ void *mlaModuleLoadJIT(void *ptx, int optLevel) {
   if (!usable())
     return nullptr;
   const char *text = static_cast<const char *>(ptx);
+  auto handle = std::make_unique<KernelModule>();
+  if (loadsAtFirstLaunch(text)) {
+    handle->deferredPtx = text;
+    return handle.release();
+  }
   std::optional<LoadedModule> loaded;
   if (activeCall->preloadedModules)
     loaded = activeCall->preloadedModules->take(text);
@@ -79,35 +116,65 @@ void *mlaModuleLoadJIT(void *ptx, int optLevel) {
   if (!loaded->error.empty() && activeCall->error.empty())
     activeCall->error = loaded->error;
   // The host code's destructors unload it (mgpuModuleUnload).
-  return loaded->module.releaseHandle();
+  handle->module = loaded->module.releaseHandle();
+  return handle.release();
 }
 
 void *mlaModuleLoad(void *image, size_t) {
   if (!usable())
     return nullptr;
-  CUmodule module = nullptr;
-  failed(fn().cuModuleLoadData(&module, image), "cuModuleLoadData");
-  return module;
+  auto handle = std::make_unique<KernelModule>();
+  failed(fn().cuModuleLoadData(&handle->module, image), "cuModuleLoadData");
+  return handle.release();
 }
 
 void mlaModuleUnload(void *module) {
   // Runs from the JIT's static destructors, possibly with no active call:
   // use the process-wide driver, which is never unloaded.
-  if (!module)
+  std::unique_ptr<KernelModule> handle(static_cast<KernelModule *>(module));
+  if (!handle || !handle->module)
     return;
   if (auto driver = Driver::get())
-    driver->fn.cuModuleUnload(static_cast<CUmodule>(module));
+    driver->fn.cuModuleUnload(handle->module);
   else
     llvm::consumeError(driver.takeError());
+}
+
+/// The handle's module, loaded now if it was deferred to this first launch
+/// (on the calling thread's context, which runs the kernel; in relaxed
+/// capture mode, as a graph may be capturing the launch). Null after a
+/// failure, recorded on the call; a later call tries again.
+CUmodule loadedModule(KernelModule &handle, const char *kernel) {
+  std::lock_guard<std::mutex> lock(handle.loading);
+  if (handle.module || !handle.deferredPtx)
+    return handle.module;
+  LoadedModule loaded;
+  llvm::Error error =
+      inRelaxedCaptureMode(activeCall->driver, [&]() -> llvm::Error {
+        loaded = loadPtxModule(handle.deferredPtx);
+        return llvm::Error::success();
+      });
+  std::string why = error ? llvm::toString(std::move(error)) : loaded.error;
+  if (!why.empty()) {
+    if (activeCall->error.empty())
+      activeCall->error = std::string("loading the module of kernel '") +
+                          kernel + "' at its first launch: " + why;
+    return nullptr;
+  }
+  handle.module = loaded.module.releaseHandle();
+  handle.deferredPtx = nullptr;
+  return handle.module;
 }
 
 void *mlaModuleGetFunction(void *module, const char *name) {
   if (!usable() || !module)
     return nullptr;
-  CUfunction function = nullptr;
   activeCall->kernel = name;
-  if (failed(fn().cuModuleGetFunction(&function, static_cast<CUmodule>(module),
-                                      name),
+  CUmodule loaded = loadedModule(*static_cast<KernelModule *>(module), name);
+  if (!loaded)
+    return nullptr;
+  CUfunction function = nullptr;
+  if (failed(fn().cuModuleGetFunction(&function, loaded, name),
              "cuModuleGetFunction"))
     activeCall->error += std::string(" (kernel '") + name + "')";
   return function;

@@ -80,8 +80,19 @@ private:
   GpuCall *previous;
 };
 
+/// Runs `body` with this thread in relaxed stream-capture mode, then puts
+/// the caller's mode back whatever happened. A thread capturing a graph in
+/// global or thread-local mode may not allocate, copy synchronously or
+/// load modules; relaxed mode allows those calls, which touch no captured
+/// stream. The first error wins.
+llvm::Error inRelaxedCaptureMode(const cuda::Driver &driver,
+                                 llvm::function_ref<llvm::Error()> body);
+
 /// The mgpu* symbols, and mlaTiledTensorMap (TensorMaps.h), for
-/// ExecutionEngine::registerSymbols.
+/// ExecutionEngine::registerSymbols. The module handles the host code
+/// holds are the shims' own: a module the driver has loaded, or one marked
+/// to load at its kernel's first launch (mla/Target/KernelLoading.h),
+/// which mgpuModuleGetFunction loads then.
 llvm::orc::SymbolMap launchShimSymbols(llvm::orc::MangleAndInterner interner);
 
 } // namespace mla::gpu

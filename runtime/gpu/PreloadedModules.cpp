@@ -1,6 +1,7 @@
 //===- PreloadedModules.cpp - Kernel modules loaded while others compile --===//
 
 #include "PreloadedModules.h"
+#include "mla/Target/KernelLoading.h"
 
 #include <cstring>
 
@@ -23,6 +24,9 @@ PreloadedModules::~PreloadedModules() {
 }
 
 void PreloadedModules::load(llvm::StringRef name, llvm::StringRef ptx) {
+  // Loaded at its kernel's first launch, if ever (the shims' handle).
+  if (loadsAtFirstLaunch(ptx))
+    return;
   auto entry = std::make_unique<Load>();
   entry->name = name.str();
   entry->ptx = ptx.str();

@@ -55,7 +55,8 @@ public:
   PreloadedModules &operator=(const PreloadedModules &) = delete;
 
   /// Starts loading `ptx`, the PTX of kernel module `name`, on a thread of
-  /// its own.
+  /// its own; nothing for a module marked to load at its kernel's first
+  /// launch (mla/Target/KernelLoading.h).
   void load(llvm::StringRef name, llvm::StringRef ptx);
 
   /// The module loaded from exactly `ptx` (NUL-terminated), once its load

@@ -216,28 +216,24 @@ deviceTiledTensorMap(const Driver &driver, const TiledTensorMapShape &shape) {
                                        "cuTensorMapEncodeTiled"))
     return shapeError(shape, std::move(error));
 
-  // The caller may be capturing a graph in global or thread-local mode,
-  // which forbids this thread the allocation and synchronous copy below;
-  // relaxed mode allows them (they touch no captured stream).
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (llvm::Error error =
-          driver.check(driver.fn.cuThreadExchangeStreamCaptureMode(&mode),
-                       "cuThreadExchangeStreamCaptureMode"))
+  // The caller may be capturing a graph, which would forbid this thread
+  // the allocation and synchronous copy below.
+  CUdeviceptr written = 0;
+  if (llvm::Error error = inRelaxedCaptureMode(driver, [&]() -> llvm::Error {
+        llvm::Expected<CUdeviceptr> at =
+            writeMap(driver, maps.contexts[context], map);
+        if (!at)
+          return at.takeError();
+        written = *at;
+        return llvm::Error::success();
+      })) {
+    // A map written before the mode could be restored stays usable.
+    if (written)
+      maps.maps.emplace(key, written);
     return shapeError(shape, std::move(error));
-  llvm::Expected<CUdeviceptr> written =
-      writeMap(driver, maps.contexts[context], map);
-  // Back to the caller's mode, whatever happened.
-  llvm::Error restored =
-      driver.check(driver.fn.cuThreadExchangeStreamCaptureMode(&mode),
-                   "cuThreadExchangeStreamCaptureMode");
-  if (!written) {
-    llvm::consumeError(std::move(restored));
-    return shapeError(shape, written.takeError());
   }
-  maps.maps.emplace(key, *written);
-  if (restored)
-    return shapeError(shape, std::move(restored));
-  return *written;
+  maps.maps.emplace(key, written);
+  return written;
 }
 
 } // namespace mla::gpu

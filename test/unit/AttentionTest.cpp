@@ -10,6 +10,7 @@
 #include "TestSupport.h"
 #include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/CudaDevice.h"
+#include "mla/Runtime/CudaGraph.h"
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Target/MmaDecodeShape.h"
@@ -799,14 +800,21 @@ TEST(DecodeScheduled, WgmmaSplitCounts) {
 // Decode on device buffers (GPU only): misaligned bases, and timings.
 //===----------------------------------------------------------------------===//
 
+/// How a decode test runs its compiled kernel on its arguments.
+using KernelRun = std::function<llvm::Error(const GpuKernel &,
+                                            const std::vector<BufferView> &)>;
+
 /// Decode on device buffers `inputOffset` bytes past aligned allocations
-/// (q and the cache) with every strategy the device runs; with a
-/// `workspaceOffset`, under a plan of 3 and 1 splits whose workspaces start
-/// that many bytes past theirs; out starts `outOffset` bytes past its
-/// allocation.
-void checkDecodeOnDeviceBuffers(size_t inputOffset,
-                                std::optional<size_t> workspaceOffset,
-                                size_t outOffset = 0) {
+/// (q and the cache) with every strategy the device runs (or `strategies`);
+/// with a `workspaceOffset`, under a plan of 3 and 1 splits whose
+/// workspaces start that many bytes past theirs; out starts `outOffset`
+/// bytes past its allocation. `run` runs the kernel (a plain call by
+/// default).
+void checkDecodeOnDeviceBuffers(
+    size_t inputOffset, std::optional<size_t> workspaceOffset,
+    size_t outOffset = 0,
+    std::optional<std::vector<KernelStrategy>> strategies = std::nullopt,
+    const KernelRun &run = nullptr) {
   // 64 heads, so that the wgmma kernel takes the case too.
   const int64_t batch = 2, sq = 2, n = 64, block = 16, latent = 512,
                 rope = 64, entry = latent + rope, splits = 3;
@@ -827,7 +835,8 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
   ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, lens,
                        numBlocks, block, maxBlocks, batch, sq, n, latent, rope,
                        scale, true, outRef, lseRef);
-  for (KernelStrategy strategy : gpuStrategies(/*withGeneric=*/true)) {
+  for (KernelStrategy strategy :
+       strategies ? *strategies : gpuStrategies(/*withGeneric=*/true)) {
     SCOPED_TRACE("strategy " + name(strategy));
     MlaDims dims;
     dims.numHeads = n;
@@ -859,7 +868,7 @@ void checkDecodeOnDeviceBuffers(size_t inputOffset,
       args.insert(args.end(), {dns->view, dso->view, dsl->view});
     }
     args.insert(args.end(), {dout.view, dlse.view});
-    llvm::Error error = kernel->run(args);
+    llvm::Error error = run ? run(*kernel, args) : kernel->run(args);
     ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
     dout.copyTo(out);
     dlse.copyTo(lse);
@@ -874,6 +883,45 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(2, std::nullopt);
+}
+
+TEST(DecodeWgmma, FallbackCompiledAtItsFirstLaunchInsideAGraphCapture) {
+  // q and the cache 2 bytes off: the host code launches the generic split
+  // kernel, whose module the runtime did not load with the others (no
+  // driver compile of it during the compile) but at that first launch,
+  // here while the stream is being captured (thread-local mode, in which a
+  // module load is refused unless the shims relax it); the replayed graph
+  // computes the decode.
+  if (!testingOnGpu() || !testGpu() || !testGpuRunsWgmma())
+    GTEST_SKIP() << "the wgmma decode: an sm_90a GPU only";
+  auto inCapturedGraph = [](const GpuKernel &kernel,
+                            const std::vector<BufferView> &args) {
+    // (A kernel-cache hit loads its modules without this timeline.)
+    const CompileEvent &event = kernel.compileEvent();
+    if (event.outcome == runtime::CacheOutcome::Compiled) {
+      bool splitKernelLoaded = false;
+      for (const CompileEvent::DriverCompile &compile : event.driverCompiles) {
+        bool split = compile.module.rfind("decode_attention_split_", 0) == 0;
+        bool wgmma = compile.module.find("wgmma") != std::string::npos;
+        EXPECT_FALSE(split && !wgmma)
+            << compile.module << " was loaded with the other modules";
+        splitKernelLoaded |= split && wgmma;
+      }
+      EXPECT_TRUE(splitKernelLoaded) << event.describeDriverCompiles();
+    }
+    llvm::Expected<cuda::Stream> stream = cuda::Stream::create();
+    if (!stream)
+      return stream.takeError();
+    llvm::Expected<cuda::CapturedGraph> graph = cuda::CapturedGraph::capture(
+        stream->handle(), [&] { return kernel.run(args, stream->handle()); });
+    if (!graph)
+      return graph.takeError();
+    if (llvm::Error error = graph->launch(stream->handle()))
+      return error;
+    return stream->synchronize();
+  };
+  checkDecodeOnDeviceBuffers(2, std::nullopt, 0, {{KernelStrategy::Warpgroup}},
+                             inCapturedGraph);
 }
 
 TEST(DecodeWgmma, MisalignedSplitWorkspaces) {

@@ -14,6 +14,7 @@
 #include "mla/Runtime/CompiledModule.h"
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Runtime/GpuKernel.h"
+#include "mla/Target/KernelLoading.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -289,6 +290,38 @@ TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {
   // The observer does not change the kernels or their cache key.
   EXPECT_EQ(gpuCompileRecipe(*target, observer).options,
             gpuCompileRecipe(*target).options);
+}
+
+TEST(CompiledModuleGpu, OnlyTheRareFallbackKernelIsLoadedAtItsFirstLaunch) {
+  // The wgmma decode: its split kernel, the generic split kernel the host
+  // code launches only where q or the cache is misaligned, both combines.
+  auto target = GpuTarget::parse("sm_90a");
+  ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
+  target->strategy = KernelStrategy::Warpgroup;
+  MlaDims dims;
+  dims.numHeads = 16;
+  auto module = buildDecodeAttention(
+      testContext(), {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
+  initializeNativeTarget();
+  auto compiled =
+      compileModule(std::move(module), kKernelEntry, gpuCompileRecipe(*target),
+                    nullptr, unusedShimSymbols);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  ASSERT_EQ(compiled->kernelPtx.size(), 4u);
+  std::vector<std::string> marked, loadedWithTheOthers;
+  for (const std::string &ptx : compiled->kernelPtx) {
+    size_t entry = ptx.find(".entry ");
+    ASSERT_NE(entry, std::string::npos);
+    std::string name = ptx.substr(entry + 7, ptx.find('(', entry) - entry - 7);
+    (loadsAtFirstLaunch(ptx) ? marked : loadedWithTheOthers).push_back(name);
+  }
+  ASSERT_EQ(marked.size(), 1u);
+  EXPECT_EQ(marked[0].rfind("decode_attention_split_", 0), 0u) << marked[0];
+  EXPECT_EQ(marked[0].find("wgmma"), std::string::npos) << marked[0];
+  for (const std::string &name : loadedWithTheOthers)
+    EXPECT_FALSE(name.rfind("decode_attention_split_", 0) == 0 &&
+                 name.find("wgmma") == std::string::npos)
+        << name;
 }
 
 } // namespace

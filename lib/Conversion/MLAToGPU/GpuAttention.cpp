@@ -262,13 +262,16 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
   if (useWgmmaPrefill(op, target)) {
     // The wgmma kernel copies q, k and v in 16-byte vectors only: the host
     // launches the generic kernel instead where one of them is not 16-byte
-    // aligned (rare). An element-by-element path inside the kernel doubled
-    // its code and compile time.
+    // aligned (rare), compiled at its first launch. An element-by-element
+    // path inside the kernel doubled its code and compile time.
     GpuEmitter h(host, op.getLoc());
     return h.ifThenElse(
         h.vectorAligned({op.getQ(), op.getK(), op.getV()}),
         [&] { lowerWgmmaPrefill(op, kernels, host); },
-        [&] { lowerGenericPrefill(op, kernels, host); });
+        [&] {
+          KernelFactory::RarelyLaunched rare(kernels);
+          lowerGenericPrefill(op, kernels, host);
+        });
   }
   // The mma.sync kernel keeps its element-by-element path: without it
   // ptxas's allocation of its 255 registers spills on sm_90a.
@@ -440,7 +443,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
     // copies q and the cache in 16-byte vectors or tensor copies only:
     // where it cannot (operands not 16-byte aligned, rare) the host
     // launches the generic kernel, which follows the same schedule and
-    // writes the same partials.
+    // writes the same partials, compiled at its first launch.
     GpuEmitter h(host, loc);
     h.ifThenElse(
         h.vectorAligned({op.getQ(), op.getKvCache()}),
@@ -449,6 +452,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                                  splits);
         },
         [&] {
+          KernelFactory::RarelyLaunched rare(kernels);
           launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs,
                                    splits);
         });

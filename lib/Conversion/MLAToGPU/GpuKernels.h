@@ -50,6 +50,25 @@ public:
                      std::array<mlir::Value, 3> grid, mlir::ValueRange args,
                      int64_t dynamicSharedBytes = 0);
 
+  /// While alive, the kernels created are ones that run only in rare
+  /// cases (the generic fallbacks of the tensor-core kernels): marked to be
+  /// compiled by the driver at their first launch rather than with the
+  /// others (mla/Target/KernelLoading.h).
+  class RarelyLaunched {
+  public:
+    explicit RarelyLaunched(KernelFactory &factory)
+        : factory(factory), was(factory.rarelyLaunched) {
+      factory.rarelyLaunched = true;
+    }
+    ~RarelyLaunched() { factory.rarelyLaunched = was; }
+    RarelyLaunched(const RarelyLaunched &) = delete;
+    RarelyLaunched &operator=(const RarelyLaunched &) = delete;
+
+  private:
+    KernelFactory &factory;
+    bool was;
+  };
+
   mlir::gpu::GPUModuleOp module() { return gpuModule; }
   /// The module's target (`mla.target`): chip and kernel strategy.
   const GpuTarget &target() const { return gpuTarget; }
@@ -58,6 +77,7 @@ private:
   mlir::gpu::GPUModuleOp gpuModule;
   GpuTarget gpuTarget;
   unsigned counter = 0;
+  bool rarelyLaunched = false;
 };
 
 void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels);

@@ -1,6 +1,7 @@
 //===- KernelFactory.cpp - Creating and launching generic kernels ---------===//
 
 #include "GpuKernels.h"
+#include "mla/Target/KernelLoading.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -20,6 +21,8 @@ mlir::gpu::GPUFuncOp KernelFactory::create(
       b, loc, name, b.getFunctionType(argTypes, {}));
   kernel->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(),
                   b.getUnitAttr());
+  if (rarelyLaunched)
+    kernel->setAttr(kLoadAtFirstLaunchAttr, b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
   Block &entry = kernel.getBody().front();

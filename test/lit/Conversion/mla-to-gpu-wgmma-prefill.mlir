@@ -30,6 +30,7 @@
 // CHECK: gpu.launch_func @mla_kernels::@prefill_attention_1 blocks in (%{{.+}}, %c16, %c1) threads in (%c128, %c1, %c1) args
 // CHECK: gpu.func @prefill_attention_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-NOT: mla.load_at_first_launch
 // No element-by-element copies: no scalar loads of q, k or v.
 // CHECK-NOT: memref.load %{{.+}} : memref<?x16x{{(192|128)}}xbf16>
 // CHECK: nvgpu.device_async_copy
@@ -78,6 +79,10 @@
 // CHECK-COUNT-8: memref.store %{{.+}} : memref<?x16x128xbf16>
 // CHECK-NOT: nvvm.cp.async.bulk
 // CHECK: gpu.return
+// The generic kernel runs only where an operand is misaligned: the runtime
+// compiles it at its first launch.
+// CHECK: gpu.func @prefill_attention_1(
+// CHECK-SAME: mla.load_at_first_launch
 func.func @prefill_192_128(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
                            %v: memref<?x16x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
                            %o: memref<?x16x128xbf16>, %lse: memref<16x?xf32>) {

@@ -38,6 +38,7 @@
 // CHECK: gpu.launch_func @mla_kernels::@decode_attention_combine_3
 // CHECK: gpu.func @decode_attention_split_wgmma_0(
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-NOT: mla.load_at_first_launch
 // No element-by-element copies: no scalar loads of q or the cache.
 // CHECK-NOT: memref.load %{{.+}} : memref<?x{{(\?x128|32)}}x576xbf16>
 // The seesaw schedule: an mbarrier per part of each stage (128 arrivals
@@ -200,7 +201,10 @@ func.func @decode_128_heads(%q: memref<?x?x128x576xbf16>, %cache: memref<?x32x57
 // CHECK: } else {
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.+}}, %c40960_i32
 // CHECK-COUNT-5: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// The generic fallback (misaligned q or cache) is compiled at its first
+// launch.
 // CHECK: gpu.func @decode_attention_split_1(
+// CHECK-SAME: mla.load_at_first_launch
 // The runtime's entry, declared for the host code.
 // CHECK: func.func private @mlaTiledTensorMap(i64, i64, i64, i64, i64, i64) -> i64
 func.func @decode_128_heads_tma(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xbf16>,

@@ -1,6 +1,7 @@
 // mla-serialize-kernel-modules turns every gpu.module into a gpu.binary of
 // PTX, one per target; a module without a target is an error naming it,
-// and nothing is serialized.
+// and nothing is serialized. The PTX of a module marked to load at its
+// kernel's first launch starts with the line that tells the runtime so.
 // RUN: mla-opt %s --split-input-file --verify-diagnostics --mla-serialize-kernel-modules | FileCheck %s
 //
 // NVPTX's straight-line strength reduction is off: it would compute
@@ -9,11 +10,12 @@
 // RUN: FileCheck %s --check-prefix=NO-SLSR < %t.ptx
 
 // CHECK: gpu.binary @first {{ *}}[#gpu.object<#nvvm.target<chip = "sm_80">,
-// CHECK-SAME: assembly = "
+// CHECK-SAME: assembly = "//
+// CHECK-NOT: mla: loaded
 // CHECK-SAME: .target sm_80
 // CHECK-SAME: .visible .entry first(
 // CHECK: gpu.binary @second {{ *}}[#gpu.object<#nvvm.target<chip = "sm_80">,
-// CHECK-SAME: assembly = "
+// CHECK-SAME: assembly = "// mla: loaded at its kernel's first launch\0A//
 // CHECK-SAME: .visible .entry second(
 // CHECK-NOT: gpu.module
 module attributes {gpu.container_module} {
@@ -22,7 +24,7 @@ module attributes {gpu.container_module} {
       llvm.return
     }
   }
-  gpu.module @second [#nvvm.target<chip = "sm_80">] {
+  gpu.module @second [#nvvm.target<chip = "sm_80">] attributes {mla.load_at_first_launch} {
     llvm.func @second() attributes {gpu.kernel, nvvm.kernel} {
       llvm.return
     }

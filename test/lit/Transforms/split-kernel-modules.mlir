@@ -2,7 +2,8 @@
 // named after it (renamed where the name is taken), with a copy of what
 // else its module held, and the launches follow; a module's only kernel
 // too, so that every module (and its PTX, and its driver compile) is named
-// after its kernel.
+// after its kernel. A kernel marked to load at its first launch passes the
+// mark to its module (the unit the runtime loads).
 // RUN: mla-opt %s --mla-split-kernel-modules | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -21,12 +22,13 @@ module attributes {gpu.container_module} {
   func.func private @second()
 
   // CHECK: gpu.module @first [#nvvm.target<chip = "sm_90a">] {
+  // CHECK-NOT: mla.load_at_first_launch
   // CHECK-NEXT: memref.global "private" constant @table
   // CHECK-NEXT: gpu.func @first() kernel
   // CHECK-NOT: gpu.func
-  // CHECK: gpu.module @[[SECOND]] [#nvvm.target<chip = "sm_90a">] {
+  // CHECK: gpu.module @[[SECOND]] [#nvvm.target<chip = "sm_90a">] attributes {mla.load_at_first_launch} {
   // CHECK-NEXT: memref.global "private" constant @table
-  // CHECK-NEXT: gpu.func @second() kernel
+  // CHECK-NEXT: gpu.func @second() kernel attributes {mla.load_at_first_launch}
   // CHECK-NEXT: memref.get_global @table
   // CHECK-NOT: gpu.module @kernels
   // CHECK-NOT: gpu.module @alone
@@ -37,7 +39,7 @@ module attributes {gpu.container_module} {
     gpu.func @first() kernel {
       gpu.return
     }
-    gpu.func @second() kernel {
+    gpu.func @second() kernel attributes {mla.load_at_first_launch} {
       %0 = memref.get_global @table : memref<4xf32>
       gpu.return
     }
