@@ -9,6 +9,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -58,10 +59,12 @@ thread_local GpuCall *activeCall = nullptr;
 
 /// What the host code holds as a kernel module (its opaque handle).
 struct KernelModule {
-  /// Null until loaded (or when the load failed).
-  CUmodule module = nullptr;
-  /// The PTX of a module marked to load at its kernel's first launch, until
-  /// it is loaded: the host object's constant, which outlives the handle.
+  /// Null until loaded (or when the load failed). Read at every launch,
+  /// without a lock once set.
+  std::atomic<CUmodule> module{nullptr};
+  /// The PTX of a module marked to load at its kernel's first launch (the
+  /// host object's constant, which outlives the handle); null for a module
+  /// loaded with the others. Set once, when the handle is made.
   const char *deferredPtx = nullptr;
   /// Held while a deferred module loads (a kernel may launch from several
   /// threads).
@@ -124,7 +127,9 @@ void *mlaModuleLoad(void *image, size_t) {
   if (!usable())
     return nullptr;
   auto handle = std::make_unique<KernelModule>();
-  failed(fn().cuModuleLoadData(&handle->module, image), "cuModuleLoadData");
+  CUmodule module = nullptr;
+  failed(fn().cuModuleLoadData(&module, image), "cuModuleLoadData");
+  handle->module = module;
   return handle.release();
 }
 
@@ -145,9 +150,13 @@ void mlaModuleUnload(void *module) {
 /// capture mode, as a graph may be capturing the launch). Null after a
 /// failure, recorded on the call; a later call tries again.
 CUmodule loadedModule(KernelModule &handle, const char *kernel) {
+  if (CUmodule module = handle.module.load(std::memory_order_acquire))
+    return module;
+  if (!handle.deferredPtx)
+    return nullptr;
   std::lock_guard<std::mutex> lock(handle.loading);
-  if (handle.module || !handle.deferredPtx)
-    return handle.module;
+  if (CUmodule module = handle.module.load(std::memory_order_acquire))
+    return module; // loaded by another thread meanwhile
   LoadedModule loaded;
   llvm::Error error =
       inRelaxedCaptureMode(activeCall->driver, [&]() -> llvm::Error {
@@ -161,9 +170,9 @@ CUmodule loadedModule(KernelModule &handle, const char *kernel) {
                           kernel + "' at its first launch: " + why;
     return nullptr;
   }
-  handle.module = loaded.module.releaseHandle();
-  handle.deferredPtx = nullptr;
-  return handle.module;
+  CUmodule module = loaded.module.releaseHandle();
+  handle.module.store(module, std::memory_order_release);
+  return module;
 }
 
 void *mlaModuleGetFunction(void *module, const char *name) {
@@ -171,8 +180,14 @@ void *mlaModuleGetFunction(void *module, const char *name) {
     return nullptr;
   activeCall->kernel = name;
   CUmodule loaded = loadedModule(*static_cast<KernelModule *>(module), name);
-  if (!loaded)
+  if (!loaded) {
+    // A module whose load failed when the kernel was compiled (that
+    // compile reported it) must not make a later launch a silent no-op.
+    if (activeCall->error.empty())
+      activeCall->error =
+          std::string("the module of kernel '") + name + "' is not loaded";
     return nullptr;
+  }
   CUfunction function = nullptr;
   if (failed(fn().cuModuleGetFunction(&function, loaded, name),
              "cuModuleGetFunction"))
