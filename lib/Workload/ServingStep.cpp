@@ -141,7 +141,7 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
   layer.setPhaseTiming(false);
   layer.setHostTiming(true);
   std::vector<HostStepTiming::Part> parts;
-  std::vector<std::vector<double>> partUs;
+  std::vector<std::vector<double>> partUs, partLaunchUs;
   auto samples = repeatTimed(
       runtime, repeats, [&] { return layer.plan(m, numBlocks); },
       [&](const runtime::MlaStepPlan &plan) {
@@ -153,8 +153,11 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
           for (const runtime::PhaseTiming &p : host)
             parts.push_back({p.phase, 0});
         partUs.resize(parts.size());
-        for (size_t k = 0; k < host.size() && k < parts.size(); ++k)
+        partLaunchUs.resize(parts.size());
+        for (size_t k = 0; k < host.size() && k < parts.size(); ++k) {
           partUs[k].push_back(host[k].milliseconds * 1e3);
+          partLaunchUs[k].push_back(host[k].driverLaunchMilliseconds * 1e3);
+        }
       });
   layer.setHostTiming(false);
   layer.setPhaseTiming(true);
@@ -166,8 +169,10 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
   t.forwardMedianUs = quantile(samples->run, 0.5);
   t.stepMedianUs = quantile(samples->step, 0.5);
   t.stepP90Us = quantile(samples->step, 0.9);
-  for (size_t k = 0; k < parts.size(); ++k)
+  for (size_t k = 0; k < parts.size(); ++k) {
     parts[k].medianUs = quantile(partUs[k], 0.5);
+    parts[k].driverLaunchMedianUs = quantile(partLaunchUs[k], 0.5);
+  }
   t.forwardParts = std::move(parts);
   return t;
 }

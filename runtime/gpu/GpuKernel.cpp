@@ -37,6 +37,10 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target,
   return recipe;
 }
 
+std::uint64_t driverLaunchNanosecondsOnThisThread() {
+  return gpu::driverLaunchNanoseconds();
+}
+
 GpuKernel::~GpuKernel() {
   // The module's destructors unload the kernels; they need the device's
   // context.

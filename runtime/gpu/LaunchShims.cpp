@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -56,6 +57,7 @@ llvm::Error inRelaxedCaptureMode(const Driver &driver,
 
 namespace {
 thread_local GpuCall *activeCall = nullptr;
+thread_local std::uint64_t launchNanoseconds = 0;
 
 /// What the host code holds as a kernel module (its opaque handle).
 struct KernelModule {
@@ -237,10 +239,14 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     if (!(optIns ? optIns->ensure(f, sharedBytes, optIn) : optIn(sharedBytes)))
       return;
   }
-  if (failed(fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY,
-                                 blockZ, sharedBytes,
-                                 static_cast<CUstream>(stream), params, extra),
-             "cuLaunchKernel"))
+  auto launchStart = std::chrono::steady_clock::now();
+  CUresult launched = fn().cuLaunchKernel(
+      f, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+      static_cast<CUstream>(stream), params, extra);
+  launchNanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - launchStart)
+                           .count();
+  if (failed(launched, "cuLaunchKernel"))
     activeCall->error += " (kernel '" +
                          std::string(activeCall->kernel ? activeCall->kernel
                                                         : "?") +
@@ -330,6 +336,8 @@ void mlaSetDefaultDevice(int32_t) {}
 
 } // extern "C"
 } // namespace
+
+std::uint64_t driverLaunchNanoseconds() { return launchNanoseconds; }
 
 GpuCall::GpuCall(const Driver &driver, CUstream stream)
     : driver(driver), stream(stream), previous(activeCall) {

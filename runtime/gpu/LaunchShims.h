@@ -20,6 +20,7 @@
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -79,6 +80,9 @@ public:
 private:
   GpuCall *previous;
 };
+
+/// Nanoseconds this thread has spent in cuLaunchKernel so far.
+std::uint64_t driverLaunchNanoseconds();
 
 /// Runs `body` with this thread in relaxed stream-capture mode, then puts
 /// the caller's mode back whatever happened. A thread capturing a graph in

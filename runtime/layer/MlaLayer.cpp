@@ -4,6 +4,7 @@
 
 #include "StepMetadata.h"
 
+#include "mla/Runtime/GpuKernel.h"
 #include "mla/Support/Diagnostics.h"
 #include "mla/Target/GpuTarget.h"
 
@@ -310,11 +311,14 @@ llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
                                const std::vector<BufferView> &args,
                                Stream stream) {
   auto start = std::chrono::steady_clock::now();
+  std::uint64_t launchStart = driverLaunchNanosecondsOnThisThread();
   if (llvm::Error error = kernel.run(args, stream))
     return makeError(llvm::Twine(phase) + ": " +
                      llvm::toString(std::move(error)));
   if (timeHost)
-    hostParts.push_back({phase, millisecondsSince(start)});
+    hostParts.push_back(
+        {phase, millisecondsSince(start),
+         (driverLaunchNanosecondsOnThisThread() - launchStart) * 1e-6});
   if (timePhases) {
     if (llvm::Error error = runtime.synchronize(stream))
       return makeError(llvm::Twine(phase) + ": " +

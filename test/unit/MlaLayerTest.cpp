@@ -345,6 +345,13 @@ TEST_F(LayerHostTimings, RecordedOnlyWhenAsked) {
     std::vector<std::string> names;
     for (const PhaseTiming &p : (*layer)->hostTimings()) {
       EXPECT_GE(p.milliseconds, 0);
+      // The driver's launches are part of the phase; on the GPU every
+      // phase but the first launches kernels, on the CPU none does.
+      EXPECT_LE(p.driverLaunchMilliseconds, p.milliseconds) << p.phase;
+      if (runtime->deviceKind() == DeviceKind::CUDA && !names.empty())
+        EXPECT_GT(p.driverLaunchMilliseconds, 0) << p.phase;
+      else
+        EXPECT_EQ(p.driverLaunchMilliseconds, 0) << p.phase;
       names.push_back(p.phase);
     }
     return names;

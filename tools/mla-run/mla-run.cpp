@@ -195,7 +195,9 @@ int main(int argc, char **argv) {
                      t->planMedianUs, t->forwardMedianUs, t->stepMedianUs,
                      t->stepP90Us, t->reproduced ? "yes" : "NO");
     for (const auto &part : t->forwardParts)
-      outs() << format("  %-28s %6.1f us\n", part.name.c_str(), part.medianUs);
+      outs() << format("  %-28s %6.1f us (in the driver's launches %.1f us)\n",
+                       part.name.c_str(), part.medianUs,
+                       part.driverLaunchMedianUs);
     if (const auto &g = t->graph)
       outs() << format("the same step as a CUDA graph (captured in %.1f ms), "
                        "%lld replays: planDecodeStep %.1f us, replay %.1f us, "

@@ -22,6 +22,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,11 @@ private:
   /// 48 KiB asks the driver only the first time.
   std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
 };
+
+/// Nanoseconds this thread has spent inside the driver's kernel launches
+/// (cuLaunchKernel) so far: across a call, what of its host time the
+/// driver took to queue its kernels.
+std::uint64_t driverLaunchNanosecondsOnThisThread();
 
 /// The recipe of the GPU pipeline for `target` (kernels) and this host
 /// (launch code). Each kernel's PTX also goes to `onKernelSerialized`

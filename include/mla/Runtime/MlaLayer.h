@@ -164,6 +164,9 @@ struct MlaStepPlan {
 struct PhaseTiming {
   std::string phase;
   double milliseconds = 0;
+  /// Host timing only: of `milliseconds`, the time inside the driver's
+  /// kernel launches (0 on the CPU).
+  double driverLaunchMilliseconds = 0;
 };
 
 class MlaLayer;

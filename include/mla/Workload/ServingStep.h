@@ -78,6 +78,8 @@ struct HostStepTiming {
   struct Part {
     std::string name;
     double medianUs = 0;
+    /// Of it, the median time inside the driver's kernel launches.
+    double driverLaunchMedianUs = 0;
   };
   std::vector<Part> forwardParts;
   /// The same step replayed as a CUDA graph captured at its shape
