@@ -37,8 +37,15 @@ CompileRecipe gpuCompileRecipe(const GpuTarget &target,
   return recipe;
 }
 
-std::uint64_t driverLaunchNanosecondsOnThisThread() {
-  return gpu::driverLaunchNanoseconds();
+DriverLaunchTimer::DriverLaunchTimer()
+    : startNanoseconds(gpu::driverLaunchNanoseconds()) {
+  gpu::timeDriverLaunches(true);
+}
+
+DriverLaunchTimer::~DriverLaunchTimer() { gpu::timeDriverLaunches(false); }
+
+double DriverLaunchTimer::milliseconds() const {
+  return (gpu::driverLaunchNanoseconds() - startNanoseconds) * 1e-6;
 }
 
 GpuKernel::~GpuKernel() {

@@ -58,6 +58,9 @@ llvm::Error inRelaxedCaptureMode(const Driver &driver,
 namespace {
 thread_local GpuCall *activeCall = nullptr;
 thread_local std::uint64_t launchNanoseconds = 0;
+/// Open DriverLaunchTimer scopes on this thread: launches read the clock
+/// only inside one.
+thread_local int launchTimers = 0;
 
 /// What the host code holds as a kernel module (its opaque handle).
 struct KernelModule {
@@ -239,13 +242,21 @@ void mlaLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     if (!(optIns ? optIns->ensure(f, sharedBytes, optIn) : optIn(sharedBytes)))
       return;
   }
-  auto launchStart = std::chrono::steady_clock::now();
-  CUresult launched = fn().cuLaunchKernel(
-      f, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
-      static_cast<CUstream>(stream), params, extra);
-  launchNanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now() - launchStart)
-                           .count();
+  auto launch = [&] {
+    return fn().cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                               sharedBytes, static_cast<CUstream>(stream),
+                               params, extra);
+  };
+  CUresult launched;
+  if (launchTimers > 0) {
+    auto start = std::chrono::steady_clock::now();
+    launched = launch();
+    launchNanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+  } else {
+    launched = launch();
+  }
   if (failed(launched, "cuLaunchKernel"))
     activeCall->error += " (kernel '" +
                          std::string(activeCall->kernel ? activeCall->kernel
@@ -338,6 +349,8 @@ void mlaSetDefaultDevice(int32_t) {}
 } // namespace
 
 std::uint64_t driverLaunchNanoseconds() { return launchNanoseconds; }
+
+void timeDriverLaunches(bool on) { launchTimers += on ? 1 : -1; }
 
 GpuCall::GpuCall(const Driver &driver, CUstream stream)
     : driver(driver), stream(stream), previous(activeCall) {

@@ -81,8 +81,10 @@ private:
   GpuCall *previous;
 };
 
-/// Nanoseconds this thread has spent in cuLaunchKernel so far.
+/// Nanoseconds this thread has spent in cuLaunchKernel while timed, and
+/// turning the timing on (counted, for nesting) and off.
 std::uint64_t driverLaunchNanoseconds();
+void timeDriverLaunches(bool on);
 
 /// Runs `body` with this thread in relaxed stream-capture mode, then puts
 /// the caller's mode back whatever happened. A thread capturing a graph in

@@ -311,14 +311,15 @@ llvm::Error MlaLayer::runPhase(const char *phase, const Kernel &kernel,
                                const std::vector<BufferView> &args,
                                Stream stream) {
   auto start = std::chrono::steady_clock::now();
-  std::uint64_t launchStart = driverLaunchNanosecondsOnThisThread();
+  std::optional<DriverLaunchTimer> launches;
+  if (timeHost)
+    launches.emplace();
   if (llvm::Error error = kernel.run(args, stream))
     return makeError(llvm::Twine(phase) + ": " +
                      llvm::toString(std::move(error)));
   if (timeHost)
     hostParts.push_back(
-        {phase, millisecondsSince(start),
-         (driverLaunchNanosecondsOnThisThread() - launchStart) * 1e-6});
+        {phase, millisecondsSince(start), launches->milliseconds()});
   if (timePhases) {
     if (llvm::Error error = runtime.synchronize(stream))
       return makeError(llvm::Twine(phase) + ": " +

@@ -7,11 +7,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "PreloadedModules.h"
+#include "LaunchShims.h"
 #include "TestSupport.h"
 
 #include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/CompiledModule.h"
 #include "mla/Runtime/GpuKernel.h"
+#include "mla/Target/KernelLoading.h"
+
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
+#include "llvm/IR/DataLayout.h"
 
 #include <gtest/gtest.h>
 
@@ -101,10 +107,14 @@ TEST_F(PreloadedModulesTest, TakesEachLoadedModuleOnce) {
   }
 }
 
+/// PTX the driver refuses, with its reason in the log.
+constexpr const char *kBrokenPtx =
+    ".version 8.0\n.target sm_80\n.address_size 64\n"
+    ".visible .entry broken() { not_an_instruction; }\n";
+
 TEST_F(PreloadedModulesTest, AFailedLoadIsTakenWithTheDriversLog) {
   gpu::PreloadedModules preloaded(*device, std::chrono::steady_clock::now());
-  const char *broken = ".version 8.0\n.target sm_80\n.address_size 64\n"
-                       ".visible .entry broken() { not_an_instruction; }\n";
+  const char *broken = kBrokenPtx;
   preloaded.load("broken", broken);
   std::optional<gpu::LoadedModule> taken = preloaded.take(broken);
   ASSERT_TRUE(taken.has_value());
@@ -113,6 +123,75 @@ TEST_F(PreloadedModulesTest, AFailedLoadIsTakenWithTheDriversLog) {
       << taken->error;
   EXPECT_NE(taken->error.find("not_an_instruction"), std::string::npos)
       << taken->error;
+}
+
+TEST_F(PreloadedModulesTest, AModuleMarkedForItsFirstLaunchIsNotPreloaded) {
+  gpu::PreloadedModules preloaded(*device, std::chrono::steady_clock::now());
+  std::string marked = kLoadAtFirstLaunchLine.str() + kBrokenPtx;
+  preloaded.load("marked", marked);
+  EXPECT_FALSE(preloaded.take(marked.c_str()).has_value());
+  EXPECT_TRUE(preloaded.timeline().empty());
+}
+
+TEST_F(PreloadedModulesTest, AModuleThatFailsToLoadIsAnErrorOfTheLaunch) {
+  // The launch shims, as the JIT'd host code calls them.
+  auto control = llvm::orc::SelfExecutorProcessControl::Create();
+  ASSERT_TRUE(bool(control)) << llvm::toString(control.takeError());
+  llvm::orc::ExecutionSession session(std::move(*control));
+  llvm::DataLayout layout("");
+  llvm::orc::MangleAndInterner mangle(session, layout);
+  llvm::orc::SymbolMap shims = gpu::launchShimSymbols(mangle);
+  auto address = [&](const char *name) {
+    return shims.at(mangle(name)).getAddress();
+  };
+  auto loadJit = address("mgpuModuleLoadJIT").toPtr<void *(*)(void *, int)>();
+  auto getFunction =
+      address("mgpuModuleGetFunction").toPtr<void *(*)(void *, const char *)>();
+  auto unload = address("mgpuModuleUnload").toPtr<void (*)(void *)>();
+  auto errorOf = [](gpu::GpuCall &call) {
+    return llvm::toString(call.takeError());
+  };
+
+  // Marked for its first launch: nothing is compiled until the launch's
+  // lookup, which fails naming the kernel with the driver's log; the next
+  // launch tries again.
+  std::string marked = kLoadAtFirstLaunchLine.str() + kBrokenPtx;
+  {
+    gpu::GpuCall call(device->driver(), nullptr);
+    void *module = loadJit(marked.data(), 0);
+    ASSERT_NE(module, nullptr);
+    EXPECT_EQ(errorOf(call), "");
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      EXPECT_EQ(getFunction(module, "broken"), nullptr);
+      std::string error = errorOf(call);
+      EXPECT_NE(error.find("loading the module of kernel 'broken' at its "
+                           "first launch"),
+                std::string::npos)
+          << error;
+      EXPECT_NE(error.find("not_an_instruction"), std::string::npos) << error;
+    }
+    unload(module);
+  }
+
+  // Loaded with the others: the load reports the failure, and a later
+  // launch of its kernel is an error too, not a launch silently skipped.
+  std::string eager = kBrokenPtx;
+  void *module = nullptr;
+  {
+    gpu::GpuCall call(device->driver(), nullptr);
+    module = loadJit(eager.data(), 0);
+    EXPECT_NE(errorOf(call).find("not_an_instruction"), std::string::npos);
+  }
+  {
+    gpu::GpuCall call(device->driver(), nullptr);
+    EXPECT_EQ(getFunction(module, "broken"), nullptr);
+    std::string error = errorOf(call);
+    EXPECT_NE(error.find("the module of kernel 'broken' is not loaded"),
+              std::string::npos)
+        << error;
+  }
+  unload(module);
+  llvm::consumeError(session.endSession());
 }
 
 TEST_F(PreloadedModulesTest, ModulesNeverTakenAreUnloadedWithoutWaitingForUse) {

@@ -77,10 +77,22 @@ private:
   std::unique_ptr<gpu::SharedMemoryOptIns> optIns;
 };
 
-/// Nanoseconds this thread has spent inside the driver's kernel launches
-/// (cuLaunchKernel) so far: across a call, what of its host time the
-/// driver took to queue its kernels.
-std::uint64_t driverLaunchNanosecondsOnThisThread();
+/// Times the driver's kernel launches (cuLaunchKernel) made on this thread
+/// while it is alive: what of a call's host time the driver took to queue
+/// its kernels. Launches outside one read no clock. Scopes may nest.
+class DriverLaunchTimer {
+public:
+  DriverLaunchTimer();
+  ~DriverLaunchTimer();
+  DriverLaunchTimer(const DriverLaunchTimer &) = delete;
+  DriverLaunchTimer &operator=(const DriverLaunchTimer &) = delete;
+
+  /// Milliseconds spent in this thread's launches since construction.
+  double milliseconds() const;
+
+private:
+  std::uint64_t startNanoseconds;
+};
 
 /// The recipe of the GPU pipeline for `target` (kernels) and this host
 /// (launch code). Each kernel's PTX also goes to `onKernelSerialized`
