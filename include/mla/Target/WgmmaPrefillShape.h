@@ -16,12 +16,26 @@
 
 namespace mla::wgmma_prefill {
 
-/// Query rows of a warpgroup (one m64 tile), warpgroups and rows of a
-/// block.
+/// Query rows of a warpgroup (one m64 tile), the warpgroups that compute
+/// (the consumers), their threads and the rows of a block.
 inline constexpr int64_t kGroupRows = 64;
 inline constexpr int64_t kWarpgroups = 2;
 inline constexpr int64_t kThreads = kWarpgroups * 128;
 inline constexpr int64_t kBlockRows = kWarpgroups * kGroupRows;
+/// A third warpgroup only copies (the producer): Q and the key tiles,
+/// announced on mbarriers (see SharedLayout).
+inline constexpr int64_t kProducerThreads = 128;
+/// Threads of the kernel's block: the consumers, then the producer.
+inline constexpr int64_t kKernelThreads = kThreads + kProducerThreads;
+/// Registers a thread after setmaxnreg: the consumers hold O, the scores
+/// in flight and the softmax; the producer computes copy addresses. At
+/// launch each thread has 64 Ki / 384 rounded down to 8 (168); the split
+/// must not exceed that total: 2 x 128 x 232 + 128 x 40 = 64512.
+inline constexpr int64_t kConsumerRegisters = 232, kProducerRegisters = 40;
+static_assert(kThreads * kConsumerRegisters +
+                      kProducerThreads * kProducerRegisters <=
+                  kKernelThreads * 168,
+              "setmaxnreg moves registers, it does not add them");
 /// Keys of one shared tile: the N of the scores' wgmma, the K of PV's.
 inline constexpr int64_t kTileKeys = 64;
 /// The largest head dims: O is 64 x Dv f32 in a warpgroup's registers
@@ -31,10 +45,11 @@ inline constexpr int64_t kMaxVDim = 128, kMaxQkDim = 256;
 /// Where everything lives in a block's shared memory (bytes from the
 /// first 1024-byte boundary; the allocation has that much slack): Q as two
 /// 64-row tiles, `stages` stages of a K then a V tile, the warpgroups' P
-/// tiles.
+/// tiles, then the producer's mbarriers: each stage's "landed" one, each
+/// stage's "read" one, and Q's (8 bytes each).
 struct SharedLayout {
   int64_t stages;
-  int64_t q, kv, vOffset, stage, p, bytes;
+  int64_t q, kv, vOffset, stage, p, barriers, bytes;
 
   SharedLayout(int64_t qkDim, int64_t vDim, int64_t stageCount)
       : stages(stageCount) {
@@ -44,8 +59,8 @@ struct SharedLayout {
     vOffset = kTileKeys * qkDim * elementBytes; // V after K in a stage
     stage = vOffset + kTileKeys * vDim * elementBytes;
     p = kv + stages * stage;
-    bytes = p + kWarpgroups * kGroupRows * kTileKeys * elementBytes +
-            wgmma::kAtomBytes;
+    barriers = p + kWarpgroups * kGroupRows * kTileKeys * elementBytes;
+    bytes = barriers + (2 * stages + 1) * 8 + wgmma::kAtomBytes;
   }
 };
 

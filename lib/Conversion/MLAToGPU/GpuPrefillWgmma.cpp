@@ -4,14 +4,20 @@
 // bf16 or f16 q, k, v and out and head dims in whole 64-column blocks
 // (DeepSeek's qk 192 / v 128 among them). A block computes a 128-row tile
 // of one sequence's queries for one head (PrefillTileBlock.h) with two
-// warpgroups (256 threads), warpgroup g owning rows [64 g, 64 g + 64), and
-// walks the sequence's keys in 64-key tiles both share:
-//  - K (64 x Dqk) and V (64 x Dv) tiles come in with 16-byte cp.async into
-//    a ring of four stages (three for qk 256): while tile t's V and tile
-//    t + 1's K are in use, two more tiles are in flight (each issued while
-//    the tensor cores run a P V, so that its address arithmetic does not
-//    delay the softmax); keys past the block's last visible key are
-//    zero-filled, tiles past it never loaded;
+// consumer warpgroups, warpgroup g owning rows [64 g, 64 g + 64), which
+// walk the sequence's keys in 64-key tiles both share, and a producer
+// warpgroup that only copies (384 threads, warp-specialized):
+//  - the producer copies Q, then the K (64 x Dqk) and V (64 x Dv) tiles
+//    with 16-byte cp.async into a ring of four stages (three for qk 256),
+//    each tile announced on its stage's "landed" mbarrier
+//    (cp.async.mbarrier.arrive), and refills a stage once every consumer
+//    thread has arrived at its "read" mbarrier. setmaxnreg gives the
+//    producer 40 registers and the consumers 232. The consumers neither
+//    copy nor wait at a block barrier, so they run out of step: causal
+//    blocks, whose second warpgroup sees more keys, got 7 to 9% faster
+//    than with both warpgroups copying in step (benchmarks.md). Keys past
+//    the block's last visible key are zero-filled, tiles past it never
+//    loaded;
 //  - S = Q K^T: Dqk / 16 wgmma m64n64k16 per warpgroup, Q and K read from
 //    shared memory through descriptors (both K-major). Tile t + 1's scores
 //    are issued before tile t's softmax and left in flight during it, so
@@ -30,15 +36,15 @@
 // Causal masking (bottom-right aligned) is applied on the tiles that cross
 // a warpgroup's diagonal (or the end of the keys) only; past a
 // warpgroup's last visible key every score is masked (P = 0), the other
-// warpgroup, 64 rows later, still needing the tile. One block barrier a
-// tile: tile t + 1 has landed for every thread, and every thread is past
-// tile t - 1, whose stage then takes the copy of tile t + stages - 1.
+// warpgroup, 64 rows later, still needing the tile. A consumer waits for
+// tile t + 1's "landed" phase before its scores, and releases tile t's
+// stage after its P V.
 
 // Shared memory (mla/Target/WgmmaSwizzle.h layout, from the first
 // 1024-byte boundary): Q as two 64-row tiles, the K and V tiles of each
-// stage, the two warpgroups' P tiles. Rows past a sequence's queries are
-// padding (zero queries, never written). A row that sees no key gets
-// out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the
+// stage, the two warpgroups' P tiles, the mbarriers. Rows past a sequence's
+// queries are padding (zero queries, never written). A row that sees no key
+// gets out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the
 // launch takes the generic kernel instead (lowerPrefillAttention checks on
 // the host), so the tiles are copied in 16-byte vectors only.
 //
@@ -127,7 +133,33 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           // q, k and v are 16-byte aligned (checked before the launch):
           // the tiles are copied in 16-byte vectors only.
           Value aligned;
-          const int64_t warps = kThreads / kWarpSize;
+          // The producer's warps copy: warp w of the block is its w - 8.
+          const int64_t producerWarps = kProducerThreads / kWarpSize;
+          Value producerWarp = e.sub(warp, e.index(kThreads / kWarpSize));
+
+          // The producer's mbarriers: stage s's "landed" (its 128 threads'
+          // copies of a tile), stage s's "read" (every consumer thread
+          // past the tile), Q's landed. Each completes a phase per use:
+          // tile t is use t / stages of its stage.
+          auto barrierAt = [&](Value slot) {
+            return e.add(
+                base, e.add(e.index(layout.barriers), e.mul(slot, e.index(8))));
+          };
+          auto landed = [&](Value t) { return barrierAt(e.remui(t, stages)); };
+          auto read = [&](Value t) {
+            return barrierAt(e.add(e.remui(t, stages), e.index(stages)));
+          };
+          Value qLanded = barrierAt(e.index(2 * stages));
+          // Tile t landed, and made visible to wgmma.
+          auto waitLanded = [&](Value t) {
+            e.waitBarrierPhase(landed(t), e.phaseParity(e.divui(t, stages)));
+            e.sharedProxyFence();
+          };
+          // The consumers' own barrier (the producer takes no part; named
+          // barriers 1 and 2 are the warpgroups').
+          auto consumersBarrier = [&] {
+            e.namedBarrier(1 + kWarpgroups, kThreads, /*wait=*/true);
+          };
 
           // Element offsets of (row, col) in the swizzled tiles: Q as two
           // 64-row tiles, K and V of a stage.
@@ -141,7 +173,8 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
             return e.add(e.index(layout.kv + offset),
                          e.mul(e.remui(t, stages), e.index(layout.stage)));
           };
-          // Copies the K and V rows of tile t (keys from 64 t).
+          // The producer's copies of the K and V rows of tile t (keys from
+          // 64 t).
           auto copyKeys = [&](Value t) {
             Value first = e.mul(t, e.index(kTileKeys));
             auto source = [&](Value row) {
@@ -152,11 +185,35 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                   std::tuple{block.v, vDim, layout.vOffset}}) {
               Value tileBase = e.divui(stageAt(t, offset), 2);
               e.copyTile(aligned, tiles, src, kTileKeys, dim / kCopyElems,
-                         warp, lane, source, warps, [&](Value row, Value col) {
+                         producerWarp, lane, source, producerWarps,
+                         [&](Value row, Value col) {
                            return SmallVector<Value, 2>{e.add(
                                tileBase, e.swizzled(row, col, kTileKeys))};
                          });
             }
+          };
+
+          // The producer: Q, then every tile, each into its stage once the
+          // consumers have released the stage's previous tile.
+          auto produce = [&] {
+            e.copyTile(
+                aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems,
+                producerWarp, lane,
+                [&](Value row) { return block.queryRow(row); }, producerWarps,
+                qAt);
+            e.arriveWhenCopiesLand(qLanded);
+            e.forLoop(zero, numTiles, 1, [&](Value t) {
+              // Use u of a stage (tile t = u stages + s) waits for the
+              // consumers' release of use u - 1 (phase u - 1).
+              e.ifThen(e.lessThan(e.index(stages - 1), t), [&] {
+                e.waitBarrierPhase(
+                    read(t), e.phaseParity(e.add(e.divui(t, stages), one)));
+              });
+              copyKeys(t);
+              e.arriveWhenCopiesLand(landed(t));
+            });
+            // No thread leaves with its copies in flight.
+            e.waitAllCopies();
           };
 
           Value descQ = e.descriptor(
@@ -185,212 +242,224 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
             return acc;
           };
 
-          // Q and tiles 0 .. stages - 2, a commit group each (Q's with
-          // tile 0's); then tile 0 for every thread and its scores.
-          e.copyTile(aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems,
-                     warp, lane, [&](Value row) { return block.queryRow(row); },
-                     warps, qAt);
-          for (int64_t t = 0; t < stages - 1; ++t) {
-            Value tile = e.index(t);
-            e.ifThen(e.lessThan(tile, numTiles), [&] { copyKeys(tile); });
-            e.commitCopies();
-          }
-          e.waitPendingCopies(stages - 2);
-          e.sharedProxyFence();
-          e.barrier();
-          SmallVector<Type> f32s(sRegs, b.getF32Type());
-          SmallVector<Value> firstScores = e.selectValues(
-              e.lessThan(zero, numTiles), f32s,
-              [&] {
-                Value acc = issueScores(zero);
-                e.wait(0);
-                return e.fromAccumulator(acc, sRegs);
-              },
-              [&] { return SmallVector<Value>(sRegs, fzero); });
+          // The two warpgroups of rows: their scores, softmax and P V over
+          // the block's tiles, then the results.
+          auto consume = [&] {
+            SmallVector<Type> f32s(sRegs, b.getF32Type());
+            SmallVector<Value> firstScores = e.selectValues(
+                e.lessThan(zero, numTiles), f32s,
+                [&] {
+                  e.waitBarrierPhase(qLanded, e.phaseParity(zero));
+                  waitLanded(zero);
+                  Value acc = issueScores(zero);
+                  e.wait(0);
+                  return e.fromAccumulator(acc, sRegs);
+                },
+                [&] { return SmallVector<Value>(sRegs, fzero); });
 
-          // The lane's two rows of its warpgroup's tile: 16 w + g and + 8.
-          SmallVector<Value, 2> localRow, rowOf, rowEnd;
-          for (int64_t i = 0; i < 2; ++i) {
-            localRow.push_back(e.add(e.mul(groupWarp, e.index(16)),
-                                     e.add(laneGroup, e.index(8 * i))));
-            rowOf.push_back(e.add(block.row0, e.add(groupRow0, localRow[i])));
-            rowEnd.push_back(block.keysOf(rowOf[i]));
-          }
+            // The lane's two rows of its warpgroup's tile: 16 w + g and + 8.
+            SmallVector<Value, 2> localRow, rowOf, rowEnd;
+            for (int64_t i = 0; i < 2; ++i) {
+              localRow.push_back(e.add(e.mul(groupWarp, e.index(16)),
+                                       e.add(laneGroup, e.index(8 * i))));
+              rowOf.push_back(e.add(block.row0, e.add(groupRow0, localRow[i])));
+              rowEnd.push_back(block.keysOf(rowOf[i]));
+            }
 
-          // State: the lane rows' maxima (base 2), their partial sums (the
-          // lane's columns), O (accumulator order), then this tile's
-          // scores.
-          SmallVector<Value> init{negInf, negInf, fzero, fzero};
-          init.append(oRegs, fzero);
-          init.append(firstScores);
-          const int64_t sAt = 4 + oRegs;
-          SmallVector<Value> state = e.forLoop(
-              zero, numTiles, e.index(1), init,
-              [&](Value t, ValueRange it) -> SmallVector<Value> {
-                // 1. Tile t + 1 in shared memory for every thread (stages
-                // - 3 later ones may be in flight), and every thread past
-                // tile t - 1, whose stage takes tile t + stages - 1.
-                Value next = e.add(t, one);
-                e.waitPendingCopies(stages - 3);
-                e.sharedProxyFence();
-                e.barrier();
+            // State: the lane rows' maxima (base 2), their partial sums (the
+            // lane's columns), O (accumulator order), then this tile's
+            // scores.
+            SmallVector<Value> init{negInf, negInf, fzero, fzero};
+            init.append(oRegs, fzero);
+            init.append(firstScores);
+            const int64_t sAt = 4 + oRegs;
+            SmallVector<Value> state = e.forLoop(
+                zero, numTiles, e.index(1), init,
+                [&](Value t, ValueRange it) -> SmallVector<Value> {
+                  // 1. Tile t + 1 in shared memory for every thread (stages
+                  // - 3 later ones may be in flight), and every thread past
+                  // tile t - 1, whose stage takes tile t + stages - 1.
+                  Value next = e.add(t, one);
 
-                // 2. The next tile's scores run on the tensor cores while
-                // this tile's softmax runs (past the last tile: none).
-                Value hasNext = e.lessThan(next, numTiles);
-                Value unset = e.unsetAccumulator(sRegs);
-                Value nextAcc = e.selectValues(
-                    hasNext, {unset.getType()},
-                    [&] { return SmallVector<Value>{issueScores(next)}; },
-                    [&] { return SmallVector<Value>{unset}; })[0];
+                  // 2. The next tile's scores run on the tensor cores while
+                  // this tile's softmax runs (past the last tile: none).
+                  Value hasNext = e.lessThan(next, numTiles);
+                  Value unset = e.unsetAccumulator(sRegs);
+                  Value nextAcc = e.selectValues(
+                      hasNext, {unset.getType()},
+                      [&] {
+                        waitLanded(next);
+                        return SmallVector<Value>{issueScores(next)};
+                      },
+                      [&] { return SmallVector<Value>{unset}; })[0];
 
-                // 3. Scores masked on tiles crossing the warpgroup's
-                // diagonal or the end of the keys (past its last visible
-                // key every score is masked: P = 0): s[4 j + 2 i + c] is
-                // lane row i, key first + 8 j + 2 quad + c. The scale
-                // (positive) is applied in the exponent.
-                Value first = e.mul(t, e.index(kTileKeys));
-                SmallVector<Value> s(it.begin() + sAt, it.end());
-                s = e.selectValues(
-                    e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
-                    [&] {
-                      SmallVector<Value> m(s);
-                      Value key0 = e.add(first, e.mul(quad, e.index(2)));
-                      for (int64_t j = 0; j < kTileKeys / 8; ++j)
-                        for (int64_t c = 0; c < 2; ++c) {
-                          Value key = e.add(key0, e.index(8 * j + c));
-                          for (int64_t i = 0; i < 2; ++i) {
-                            int64_t at = 4 * j + 2 * i + c;
-                            m[at] = e.select(e.lessThan(key, rowEnd[i]), m[at],
-                                             negInf);
+                  // 3. Scores masked on tiles crossing the warpgroup's
+                  // diagonal or the end of the keys (past its last visible
+                  // key every score is masked: P = 0): s[4 j + 2 i + c] is
+                  // lane row i, key first + 8 j + 2 quad + c. The scale
+                  // (positive) is applied in the exponent.
+                  Value first = e.mul(t, e.index(kTileKeys));
+                  SmallVector<Value> s(it.begin() + sAt, it.end());
+                  s = e.selectValues(
+                      e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
+                      [&] {
+                        SmallVector<Value> m(s);
+                        Value key0 = e.add(first, e.mul(quad, e.index(2)));
+                        for (int64_t j = 0; j < kTileKeys / 8; ++j)
+                          for (int64_t c = 0; c < 2; ++c) {
+                            Value key = e.add(key0, e.index(8 * j + c));
+                            for (int64_t i = 0; i < 2; ++i) {
+                              int64_t at = 4 * j + 2 * i + c;
+                              m[at] = e.select(e.lessThan(key, rowEnd[i]),
+                                               m[at], negInf);
+                            }
                           }
-                        }
-                      return m;
-                    },
-                    [&] { return SmallVector<Value>(s); });
+                        return m;
+                      },
+                      [&] { return SmallVector<Value>(s); });
 
-                // 4. Online softmax in base 2, p = exp2(s c - m); P to the
-                // warpgroup's shared tile.
-                SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
-                SmallVector<Value, 2> alpha;
-                for (int64_t i = 0; i < 2; ++i) {
-                  SmallVector<Value> row;
-                  for (int64_t j = 0; j < kTileKeys / 8; ++j)
-                    for (int64_t c = 0; c < 2; ++c)
-                      row.push_back(s[4 * j + 2 * i + c]);
-                  MmaEmitter::OnlineMax step = e.onlineMax(
-                      it[i], e.mulf(e.quadMax(e.maxTree(row)), scale));
-                  Value shift = arith::NegFOp::create(b, l, step.safe);
-                  SmallVector<Value> p;
-                  for (int64_t j = 0; j < kTileKeys / 8; ++j) {
-                    Value p0 = e.exp2(e.fma(s[4 * j + 2 * i], scale, shift));
-                    Value p1 =
-                        e.exp2(e.fma(s[4 * j + 2 * i + 1], scale, shift));
-                    p.append({p0, p1});
-                    Value col = e.add(e.index(8 * j), e.mul(quad, e.index(2)));
-                    Value at =
-                        e.add(e.add(e.index(layout.p / 2),
-                                    e.mul(group, e.index(kBlockBytes / 2))),
-                              e.swizzled(localRow[i], col, kGroupRows));
-                    vector::StoreOp::create(b, l, e.pack(p0, p1), tiles,
-                                            ValueRange{at},
-                                            /*nontemporal=*/false,
-                                            llvm::MaybeAlign(4));
+                  // 4. Online softmax in base 2, p = exp2(s c - m); P to the
+                  // warpgroup's shared tile.
+                  SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
+                  SmallVector<Value, 2> alpha;
+                  for (int64_t i = 0; i < 2; ++i) {
+                    SmallVector<Value> row;
+                    for (int64_t j = 0; j < kTileKeys / 8; ++j)
+                      for (int64_t c = 0; c < 2; ++c)
+                        row.push_back(s[4 * j + 2 * i + c]);
+                    MmaEmitter::OnlineMax step = e.onlineMax(
+                        it[i], e.mulf(e.quadMax(e.maxTree(row)), scale));
+                    Value shift = arith::NegFOp::create(b, l, step.safe);
+                    SmallVector<Value> p;
+                    for (int64_t j = 0; j < kTileKeys / 8; ++j) {
+                      Value p0 = e.exp2(e.fma(s[4 * j + 2 * i], scale, shift));
+                      Value p1 =
+                          e.exp2(e.fma(s[4 * j + 2 * i + 1], scale, shift));
+                      p.append({p0, p1});
+                      Value col =
+                          e.add(e.index(8 * j), e.mul(quad, e.index(2)));
+                      Value at =
+                          e.add(e.add(e.index(layout.p / 2),
+                                      e.mul(group, e.index(kBlockBytes / 2))),
+                                e.swizzled(localRow[i], col, kGroupRows));
+                      vector::StoreOp::create(
+                          b, l, e.pack(p0, p1), tiles, ValueRange{at},
+                          /*nontemporal=*/false, llvm::MaybeAlign(4));
+                    }
+                    nextState[i] = step.max;
+                    nextState[2 + i] =
+                        e.fma(it[2 + i], step.alpha, e.sumTree(p));
+                    alpha.push_back(step.alpha);
                   }
-                  nextState[i] = step.max;
-                  nextState[2 + i] = e.fma(it[2 + i], step.alpha, e.sumTree(p));
-                  alpha.push_back(step.alpha);
-                }
-                SmallVector<Value> scaledO = e.rescaleRows(
-                    ValueRange(it).slice(4, oRegs), alpha);
-                std::copy(scaledO.begin(), scaledO.end(), nextState.begin() + 4);
-                e.sharedProxyFence();
-                e.warpgroupBarrier(group);
+                  SmallVector<Value> scaledO =
+                      e.rescaleRows(ValueRange(it).slice(4, oRegs), alpha);
+                  std::copy(scaledO.begin(), scaledO.end(),
+                            nextState.begin() + 4);
+                  e.sharedProxyFence();
+                  e.warpgroupBarrier(group);
 
-                // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key
-                // atoms 1 KiB apart. Both groups are waited for after step 6.
-                Value descV = e.descriptor(
-                    e.add(base, stageAt(t, layout.vOffset)), kBlockBytes,
-                    kAtomBytes);
-                Value o = e.issueProductNMajorB(
-                    e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
-                    descP, descV, kTileKeys, vDim);
-                // 6. The copy of tile t + stages - 1 into tile t - 1's
-                // stage, issued while P V runs: issued before the softmax,
-                // its address arithmetic delayed the exponentials that P V
-                // waits for.
-                Value ahead = e.add(t, e.index(stages - 1));
-                e.ifThen(e.lessThan(ahead, numTiles), [&] { copyKeys(ahead); });
-                e.commitCopies();
-                e.wait(0);
-                SmallVector<Value> out = e.fromAccumulator(o, oRegs);
-                std::copy(out.begin(), out.end(), nextState.begin() + 4);
-                nextState.append(e.fromAccumulator(nextAcc, sRegs));
-                return nextState;
-              });
-          // Copies still in flight when no tile ran (the Q tile).
-          e.waitAllCopies();
-
-          // Tile row r is out row (qBegin + row0 + r, head).
-          auto realRow = [&](Value r) {
-            return e.lessThan(e.add(block.row0, r), block.sq);
-          };
-          auto outRow = [&](Value r) {
-            return SmallVector<Value, 4>{
-                e.add(block.qBegin, e.add(block.row0, r)), block.head};
-          };
-          // With accumulate, the entry state is read now, under the row
-          // ends and the staging: the pieces of out this thread merges
-          // into and the rows' LSEs.
-          GpuEmitter::EntryState entry;
-          if (accumulate)
-            entry.pieces =
-                e.loadEntryPieces(kBlockRows, vDim, thread.tid, kThreads,
-                                  realRow, outRow, block.out);
-          SmallVector<MmaEmitter::RowEnd, 4> ends = block.finishRows(
-              {state[0], state[1]}, {e.quadSum(state[2]), e.quadSum(state[3])},
-              rowOf, accumulate);
-          // lse now, as every prefill did before accumulate existed (moving
-          // this store made the non-causal loop 5% slower on the H100);
-          // with accumulate past the staging barrier, after every lane's
-          // read of the entry LSEs.
-          if (!accumulate)
-            block.storeLse(ends, rowOf, quad);
-
-          // out = O / l staged as out's rows in the KV stages (dead once
-          // both warpgroups are past the loop: the last tile's V was
-          // there), rows padded by 8 elements so that a warp's 4-byte
-          // stores hit distinct banks; then the block copies the real rows
-          // out (copyStagedRows). O value 4 j + 2 i + c of the lane is row
-          // i, column 8 j + 2 quad + c. With accumulate, the rows' entry
-          // weights follow the staged rows.
-          const int64_t stride = vDim + 8;
-          e.barrier();
-          Value stagingAt = e.add(pad, e.index(layout.kv));
-          Value staging =
-              e.sharedView(raw, stagingAt, {kBlockRows, stride}, element);
-          if (accumulate) {
-            entry.weights = e.sharedView(
-                raw,
-                e.add(stagingAt, e.index(kBlockRows * stride * elementBytes)),
-                {kBlockRows}, b.getF32Type());
-            block.storeEntryWeights(ends, rowOf, quad, entry.weights);
-          }
-          for (int64_t i = 0; i < 2; ++i)
-            e.stageFragmentRow(
-                staging, e.add(groupRow0, localRow[i]), e.index(0), quad,
-                vDim / 8, [&](int64_t j, int64_t c) {
-                  return e.mulf(state[4 + 4 * j + 2 * i + c], ends[i].inverse);
+                  // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key
+                  // atoms 1 KiB apart. Both groups are waited for after step 6.
+                  Value descV =
+                      e.descriptor(e.add(base, stageAt(t, layout.vOffset)),
+                                   kBlockBytes, kAtomBytes);
+                  Value o = e.issueProductNMajorB(
+                      e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
+                      descP, descV, kTileKeys, vDim);
+                  // 6. Tile t's stage goes back to the producer once P V is
+                  // done (its K was last read by the scores waited for in
+                  // the previous iteration).
+                  e.wait(0);
+                  e.arrive(read(t));
+                  SmallVector<Value> out = e.fromAccumulator(o, oRegs);
+                  std::copy(out.begin(), out.end(), nextState.begin() + 4);
+                  nextState.append(e.fromAccumulator(nextAcc, sRegs));
+                  return nextState;
                 });
+
+            // Tile row r is out row (qBegin + row0 + r, head).
+            auto realRow = [&](Value r) {
+              return e.lessThan(e.add(block.row0, r), block.sq);
+            };
+            auto outRow = [&](Value r) {
+              return SmallVector<Value, 4>{
+                  e.add(block.qBegin, e.add(block.row0, r)), block.head};
+            };
+            // With accumulate, the entry state is read now, under the row
+            // ends and the staging: the pieces of out this thread merges
+            // into and the rows' LSEs.
+            GpuEmitter::EntryState entry;
+            if (accumulate)
+              entry.pieces =
+                  e.loadEntryPieces(kBlockRows, vDim, thread.tid, kThreads,
+                                    realRow, outRow, block.out);
+            SmallVector<MmaEmitter::RowEnd, 4> ends = block.finishRows(
+                {state[0], state[1]},
+                {e.quadSum(state[2]), e.quadSum(state[3])}, rowOf, accumulate);
+            // lse now, as every prefill did before accumulate existed (moving
+            // this store made the non-causal loop 5% slower on the H100);
+            // with accumulate past the staging barrier, after every lane's
+            // read of the entry LSEs.
+            if (!accumulate)
+              block.storeLse(ends, rowOf, quad);
+
+            // out = O / l staged as out's rows in the KV stages (dead once
+            // both warpgroups are past the loop: the last tile's V was
+            // there), rows padded by 8 elements so that a warp's 4-byte
+            // stores hit distinct banks; then the block copies the real rows
+            // out (copyStagedRows). O value 4 j + 2 i + c of the lane is row
+            // i, column 8 j + 2 quad + c. With accumulate, the rows' entry
+            // weights follow the staged rows.
+            const int64_t stride = vDim + 8;
+            consumersBarrier();
+            Value stagingAt = e.add(pad, e.index(layout.kv));
+            Value staging =
+                e.sharedView(raw, stagingAt, {kBlockRows, stride}, element);
+            if (accumulate) {
+              entry.weights = e.sharedView(
+                  raw,
+                  e.add(stagingAt, e.index(kBlockRows * stride * elementBytes)),
+                  {kBlockRows}, b.getF32Type());
+              block.storeEntryWeights(ends, rowOf, quad, entry.weights);
+            }
+            for (int64_t i = 0; i < 2; ++i)
+              e.stageFragmentRow(staging, e.add(groupRow0, localRow[i]),
+                                 e.index(0), quad, vDim / 8,
+                                 [&](int64_t j, int64_t c) {
+                                   return e.mulf(state[4 + 4 * j + 2 * i + c],
+                                                 ends[i].inverse);
+                                 });
+            consumersBarrier();
+            if (accumulate)
+              block.storeLse(ends, rowOf, quad);
+            e.copyStagedRows(staging, kBlockRows, vDim, thread.tid, kThreads,
+                             realRow, outRow, block.out, Value(),
+                             accumulate ? &entry : nullptr);
+          };
+
+          // The mbarriers, initialized before any copy or wait; then the
+          // third warpgroup produces, the first two consume.
+          e.ifThen(e.eqIndex(thread.tid, 0), [&] {
+            for (int64_t s = 0; s < stages; ++s) {
+              e.initBarrier(landed(e.index(s)), kProducerThreads);
+              e.initBarrier(read(e.index(s)), kThreads);
+            }
+            e.initBarrier(qLanded, kProducerThreads);
+          });
           e.barrier();
-          if (accumulate)
-            block.storeLse(ends, rowOf, quad);
-          e.copyStagedRows(staging, kBlockRows, vDim, thread.tid, kThreads,
-                           realRow, outRow, block.out, Value(),
-                           accumulate ? &entry : nullptr);
+          e.ifThenElse(
+              e.lessThan(thread.tid, e.index(kThreads)),
+              [&] {
+                e.setMaxRegisters(kConsumerRegisters, /*increase=*/true);
+                consume();
+              },
+              [&] {
+                e.setMaxRegisters(kProducerRegisters, /*increase=*/false);
+                produce();
+              });
         });
       },
-      kThreads);
+      kKernelThreads);
   launchPrefillTiles(op, host, kernel, kBlockRows, layout.bytes);
 }
 

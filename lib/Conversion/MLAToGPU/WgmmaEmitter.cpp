@@ -227,6 +227,25 @@ void WgmmaEmitter::waitBarrierPhase(Value address, Value parity) {
       arith::ConstantIntOp::create(b, loc, kSuspendHintNs, 32));
 }
 
+void WgmmaEmitter::arrive(Value address) {
+  NVVM::MBarrierArriveOp::create(
+      b, loc, Type(), pointerAt(b, loc, address, kSharedSpace), Value());
+}
+
+Value WgmmaEmitter::phaseParity(Value use) {
+  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), remui(use, 2));
+}
+
+void WgmmaEmitter::setMaxRegisters(int64_t count, bool increase) {
+  if (count < 24 || count > 256 || count % 8)
+    llvm::report_fatal_error("setmaxnreg: " + llvm::Twine(count) +
+                             " registers is not a multiple of 8 in [24, 256]");
+  NVVM::SetMaxRegisterOp::create(b, loc, uint32_t(count),
+                                 increase
+                                     ? NVVM::SetMaxRegisterAction::increase
+                                     : NVVM::SetMaxRegisterAction::decrease);
+}
+
 void WgmmaEmitter::arriveExpectingBytes(Value address, int64_t bytes) {
   NVVM::MBarrierArriveExpectTxOp::create(
       b, loc, Type(), pointerAt(b, loc, address, kSharedSpace),

@@ -122,6 +122,18 @@ public:
   void initBarrier(mlir::Value address, int64_t count);
   void arriveWhenCopiesLand(mlir::Value address);
   void waitBarrierPhase(mlir::Value address, mlir::Value parity);
+  /// Arrives once at the mbarrier at `address` (this thread's share of a
+  /// phase's expected arrivals), without waiting.
+  void arrive(mlir::Value address);
+  /// The phase parity (i32) of the `use`-th use (index, from 0) of a
+  /// barrier that completes one phase each use.
+  mlir::Value phaseParity(mlir::Value use);
+
+  /// setmaxnreg: the warpgroup's registers a thread raised (`increase`) or
+  /// lowered to `count` (a multiple of 8 in [24, 256]), so that a
+  /// producer warpgroup that needs few hands its share to the others.
+  /// Every thread of the warpgroup executes it.
+  void setMaxRegisters(int64_t count, bool increase);
 
   /// Arrives at the mbarrier at `address` (this block's), announcing
   /// `bytes` more bytes of tensor copies for its current phase.

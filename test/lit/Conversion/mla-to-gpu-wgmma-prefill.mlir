@@ -1,23 +1,30 @@
 // convert-mla-to-gpu with strategy wgmma (sm_90a): a bf16/f16
 // mla.prefill_attention with head dims in whole 64-column blocks gets the
 // wgmma prefill kernel: 128-row tiles of a sequence's queries, two
-// warpgroups (256 threads) of 64 rows sharing each 64-key tile; 12 wgmma
-// m64n64k16 score a warpgroup's rows (qk 192; the first with the
+// consumer warpgroups of 64 rows sharing each 64-key tile and a producer
+// warpgroup that copies (384 threads). Thread 0 initializes the mbarriers
+// (four stages' "landed", counting the producer's 128 threads, and "read",
+// counting the 256 consumers; then Q's). The consumers raise their
+// registers to 232 and wait on mbarriers, never at a block barrier; 12
+// wgmma m64n64k16 score a warpgroup's rows (qk 192; the first with the
 // accumulator zeroed), those of tile 0 before the loop and those of tile
 // t + 1 in it, left in flight while tile t's softmax runs; a named
 // barrier of the warpgroup's 128 threads publishes its P tile, 4 wgmma
 // m64n128k16 add P V (V read N-major, B layout row), then both groups are
-// waited for. Grid (ceil(T / 128) + B, heads) with 230400 bytes: Q 49152,
-// four K/V stages of 40960, two P tiles of 8192, 1024 of alignment slack.
-// Head dims the kernel does not take keep the mma-sync kernel. Where q, k
-// or v is not 16-byte aligned, the host launches the generic kernel.
+// waited for and the stage is released. The producer lowers its registers
+// to 40 and copies Q and every tile, each announced on its mbarrier, a
+// stage refilled once its previous tile was released. Grid (ceil(T / 128)
+// + B, heads) with 230472 bytes: Q 49152, four K/V stages of 40960, two P
+// tiles of 8192, 72 of mbarriers, 1024 of alignment slack. Head dims the
+// kernel does not take keep the mma-sync kernel. Where q, k or v is not
+// 16-byte aligned, the host launches the generic kernel.
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --convert-mla-to-gpu --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @prefill_192_128(
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x192xbf16>
 // CHECK-SAME: %[[CQ:[a-z0-9]+]]: memref<?xi32>
-// CHECK: %[[SMEM:.+]] = arith.constant 230400 : i32
+// CHECK: %[[SMEM:.+]] = arith.constant 230472 : i32
 // The host checks that q, k and v are 16-byte aligned; if not, the
 // generic kernel runs instead (the wgmma kernel has no element-by-element
 // copies).
@@ -25,18 +32,23 @@
 // CHECK: %[[T:.+]] = memref.dim %[[Q]], %c0
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[T]], %c128
 // CHECK: %[[GRID:.+]] = arith.addi %[[TILES]],
-// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%[[GRID]], %c16, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%[[GRID]], %c16, %c1) threads in (%c384, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-NEXT: } else {
 // CHECK: gpu.launch_func @mla_kernels::@prefill_attention_1 blocks in (%{{.+}}, %c16, %c1) threads in (%c128, %c1, %c1) args
 // CHECK: gpu.func @prefill_attention_wgmma_0(
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
 // CHECK-NOT: mla.load_at_first_launch
 // No element-by-element copies: no scalar loads of q, k or v.
 // CHECK-NOT: memref.load %{{.+}} : memref<?x16x{{(192|128)}}xbf16>
-// CHECK: nvgpu.device_async_copy
-// CHECK: nvvm.cp.async.wait.group 2
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: gpu.barrier
+// The consumers: Q and tile 0 landed, then tile 0's scores.
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mbarrier.try_wait.parity %{{.+}}, %c0_i32
+// CHECK: nvvm.mbarrier.try_wait.parity %{{.+}}, %c0_i32
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
@@ -44,8 +56,9 @@
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // The loop: tile t + 1 landed, its scores issued (not waited for).
 // CHECK: scf.for
-// CHECK: nvvm.cp.async.wait.group 1
-// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.fence.proxy
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
 // CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>]
@@ -56,28 +69,41 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// The copy of tile t + 3 is issued while P V runs, then both groups are
-// waited for.
-// CHECK-NOT: nvvm.wgmma
-// CHECK: nvgpu.device_async_copy
-// CHECK: nvgpu.device_async_create_group
-// CHECK-NOT: nvvm.wgmma
+// Both groups waited for, then tile t's stage released; no copies here.
+// CHECK-NOT: nvgpu.device_async_copy
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.mbarrier.arrive
 // The results: lse element by element; out staged as bf16 rows (stride
-// 136) in the KV stages, then copied out by every thread, 8-column pieces
-// of the real rows in turn (2048 pieces, 256 at a time): 16-byte stores
-// where out is aligned, else element stores.
+// 136) in the KV stages, then copied out by every consumer thread,
+// 8-column pieces of the real rows in turn (2048 pieces, 256 at a time):
+// 16-byte stores where out is aligned, else element stores. The
+// consumers' barrier is named barrier 3 of 256 threads.
 // CHECK: memref.store %{{.+}} : memref<16x?xf32>
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
 // CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
 // CHECK: scf.for %{{.+}} = %thread_id_x to %c2048 step %c256 {
 // CHECK: vector.load %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
 // CHECK-NEXT: } else {
 // CHECK-COUNT-8: memref.store %{{.+}} : memref<?x16x128xbf16>
 // CHECK-NOT: nvvm.cp.async.bulk
+// The producer: Q, then each tile after its stage's release (from the
+// fifth tile on), announced by cp.async.mbarrier.arrive; its copies land
+// before it leaves.
+// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: }
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// CHECK-NOT: nvvm.wgmma
 // CHECK: gpu.return
 // The generic kernel runs only where an operand is misaligned: the runtime
 // compiles it at its first launch.
@@ -106,10 +132,10 @@ func.func @prefill_192_128(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-COUNT-8: vector.load %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
 // CHECK: memref.load %{{.+}} : memref<16x?xf32>
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
 // CHECK: memref.store %{{.+}} : memref<128xf32, #gpu.address_space<workgroup>>
 // CHECK: vector.store %{{.+}} : memref<128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK: gpu.barrier
+// CHECK: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
 // CHECK: memref.store %{{.+}} : memref<16x?xf32>
 // CHECK-NOT: scf.for
 // CHECK: memref.load %{{.+}} : memref<128xf32, #gpu.address_space<workgroup>>

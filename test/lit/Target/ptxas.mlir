@@ -150,17 +150,21 @@
 // MMA: {{^}}.visible .entry kv_up_proj_mma_25(
 // MMA: {{^}}.visible .entry prefill_attention_mma_26(
 
-// With wgmma, the bf16 prefills: two warpgroups, scores by m64n64k16 and
-// PV by m64n128k16 (B N-major) wgmma from shared memory, a named barrier
-// per warpgroup for its P tile, the key tiles in a four-stage cp.async
-// ring (one group in flight besides the next tile's). The decodes' split kernels: two
+// With wgmma, the bf16 prefills: two consumer warpgroups (setmaxnreg up
+// to 232), scores by m64n64k16 and PV by m64n128k16 (B N-major) wgmma from
+// shared memory, a named barrier per warpgroup for its P tile; a producer
+// warpgroup (down to 40) copies the key tiles into a four-stage cp.async
+// ring, each announced on an mbarrier the consumers wait on. The decodes' split kernels: two
 // warpgroups, scores by m64n32k16 and PV by m64n256k16 (B N-major) wgmma
 // from shared memory, made visible to them by fence.proxy.async; the
 // results staged in shared memory and copied out in 16-byte stores.
 // WGMMA: {{^}}.visible .entry prefill_attention_wgmma_0(
-// WGMMA: {{^}}.maxntid 256, 1, 1
+// WGMMA: {{^}}.maxntid 384, 1, 1
+// WGMMA-DAG: setmaxnreg.inc.sync.aligned.u32 232;
+// WGMMA-DAG: setmaxnreg.dec.sync.aligned.u32 40;
 // WGMMA-DAG: cp.async.cg.shared.global [{{.+}}], [{{.+}}], 16, {{.+}};
-// WGMMA-DAG: cp.async.wait_group 1;
+// WGMMA-DAG: cp.async.mbarrier.arrive.noinc.shared.b64
+// WGMMA-DAG: mbarrier.try_wait.parity.shared.b64
 // WGMMA-DAG: fence.proxy.async.shared::cta;
 // WGMMA-DAG: bar.sync {{%r[0-9]+}}, 128;
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
