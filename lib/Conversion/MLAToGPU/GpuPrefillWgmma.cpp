@@ -14,7 +14,7 @@
 //    thread has arrived at its "read" mbarrier. setmaxnreg gives the
 //    producer 40 registers and the consumers 232. The consumers neither
 //    copy nor wait at a block barrier, so they run out of step: causal
-//    blocks, whose second warpgroup sees more keys, got 7 to 9% faster
+//    blocks, whose second warpgroup sees more keys, got 6 to 8% faster
 //    than with both warpgroups copying in step (benchmarks.md). Keys past
 //    the block's last visible key are zero-filled, tiles past it never
 //    loaded;
@@ -204,7 +204,8 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
             e.arriveWhenCopiesLand(qLanded);
             e.forLoop(zero, numTiles, 1, [&](Value t) {
               // Use u of a stage (tile t = u stages + s) waits for the
-              // consumers' release of use u - 1 (phase u - 1).
+              // consumers' release of use u - 1: phase u - 1, whose parity
+              // is u + 1's.
               e.ifThen(e.lessThan(e.index(stages - 1), t), [&] {
                 e.waitBarrierPhase(
                     read(t), e.phaseParity(e.add(e.divui(t, stages), one)));
