@@ -252,6 +252,15 @@ TEST(PrefillTiles, WarpgroupHalves) {
   checkPrefill({DType::BF16, 2, true, {256, 3}, {64, 700}, 128, 64});
 }
 
+TEST(PrefillTiles, HeadGroups) {
+  // The tensor-core prefills hand out their blocks by head groups whose K
+  // and V fit 32 MiB of L2 (PrefillTileBlock.h): 128 heads over 1000 keys
+  // (640 bytes a key and head) take four groups of 32, 3 heads over 18000
+  // keys three groups of one.
+  checkPrefill({DType::BF16, 128, true, {40, 24}, {400, 600}});
+  checkPrefill({DType::BF16, 3, false, {5, 130}, {17000, 1000}});
+}
+
 TEST(PrefillTiles, LargestHeadDims) {
   checkPrefill({DType::BF16, 2, true, {97}, {160}, 256, 128});
 }

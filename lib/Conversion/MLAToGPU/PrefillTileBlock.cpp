@@ -28,7 +28,13 @@ PrefillTileBlock::PrefillTileBlock(MmaEmitter &e, PrefillAttentionOp op,
     : q(args[0]), k(args[1]), v(args[2]), cuQ(args[3]), cuK(args[4]),
       out(args[5]), lse(args[6]), e(e), tileRows(tileRows),
       causal(op.getCausal()) {
-  head = e.blockId(Dimension::y);
+  // Grid (heads of a group, row tiles, head groups), so that blocks start
+  // group by group, a group's tiles from the last, its heads inner (see
+  // the file comment of PrefillTileBlock.h).
+  head = e.add(e.mul(e.blockId(Dimension::z), e.gridDim(Dimension::x)),
+               e.blockId(Dimension::x));
+  tileIndex = e.sub(e.sub(e.gridDim(Dimension::y), e.index(1)),
+                    e.blockId(Dimension::y));
 }
 
 void PrefillTileBlock::run(const std::function<void()> &body) {
@@ -36,8 +42,6 @@ void PrefillTileBlock::run(const std::function<void()> &body) {
   Value numTokens = e.dim(q, 0), numKv = e.dim(k, 0);
   Value numSeqs =
       e.minIndex(e.sub(e.dim(cuQ, 0), one), e.sub(e.dim(cuK, 0), one));
-  Value tileIndex =
-      e.sub(e.sub(e.gridDim(Dimension::x), one), e.blockId(Dimension::x));
   auto queryRange = [&](Value seq) {
     Value begin = e.clampIndex(e.loadIndex(cuQ, {seq}), zero, numTokens);
     Value end =
@@ -103,8 +107,28 @@ void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
   Value numSeqs = hb.maxIndex(
       hb.sub(hb.dim(op.getCuSeqlensQ(), 0), hb.index(1)), hb.index(0));
   Value tiles = hb.add(hb.ceilDiv(hb.dim(op.getQ(), 0), tileRows), numSeqs);
-  KernelFactory::launch(host, op.getLoc(), kernel,
-                        {tiles, hb.index(op.getNumHeads()), hb.index(1)},
+  // Heads a group: under causal masking, the largest divisor of the head
+  // count whose K and V fit the L2 budget together (at least one head).
+  // Without it every tile is as long as the others, and one head a group
+  // (one head's tiles after another's) keeps each head's K and V in L2 for
+  // the fewest blocks: wider groups made those prefills 1 to 3% slower.
+  const int64_t heads = op.getNumHeads();
+  const int64_t rowBytes =
+      (op.getQkHeadDim() + op.getVHeadDim()) *
+      cast<MemRefType>(op.getK().getType()).getElementTypeBitWidth() / 8;
+  Value headBytes = hb.maxIndex(
+      hb.mul(hb.dim(op.getK(), 0), hb.index(rowBytes)), hb.index(1));
+  Value fitting = arith::DivUIOp::create(
+      host, op.getLoc(), hb.index(PrefillTileBlock::kL2BudgetBytes), headBytes);
+  Value groupHeads = hb.index(1);
+  for (int64_t d = 2; op.getCausal() && d <= heads; ++d)
+    if (heads % d == 0)
+      groupHeads = arith::SelectOp::create(host, op.getLoc(),
+                                           hb.lessThan(fitting, hb.index(d)),
+                                           groupHeads, hb.index(d));
+  Value groups =
+      arith::DivUIOp::create(host, op.getLoc(), hb.index(heads), groupHeads);
+  KernelFactory::launch(host, op.getLoc(), kernel, {groupHeads, tiles, groups},
                         op->getOperands(), sharedBytes);
 }
 

@@ -3,10 +3,20 @@
 // The mma.sync (GpuPrefillMma.cpp) and wgmma (GpuPrefillWgmma.cpp) prefill
 // kernels differ in their products, not in what a block works on: a tile
 // of `tileRows` consecutive queries of one sequence for one head, and the
-// keys those queries see. Grid: (ceil(T / tileRows) + B, heads), an upper
-// bound on the row tiles over all sequences; a block finds its sequence and
-// tile by walking cu_seqlens_q. Blocks take tiles in reverse order, so the
-// long causal tiles at the end of a sequence start first.
+// keys those queries see. Grid: (ceil(T / tileRows) + B) x heads blocks in
+// one row, an upper bound on the row tiles over all sequences times the
+// heads; a block finds its sequence and tile by walking cu_seqlens_q.
+//
+// Blocks start in index order, so the order of the (tile, head) pairs is
+// the schedule. Under causal masking heads go in groups whose K and V fit
+// in L2 together (kL2BudgetBytes; all of them for short sequences): a
+// group's blocks run close in time and read their K and V from L2. Without
+// it a group is one head. Within a group, tiles go
+// in reverse order with the group's heads inner: every head's last tile
+// (the longest under causal masking, at the end of a sequence), then every
+// head's one before, and so on, so the short tiles come last and fill the
+// SMs the long ones leave. Taking one head's tiles after another started
+// the last head's longest tile near the end of the grid.
 //
 // Offsets are clamped to [0, T] (and [0, Tkv]), so malformed ones never
 // make a block read or write out of bounds; decreasing ones give
@@ -80,10 +90,17 @@ public:
   void storeLse(llvm::ArrayRef<MmaEmitter::RowEnd> ends, mlir::ValueRange rows,
                 mlir::Value quad);
 
+  /// The L2 bytes a head group's K and V may take together: below the
+  /// 40 to 50 MiB of A100 and H100, so that they stay there while the
+  /// group's blocks run.
+  static constexpr int64_t kL2BudgetBytes = 32 << 20;
+
 private:
   MmaEmitter &e;
   int64_t tileRows;
   bool causal;
+  /// The block's row tile, counted over all sequences from the first.
+  mlir::Value tileIndex;
 };
 
 /// Launches a prefill kernel from `host` on the grid above.

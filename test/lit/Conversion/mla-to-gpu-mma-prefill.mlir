@@ -1,8 +1,9 @@
 // convert-mla-to-gpu with strategy mma-sync: a bf16/f16 mla.prefill_attention
 // gets the tensor-core prefill kernel (128-row query tiles of one head, 32
 // rows per warp, four warps sharing 32-key K/V tiles in a cp.async ring,
-// m16n8k16 mma.sync), launched on (ceil(T / 128) + B, N, 1) blocks of 128
-// threads. Two stages of K/V tiles: Q 128 x 200, K 2 x 32 x 200, V 2 x 32 x
+// m16n8k16 mma.sync), launched on (heads of a group, ceil(T / 128) + B,
+// head groups) blocks of 128 threads (a group's K and V fit in L2 together;
+// here all 16 heads are one group). Two stages of K/V tiles: Q 128 x 200, K 2 x 32 x 200, V 2 x 32 x
 // 136 (bf16) = 94208 bytes, which fit every chip from sm_80 on.
 //
 // RUN: mla-opt %s -split-input-file --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --convert-mla-to-gpu --canonicalize | FileCheck %s
@@ -15,16 +16,22 @@
 
 // CHECK-LABEL: func.func @prefill_bf16_causal(
 // 200 tokens in 3 sequences: at most 2 + 3 row tiles, 16 heads.
-// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c5, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c94208_i32
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c16, %c5, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c94208_i32
 // SM86-LABEL: func.func @prefill_bf16_causal(
-// SM86: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c5, %c16, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c94208_i32
+// SM86: gpu.launch_func @mla_kernels::@prefill_attention_mma_0 blocks in (%c16, %c5, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c94208_i32
 // CHECK: gpu.func @prefill_attention_mma_0(
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 2 : i32}
-// Blocks take tiles from the last: tile = gridDim.x - 1 - blockIdx.x.
+// The block's head is blockIdx.z * gridDim.x + blockIdx.x, and blocks take
+// tiles from the last: tile = gridDim.y - 1 - blockIdx.y.
 // CHECK-DAG: %[[BX:.+]] = gpu.block_id x
 // CHECK-DAG: %[[GX:.+]] = gpu.grid_dim x
-// CHECK: %[[LAST:.+]] = arith.subi %[[GX]], %c1
-// CHECK: arith.subi %[[LAST]], %[[BX]]
+// CHECK-DAG: %[[BZ:.+]] = gpu.block_id z
+// CHECK: %[[GROUP0:.+]] = arith.muli %[[BZ]], %[[GX]]
+// CHECK: arith.addi %[[GROUP0]], %[[BX]]
+// CHECK-DAG: %[[BY:.+]] = gpu.block_id y
+// CHECK-DAG: %[[GY:.+]] = gpu.grid_dim y
+// CHECK: %[[LAST:.+]] = arith.subi %[[GY]], %c1
+// CHECK: arith.subi %[[LAST]], %[[BY]]
 // The sequence walk over cu_seqlens_q.
 // CHECK: scf.for
 // The Q tile and the first K/V tile in one cp.async group.

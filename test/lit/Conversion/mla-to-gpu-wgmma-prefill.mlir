@@ -13,8 +13,9 @@
 // m64n128k16 add P V (V read N-major, B layout row), then both groups are
 // waited for and the stage is released. The producer lowers its registers
 // to 40 and copies Q and every tile, each announced on its mbarrier, a
-// stage refilled once its previous tile was released. Grid (ceil(T / 128)
-// + B, heads) with 230472 bytes: Q 49152, four K/V stages of 40960, two P
+// stage refilled once its previous tile was released. Grid: the heads of
+// a group in x, ceil(T / 128) + B row tiles in y, the head groups in z.
+// 230472 bytes of shared memory: Q 49152, four K/V stages of 40960, two P
 // tiles of 8192, 72 of mbarriers, 1024 of alignment slack. Head dims the
 // kernel does not take keep the mma-sync kernel. Where q, k or v is not
 // 16-byte aligned, the host launches the generic kernel.
@@ -31,8 +32,16 @@
 // CHECK: scf.if %{{.+}} {
 // CHECK: %[[T:.+]] = memref.dim %[[Q]], %c0
 // CHECK: %[[TILES:.+]] = arith.ceildivsi %[[T]], %c128
-// CHECK: %[[GRID:.+]] = arith.addi %[[TILES]],
-// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%[[GRID]], %c16, %c1) threads in (%c384, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK: %[[ROWTILES:.+]] = arith.addi %[[TILES]],
+// Heads a group: the largest divisor of 16 whose K and V (640 bytes a
+// key) fit 32 MiB together; the grid is (heads a group, row tiles, groups).
+// CHECK: %[[TKV:.+]] = memref.dim %{{.+}}, %c0 : memref<?x16x192xbf16>
+// CHECK: arith.muli %[[TKV]], %c640
+// CHECK: %[[FIT:.+]] = arith.divui %c33554432,
+// CHECK: arith.cmpi slt, %[[FIT]], %c2
+// CHECK: %[[G:.+]] = arith.select %{{.+}}, %{{.+}}, %c16 : index
+// CHECK: %[[GROUPS:.+]] = arith.divui %c16, %[[G]]
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%[[G]], %[[ROWTILES]], %[[GROUPS]]) threads in (%c384, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
 // CHECK-NEXT: } else {
 // CHECK: gpu.launch_func @mla_kernels::@prefill_attention_1 blocks in (%{{.+}}, %c16, %c1) threads in (%c128, %c1, %c1) args
 // CHECK: gpu.func @prefill_attention_wgmma_0(
@@ -128,6 +137,8 @@ func.func @prefill_192_128(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // gets the merged LSE and the copy, unrolled, adds the weighted entry
 // pieces where their weight is not 0.
 // CHECK-LABEL: func.func @prefill_accumulate(
+// Not causal: one head a group, the heads in z.
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%c1, %{{.+}}, %c16) threads in (%c384, %c1, %c1)
 // CHECK: gpu.func @prefill_attention_wgmma_0(
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-COUNT-8: vector.load %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
