@@ -253,12 +253,13 @@ TEST(PrefillTiles, WarpgroupHalves) {
 }
 
 TEST(PrefillTiles, HeadGroups) {
-  // The tensor-core prefills hand out their blocks by head groups whose K
-  // and V fit 32 MiB of L2 (PrefillTileBlock.h): 128 heads over 1000 keys
-  // (640 bytes a key and head) take four groups of 32, 3 heads over 18000
-  // keys three groups of one.
+  // The tensor-core prefills hand out causal blocks by head groups whose
+  // K and V fit 32 MiB of L2 (PrefillTileBlock.h): 128 heads over 1000
+  // keys (640 bytes a key and head) take four groups of 32, 3 heads over
+  // 18000 keys three groups of one; without the mask a group is one head.
   checkPrefill({DType::BF16, 128, true, {40, 24}, {400, 600}});
-  checkPrefill({DType::BF16, 3, false, {5, 130}, {17000, 1000}});
+  checkPrefill({DType::BF16, 3, true, {5, 130}, {17000, 1000}});
+  checkPrefill({DType::F16, 128, false, {30}, {1000}});
 }
 
 TEST(PrefillTiles, LargestHeadDims) {
