@@ -28,13 +28,14 @@ PrefillTileBlock::PrefillTileBlock(MmaEmitter &e, PrefillAttentionOp op,
     : q(args[0]), k(args[1]), v(args[2]), cuQ(args[3]), cuK(args[4]),
       out(args[5]), lse(args[6]), e(e), tileRows(tileRows),
       causal(op.getCausal()) {
-  // Grid (heads of a group, row tiles, head groups), so that blocks start
-  // group by group, a group's tiles from the last, its heads inner (see
-  // the file comment of PrefillTileBlock.h).
-  head = e.add(e.mul(e.blockId(Dimension::z), e.gridDim(Dimension::x)),
-               e.blockId(Dimension::x));
-  tileIndex = e.sub(e.sub(e.gridDim(Dimension::y), e.index(1)),
-                    e.blockId(Dimension::y));
+  // Causal: grid (heads of a group, row tiles, head groups), so that
+  // blocks start group by group, a group's tiles from the last, its heads
+  // inner. Otherwise (row tiles, heads). See PrefillTileBlock.h.
+  Dimension tiles = causal ? Dimension::y : Dimension::x;
+  head = causal ? e.add(e.mul(e.blockId(Dimension::z), e.gridDim(Dimension::x)),
+                        e.blockId(Dimension::x))
+                : e.blockId(Dimension::y);
+  tileIndex = e.sub(e.sub(e.gridDim(tiles), e.index(1)), e.blockId(tiles));
 }
 
 void PrefillTileBlock::run(const std::function<void()> &body) {
@@ -107,12 +108,15 @@ void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
   Value numSeqs = hb.maxIndex(
       hb.sub(hb.dim(op.getCuSeqlensQ(), 0), hb.index(1)), hb.index(0));
   Value tiles = hb.add(hb.ceilDiv(hb.dim(op.getQ(), 0), tileRows), numSeqs);
-  // Heads a group: under causal masking, the largest divisor of the head
-  // count whose K and V fit the L2 budget together (at least one head).
-  // Without it every tile is as long as the others, and one head a group
-  // (one head's tiles after another's) keeps each head's K and V in L2 for
-  // the fewest blocks: wider groups made those prefills 1 to 3% slower.
   const int64_t heads = op.getNumHeads();
+  if (!op.getCausal()) {
+    KernelFactory::launch(host, op.getLoc(), kernel,
+                          {tiles, hb.index(heads), hb.index(1)},
+                          op->getOperands(), sharedBytes);
+    return;
+  }
+  // Heads a group: the largest divisor of the head count whose K and V fit
+  // the L2 budget together (at least one head).
   const int64_t rowBytes =
       (op.getQkHeadDim() + op.getVHeadDim()) *
       cast<MemRefType>(op.getK().getType()).getElementTypeBitWidth() / 8;
@@ -121,7 +125,7 @@ void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
   Value fitting = arith::DivUIOp::create(
       host, op.getLoc(), hb.index(PrefillTileBlock::kL2BudgetBytes), headBytes);
   Value groupHeads = hb.index(1);
-  for (int64_t d = 2; op.getCausal() && d <= heads; ++d)
+  for (int64_t d = 2; d <= heads; ++d)
     if (heads % d == 0)
       groupHeads = arith::SelectOp::create(host, op.getLoc(),
                                            hb.lessThan(fitting, hb.index(d)),

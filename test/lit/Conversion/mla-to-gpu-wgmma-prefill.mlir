@@ -137,8 +137,8 @@ func.func @prefill_192_128(%q: memref<?x16x192xbf16>, %k: memref<?x16x192xbf16>,
 // gets the merged LSE and the copy, unrolled, adds the weighted entry
 // pieces where their weight is not 0.
 // CHECK-LABEL: func.func @prefill_accumulate(
-// Not causal: one head a group, the heads in z.
-// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%c1, %{{.+}}, %c16) threads in (%c384, %c1, %c1)
+// Not causal: the row tiles in x, the heads in y.
+// CHECK: gpu.launch_func @mla_kernels::@prefill_attention_wgmma_0 blocks in (%{{.+}}, %c16, %c1) threads in (%c384, %c1, %c1)
 // CHECK: gpu.func @prefill_attention_wgmma_0(
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-COUNT-8: vector.load %{{.+}} : memref<?x16x128xbf16>, vector<8xbf16>
