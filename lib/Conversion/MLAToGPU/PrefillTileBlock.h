@@ -3,15 +3,17 @@
 // The mma.sync (GpuPrefillMma.cpp) and wgmma (GpuPrefillWgmma.cpp) prefill
 // kernels differ in their products, not in what a block works on: a tile
 // of `tileRows` consecutive queries of one sequence for one head, and the
-// keys those queries see. Grid: (ceil(T / tileRows) + B) x heads blocks in
-// one row, an upper bound on the row tiles over all sequences times the
-// heads; a block finds its sequence and tile by walking cu_seqlens_q.
+// keys those queries see. A block for each of ceil(T / tileRows) + B row
+// tiles (an upper bound on the row tiles over all sequences) and each
+// head; a block finds its sequence and tile by walking cu_seqlens_q.
 //
 // Blocks start in index order, so the order of the (tile, head) pairs is
 // the schedule. Under causal masking heads go in groups whose K and V fit
 // in L2 together (kL2BudgetBytes; all of them for short sequences), on
-// the grid (heads of a group, row tiles, groups): a group's blocks run
-// close in time and read their K and V from L2. Within a group, tiles go
+// the grid (heads of a group, row tiles, groups), whose y limit (65535
+// row tiles, 8.4M query tokens at 128 rows a tile) the launch reports if
+// exceeded: a group's blocks run close in time and read their K and V
+// from L2. Within a group, tiles go
 // in reverse order with the group's heads inner: every head's last tile
 // (the longest under causal masking, at the end of a sequence), then every
 // head's one before, and so on, so the short tiles come last and fill the
