@@ -197,6 +197,21 @@ llvm::orc::SymbolMap unusedShimSymbols(llvm::orc::MangleAndInterner interner) {
   return map;
 }
 
+/// The 16-head bf16 decode compiled for `target` on this host, its host
+/// code linked against the stand-in shims.
+llvm::Expected<CompiledModule>
+compileDecodeWithoutGpu(const GpuTarget &target,
+                        SerializedKernelObserver observer = {}) {
+  MlaDims dims;
+  dims.numHeads = 16;
+  auto module = buildDecodeAttention(
+      testContext(), {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
+  initializeNativeTarget();
+  return compileModule(std::move(module), kKernelEntry,
+                       gpuCompileRecipe(target, std::move(observer)), nullptr,
+                       unusedShimSymbols);
+}
+
 TEST(CompiledModule, PassTimesArePrintedOnlyWhenAskedFor) {
   auto compileMerge = [] {
     testing::internal::CaptureStderr();
@@ -218,15 +233,7 @@ TEST(CompiledModule, PassTimesArePrintedOnlyWhenAskedFor) {
 TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
   auto target = GpuTarget::parse("sm_90a");
   ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
-  mlir::MLIRContext &ctx = testContext();
-  MlaDims dims;
-  dims.numHeads = 16;
-  auto module = buildDecodeAttention(
-      ctx, {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
-  initializeNativeTarget();
-  auto compiled =
-      compileModule(std::move(module), kKernelEntry, gpuCompileRecipe(*target),
-                    nullptr, unusedShimSymbols);
+  auto compiled = compileDecodeWithoutGpu(*target);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   // A PTX module per kernel: the split kernel and both combines.
   ASSERT_EQ(compiled->kernelPtx.size(), 3u);
@@ -248,11 +255,6 @@ TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
 TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {
   auto target = GpuTarget::parse("sm_90a");
   ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
-  MlaDims dims;
-  dims.numHeads = 16;
-  auto module = buildDecodeAttention(
-      testContext(), {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
-  initializeNativeTarget();
   // Modules serialize in parallel: the observer is called from several
   // threads.
   std::mutex mutex;
@@ -261,9 +263,7 @@ TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {
     std::lock_guard<std::mutex> lock(mutex);
     announced.emplace_back(name.str(), ptx.str());
   };
-  auto compiled = compileModule(std::move(module), kKernelEntry,
-                                gpuCompileRecipe(*target, observer), nullptr,
-                                unusedShimSymbols);
+  auto compiled = compileDecodeWithoutGpu(*target, observer);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   // Exactly the modules the host code loads, each once, under its name.
   ASSERT_EQ(announced.size(), compiled->kernelPtx.size());
@@ -298,14 +298,7 @@ TEST(CompiledModuleGpu, OnlyTheRareFallbackKernelIsLoadedAtItsFirstLaunch) {
   auto target = GpuTarget::parse("sm_90a");
   ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
   target->strategy = KernelStrategy::Warpgroup;
-  MlaDims dims;
-  dims.numHeads = 16;
-  auto module = buildDecodeAttention(
-      testContext(), {dims, DType::BF16, DType::BF16, 64, true, 0.07f});
-  initializeNativeTarget();
-  auto compiled =
-      compileModule(std::move(module), kKernelEntry, gpuCompileRecipe(*target),
-                    nullptr, unusedShimSymbols);
+  auto compiled = compileDecodeWithoutGpu(*target);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   ASSERT_EQ(compiled->kernelPtx.size(), 4u);
   std::vector<std::string> marked, loadedWithTheOthers;

@@ -628,10 +628,8 @@ SmallVector<Value> SplitBody::seesawSchedule() {
     // With tensor copies Q comes in by cp.async on a barrier of its own,
     // complete after the first pair (waiting for it again returns at once).
     if (tma && part == 0)
-      e.waitBarrierPhase(qBarrier, arith::ConstantIntOp::create(b, l, 0, 32));
-    e.waitBarrierPhase(
-        partBarrier(thread.group, part),
-        arith::IndexCastOp::create(b, l, b.getI32Type(), e.remui(j, 2)));
+      e.waitBarrierPhase(qBarrier, e.phaseParity(zero));
+    e.waitBarrierPhase(partBarrier(thread.group, part), e.phaseParity(j));
     e.sharedProxyFence();
   };
 

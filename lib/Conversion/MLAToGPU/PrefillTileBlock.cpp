@@ -31,11 +31,11 @@ PrefillTileBlock::PrefillTileBlock(MmaEmitter &e, PrefillAttentionOp op,
   // Causal: grid (heads of a group, row tiles, head groups), so that
   // blocks start group by group, a group's tiles from the last, its heads
   // inner. Otherwise (row tiles, heads). See PrefillTileBlock.h.
-  Dimension tiles = causal ? Dimension::y : Dimension::x;
+  Dimension tileDim = causal ? Dimension::y : Dimension::x;
   head = causal ? e.add(e.mul(e.blockId(Dimension::z), e.gridDim(Dimension::x)),
                         e.blockId(Dimension::x))
                 : e.blockId(Dimension::y);
-  tileIndex = e.sub(e.sub(e.gridDim(tiles), e.index(1)), e.blockId(tiles));
+  tileIndex = e.sub(e.sub(e.gridDim(tileDim), e.index(1)), e.blockId(tileDim));
 }
 
 void PrefillTileBlock::run(const std::function<void()> &body) {
