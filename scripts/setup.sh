@@ -8,7 +8,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libzstd-dev libedit-dev zlib1g-dev
   libgtest-dev
-  python3
+  python3 python3-numpy python3-pytest python3-torch
+  pkg-config binutils
 )
 
 missing=()

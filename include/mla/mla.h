@@ -4,6 +4,7 @@
  * attention layer (mla/Runtime/MlaLayer.h), for host engines written in C or
  * reached through a foreign-function interface (ctypes, cffi, Rust, Go).
  *
+ *   mla_version              the library's version, compiler build and chips
  *   mla_runtime_create       the device (a CUDA GPU, or the host CPU), the
  *                            kernel cache, the compiled kernels
  *   mla_runtime_select_backend
@@ -111,6 +112,38 @@ const char *mla_status_string(mla_status_t status);
 /** The message the calling thread's last call left: "" after a success.
  *  Valid until the thread's next call into this interface. Never NULL. */
 const char *mla_last_error(void);
+
+/*===----------------------------------------------------------------------===*
+ * Version
+ *===----------------------------------------------------------------------===*/
+
+/** The version of this header. The shared library's SONAME carries the
+ *  major version (libmla.so.0): a program built against this header runs
+ *  with any library of the same major version and at least this minor. */
+#define MLA_VERSION_MAJOR 0
+#define MLA_VERSION_MINOR 1
+#define MLA_VERSION_PATCH 0
+
+typedef struct mla_version_info {
+  /** The library's version (compare with MLA_VERSION_MAJOR ...). */
+  int32_t major;
+  int32_t minor;
+  int32_t patch;
+  /** "0.1.0". */
+  const char *version;
+  /** What made the library's compiler, as it enters every kernel cache
+   *  key: "mla-compiler 0.1.0 (<git commit>) LLVM 22.1.8". */
+  const char *build_identity;
+  /** The GPU chips the compiler generates code for, comma-separated
+   *  ("sm_80,sm_86,sm_89,sm_90,sm_90a"); newer chips run the closest
+   *  older chip's PTX. */
+  const char *gpu_chips;
+  /** The host CPU the JIT compiles CPU kernels and launch code for. */
+  const char *host_target;
+} mla_version_info_t;
+
+/** Fills `info` (static strings). Needs no runtime and no device. */
+mla_status_t mla_version(mla_version_info_t *info);
 
 /*===----------------------------------------------------------------------===*
  * Element types and tensors
@@ -574,6 +607,32 @@ mla_status_t mla_decode_graph_get_shape(const mla_decode_graph_t *graph,
  *  fails. */
 mla_status_t mla_layer_replay(mla_layer_t *layer, mla_decode_graph_t *graph,
                               const mla_plan_t *plan, void *stream);
+
+/** The two halves of mla_layer_replay, for an engine that captures the
+ *  decode step into a CUDA graph of its own (torch.cuda.graph,
+ *  cuStreamBeginCapture) rather than replaying the layer's:
+ *
+ *    capture once:  mla_layer_capture_decode_step, then, inside the
+ *                   engine's capture, mla_decode_graph_enqueue
+ *    every step:    mla_layer_plan_decode_step, mla_decode_graph_stage,
+ *                   then the engine replays its graph
+ *
+ *  mla_decode_graph_stage copies the plan's metadata (a plan from
+ *  mla_layer_plan_decode_step with the graph's shape) to the buffers the
+ *  step's kernels read, ordered on `stream`; call it outside any capture,
+ *  on the stream the engine's graph is replayed on. MLA_ERROR_INVALID_ARGUMENT
+ *  as mla_layer_replay. */
+mla_status_t mla_decode_graph_stage(mla_layer_t *layer,
+                                    mla_decode_graph_t *graph,
+                                    const mla_plan_t *plan, void *stream);
+
+/** Queues the step's kernels on `stream`, one launch each, on the tensors
+ *  given at capture, reading the metadata staged last: recorded into the
+ *  engine's graph when `stream` is capturing, else run as a plain step.
+ *  MLA_ERROR_INVALID_ARGUMENT for a graph of another layer;
+ *  MLA_ERROR_RUNTIME when a launch fails. */
+mla_status_t mla_decode_graph_enqueue(mla_layer_t *layer,
+                                      mla_decode_graph_t *graph, void *stream);
 
 /** Releases `graph`, after its last replay has finished. NULL is a no-op. */
 mla_status_t mla_decode_graph_destroy(mla_decode_graph_t *graph);

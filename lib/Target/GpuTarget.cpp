@@ -94,17 +94,31 @@ llvm::Expected<GpuTarget> GpuTarget::forCapability(int major, int minor) {
   return t;
 }
 
-llvm::Expected<GpuTarget> GpuTarget::parse(llvm::StringRef chip) {
+std::vector<GpuTarget> GpuTarget::all() {
+  std::vector<GpuTarget> targets;
   for (const ChipInfo &c : kChips) {
     GpuTarget t;
     t.major = c.major;
     t.minor = c.minor;
     t.archSpecific = c.archSpecific;
+    targets.push_back(t);
+  }
+  return targets;
+}
+
+std::string GpuTarget::allChips(llvm::StringRef separator) {
+  std::string names;
+  for (const GpuTarget &t : all())
+    names += (names.empty() ? "" : separator.str()) + t.chip();
+  return names;
+}
+
+llvm::Expected<GpuTarget> GpuTarget::parse(llvm::StringRef chip) {
+  for (const GpuTarget &t : all())
     if (t.chip() == chip)
       return t;
-  }
-  return makeError("unknown chip '" + chip +
-                   "' (supported: sm_80, sm_86, sm_89, sm_90, sm_90a)");
+  return makeError("unknown chip '" + chip + "' (supported: " + allChips() +
+                   ")");
 }
 
 mlir::DictionaryAttr GpuTarget::toAttr(mlir::MLIRContext *ctx) const {

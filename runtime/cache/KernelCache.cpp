@@ -296,6 +296,69 @@ struct Probe {
 
 } // namespace
 
+namespace {
+/// What a manifest says, once it parsed and has every field.
+struct Manifest {
+  std::string digest;
+  int64_t payloadSize = 0;
+  std::string payloadChecksum;
+  KernelKey key;
+};
+} // namespace
+
+/// Parses a manifest's text; the error says what is wrong with it.
+static llvm::Expected<Manifest> parseManifest(StringRef text) {
+  auto wrong = [](const Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed)
+    return wrong("manifest does not parse: " +
+                 llvm::toString(parsed.takeError()));
+  const llvm::json::Object *manifest = parsed->getAsObject();
+  if (!manifest)
+    return wrong("manifest is not a JSON object");
+  std::optional<StringRef> format = manifest->getString("format");
+  if (!format || *format != kManifestFormat)
+    return wrong("manifest format is not " + kManifestFormat);
+  std::optional<StringRef> digest = manifest->getString("digest");
+  const llvm::json::Object *payloadInfo = manifest->getObject("payload");
+  std::optional<int64_t> size =
+      payloadInfo ? payloadInfo->getInteger("size") : std::nullopt;
+  std::optional<StringRef> checksum =
+      payloadInfo ? payloadInfo->getString("blake3") : std::nullopt;
+  if (!digest || !size || !checksum)
+    return wrong("manifest lacks digest, payload.size or payload.blake3");
+  Manifest result{digest->str(), *size, checksum->str(), {}};
+  // The key's fields are informational for a lookup (the digest decides),
+  // but a listing reads them.
+  if (const llvm::json::Object *key = manifest->getObject("key")) {
+    auto field = [&](StringRef name) {
+      return key->getString(name).value_or("").str();
+    };
+    result.key.op = field("op");
+    result.key.specialization = field("specialization");
+    result.key.target = field("target");
+    result.key.irHash = field("irHash");
+    result.key.options = field("options");
+    result.key.environment = field("environment");
+    result.key.compilerIdentity = field("compilerIdentity");
+  }
+  return result;
+}
+
+/// Why `payload` is not the one `manifest` describes, or "" when it is.
+static std::string payloadProblem(const Manifest &manifest, StringRef payload) {
+  std::string expectedSize = std::to_string(manifest.payloadSize);
+  std::string actualSize = std::to_string(payload.size());
+  if (actualSize != expectedSize)
+    return "payload has " + actualSize + " bytes, the manifest says " +
+           expectedSize;
+  if (blake3Hex(payload) != manifest.payloadChecksum)
+    return "payload checksum does not match the manifest";
+  return "";
+}
+
 /// Reads and validates the entry in `dir` for the key with `digest`.
 static llvm::Expected<Probe> probeEntry(StringRef dir, StringRef digest) {
   llvm::SmallString<256> manifestPath(dir), payloadPath(dir);
@@ -313,30 +376,14 @@ static llvm::Expected<Probe> probeEntry(StringRef dir, StringRef digest) {
       return Probe::corrupt("payload without a manifest");
     return Probe{};
   }
-
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(**manifestText);
-  if (!parsed)
-    return Probe::corrupt("manifest does not parse: " +
-                          llvm::toString(parsed.takeError()));
-  const llvm::json::Object *manifest = parsed->getAsObject();
+  llvm::Expected<Manifest> manifest = parseManifest(**manifestText);
   if (!manifest)
-    return Probe::corrupt("manifest is not a JSON object");
-  std::optional<StringRef> format = manifest->getString("format");
-  if (!format || *format != kManifestFormat)
-    return Probe::corrupt("manifest format is not " + kManifestFormat);
-  std::optional<StringRef> named = manifest->getString("digest");
-  const llvm::json::Object *payloadInfo = manifest->getObject("payload");
-  std::optional<int64_t> size =
-      payloadInfo ? payloadInfo->getInteger("size") : std::nullopt;
-  std::optional<StringRef> checksum =
-      payloadInfo ? payloadInfo->getString("blake3") : std::nullopt;
-  if (!named || !size || !checksum)
-    return Probe::corrupt("manifest lacks digest, payload.size or "
-                          "payload.blake3");
+    return Probe::corrupt(llvm::toString(manifest.takeError()));
   // Entry names carry only 16 hex digits of the digest; the manifest carries
   // all of them, so a foreign or colliding entry is caught here.
-  if (*named != digest)
-    return Probe::corrupt("manifest names digest " + named->take_front(16) +
+  if (manifest->digest != digest)
+    return Probe::corrupt("manifest names digest " +
+                          StringRef(manifest->digest).take_front(16) +
                           "..., this key is " + digest.take_front(16) + "...");
 
   llvm::Expected<std::optional<std::string>> payload = readFile(payloadPath);
@@ -344,13 +391,9 @@ static llvm::Expected<Probe> probeEntry(StringRef dir, StringRef digest) {
     return payload.takeError();
   if (!*payload)
     return Probe::corrupt("manifest without a payload");
-  std::string expectedSize = std::to_string(*size);
-  std::string actualSize = std::to_string((*payload)->size());
-  if (actualSize != expectedSize)
-    return Probe::corrupt("payload has " + actualSize +
-                          " bytes, the manifest says " + expectedSize);
-  if (blake3Hex(**payload) != *checksum)
-    return Probe::corrupt("payload checksum does not match the manifest");
+  std::string problem = payloadProblem(*manifest, **payload);
+  if (!problem.empty())
+    return Probe::corrupt(problem);
   return Probe{Probe::State::Valid, std::move(**payload), {}};
 }
 
@@ -749,6 +792,116 @@ llvm::Expected<std::string> KernelCache::getOrCompile(
     }
   }
   return payload;
+}
+
+//===----------------------------------------------------------------------===//
+// Maintenance
+//===----------------------------------------------------------------------===//
+
+bool CacheEntryInfo::madeByThisCompiler() const {
+  return compilerIdentity == compilerBuildIdentity();
+}
+
+/// What a listing says of the entry directory `dir` named `name`.
+static CacheEntryInfo describeEntry(StringRef dir, StringRef name,
+                                    bool readPayloads) {
+  CacheEntryInfo info;
+  info.name = name.str();
+  llvm::SmallString<256> manifestPath(dir), payloadPath(dir);
+  path::append(manifestPath, KernelCache::kManifestFile);
+  path::append(payloadPath, KernelCache::kPayloadFile);
+  fs::file_status manifestStatus, payloadStatus;
+  bool hasManifest = !fs::status(manifestPath, manifestStatus) &&
+                     fs::exists(manifestStatus);
+  bool hasPayload =
+      !fs::status(payloadPath, payloadStatus) && fs::exists(payloadStatus);
+  if (hasManifest) {
+    info.bytes += manifestStatus.getSize();
+    info.written = manifestStatus.getLastModificationTime();
+  }
+  if (hasPayload)
+    info.bytes += payloadStatus.getSize();
+  if (!hasManifest) {
+    info.problem = hasPayload ? "payload without a manifest" : "no manifest";
+    return info;
+  }
+  llvm::Expected<std::optional<std::string>> text = readFile(manifestPath);
+  if (!text || !*text) {
+    info.problem = text ? "manifest vanished while listed"
+                        : llvm::toString(text.takeError());
+    return info;
+  }
+  llvm::Expected<Manifest> manifest = parseManifest(**text);
+  if (!manifest) {
+    info.problem = llvm::toString(manifest.takeError());
+    return info;
+  }
+  info.op = manifest->key.op;
+  info.specialization = manifest->key.specialization;
+  info.target = manifest->key.target;
+  info.compilerIdentity = manifest->key.compilerIdentity;
+  // The key's fields must hash to the digest and name this directory: an
+  // entry edited or moved by hand is no longer what its name promises.
+  if (manifest->key.digest() != manifest->digest)
+    info.problem = "the manifest's key fields do not hash to its digest";
+  else if (manifest->key.entryName() != name)
+    info.problem = "the manifest names entry " + manifest->key.entryName();
+  else if (!hasPayload)
+    info.problem = "manifest without a payload";
+  else if (!readPayloads &&
+           int64_t(payloadStatus.getSize()) != manifest->payloadSize)
+    info.problem = "payload has " + std::to_string(payloadStatus.getSize()) +
+                   " bytes, the manifest says " +
+                   std::to_string(manifest->payloadSize);
+  if (!info.problem.empty() || !readPayloads)
+    return info;
+  llvm::Expected<std::optional<std::string>> payload = readFile(payloadPath);
+  if (!payload || !*payload)
+    info.problem = payload ? "payload vanished while listed"
+                           : llvm::toString(payload.takeError());
+  else
+    info.problem = payloadProblem(*manifest, **payload);
+  return info;
+}
+
+llvm::Expected<std::vector<CacheEntryInfo>>
+KernelCache::entries(bool readPayloads) const {
+  std::vector<CacheEntryInfo> found;
+  if (!state->config.diskEnabled)
+    return found;
+  llvm::SmallString<256> root(state->config.directory);
+  path::append(root, kFormatVersion);
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef name = path::filename(it->path());
+    // The lock files' directory; every other name is an entry.
+    if (name == ".locks" || it->type() != fs::file_type::directory_file)
+      continue;
+    found.push_back(describeEntry(it->path(), name, readPayloads));
+  }
+  if (ec && !isNotFound(ec))
+    return llvm::createFileError(root, ec);
+  llvm::sort(found, [](const CacheEntryInfo &a, const CacheEntryInfo &b) {
+    return a.name < b.name;
+  });
+  return found;
+}
+
+llvm::Error KernelCache::removeEntry(StringRef name) {
+  if (!state->config.diskEnabled)
+    return llvm::createStringError("the kernel cache has no disk layer");
+  if (name.empty() || name.starts_with(".") || name.contains('/'))
+    return llvm::createStringError("'" + name + "' is not an entry name");
+  llvm::Error fileError = llvm::Error::success();
+  std::unique_ptr<EntryLock> lock = state->lockEntry(name, fileError);
+  if (fileError)
+    return fileError;
+  std::string dir = state->entryDir(name);
+  removeEntryFiles(dir);
+  // Empty now unless someone put other files there; then it stays.
+  (void)fs::remove(dir);
+  return llvm::Error::success();
 }
 
 } // namespace mla::runtime

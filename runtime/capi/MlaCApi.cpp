@@ -11,9 +11,11 @@
 
 #include "mla/mla.h"
 
+#include "mla/Runtime/JitObject.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
 #include "mla/Support/Diagnostics.h"
+#include "mla/Target/GpuTarget.h"
 
 #include "llvm/Support/Error.h"
 
@@ -402,6 +404,30 @@ extern "C" const char *mla_status_string(mla_status_t status) {
 }
 
 extern "C" const char *mla_last_error(void) { return lastError.c_str(); }
+
+//===----------------------------------------------------------------------===//
+// Version
+//===----------------------------------------------------------------------===//
+
+extern "C" mla_status_t mla_version(mla_version_info_t *info) {
+  return guarded("mla_version", [&](const char *fn) {
+    MLA_REQUIRE(info);
+    // Built once, on the first call; function-local statics are
+    // initialized thread-safely.
+    static const std::string version = std::to_string(MLA_VERSION_MAJOR) +
+                                       "." + std::to_string(MLA_VERSION_MINOR) +
+                                       "." + std::to_string(MLA_VERSION_PATCH);
+    static const std::string chips = GpuTarget::allChips(",");
+    info->major = MLA_VERSION_MAJOR;
+    info->minor = MLA_VERSION_MINOR;
+    info->patch = MLA_VERSION_PATCH;
+    info->version = version.c_str();
+    info->build_identity = compilerBuildIdentity().c_str();
+    info->gpu_chips = chips.c_str();
+    info->host_target = hostTargetDescription().c_str();
+    return succeed();
+  });
+}
 
 //===----------------------------------------------------------------------===//
 // Element types and tensors
@@ -1089,6 +1115,37 @@ extern "C" mla_status_t mla_layer_replay(mla_layer_t *layer,
                   "the plan was made by another layer");
     if (llvm::Error error =
             layer->layer->replay(*graph->graph, plan->plan, stream))
+      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t mla_decode_graph_stage(mla_layer_t *layer,
+                                               mla_decode_graph_t *graph,
+                                               const mla_plan_t *plan,
+                                               void *stream) {
+  return guarded("mla_decode_graph_stage", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    MLA_REQUIRE(graph);
+    MLA_REQUIRE(plan);
+    if (plan->layerId != layer->id)
+      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                  "the plan was made by another layer");
+    if (llvm::Error error =
+            layer->layer->stageDecodeStep(*graph->graph, plan->plan, stream))
+      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t mla_decode_graph_enqueue(mla_layer_t *layer,
+                                                 mla_decode_graph_t *graph,
+                                                 void *stream) {
+  return guarded("mla_decode_graph_enqueue", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    MLA_REQUIRE(graph);
+    if (llvm::Error error =
+            layer->layer->enqueueDecodeStep(*graph->graph, stream))
       return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
     return succeed();
   });

@@ -4,6 +4,7 @@
 
 #include "mla/Builders/KernelBuilders.h"
 #include "mla/Pipelines/Pipelines.h"
+#include "mla/Runtime/ContextPool.h"
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Runtime/CudaDevice.h"
 #include "mla/Runtime/GpuKernel.h"
@@ -12,8 +13,11 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -73,13 +77,16 @@ struct Runtime::State {
   std::optional<GpuTarget> target;
   int64_t sharedMemoryPerSm = 0; ///< 0 on the CPU
   std::unique_ptr<KernelCache> cache;
+  ContextPool contexts;
 
-  std::mutex compileMutex;
-  /// Threaded: a GPU module's kernels go through their device pipelines
-  /// and LLVM's NVPTX backend in parallel, on the context's thread pool.
-  mlir::MLIRContext context{mlir::MLIRContext::Threading::ENABLED};
+  /// Guards what follows.
+  std::mutex mutex;
   /// Kernels of this process by key digest.
   llvm::StringMap<std::shared_ptr<Kernel>> kernels;
+  /// Digests being compiled now: a second request for one waits for the
+  /// first rather than compiling and loading the same module again.
+  llvm::StringSet<> compiling;
+  std::condition_variable compiled;
   std::vector<CompileEvent> events;
   /// Requests answered with a kernel of `kernels` (memory hits the kernel
   /// cache never sees).
@@ -98,6 +105,34 @@ struct Runtime::State {
       return std::move(error);
     return std::optional<GpuTarget>(chosen);
   }
+
+  /// The kernel this process holds for `digest`, waiting while another
+  /// thread compiles it; null when there is none and no compile running,
+  /// after which the caller compiles it (and must call `finish`).
+  std::shared_ptr<Kernel> heldOrClaim(llvm::StringRef digest) {
+    std::unique_lock<std::mutex> lock(mutex);
+    compiled.wait(lock, [&] { return !compiling.contains(digest); });
+    if (auto found = kernels.find(digest); found != kernels.end()) {
+      ++heldKernelHits;
+      return found->second;
+    }
+    compiling.insert(digest);
+    return nullptr;
+  }
+
+  /// Ends the compile `heldOrClaim` handed out: records `kernel` (null when
+  /// the compile failed) and wakes those waiting for it.
+  void finish(llvm::StringRef digest, std::shared_ptr<Kernel> kernel) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      compiling.erase(digest);
+      if (kernel) {
+        events.push_back(kernel->compileEvent());
+        kernels[digest] = std::move(kernel);
+      }
+    }
+    compiled.notify_all();
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -115,12 +150,6 @@ llvm::Expected<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options)
   state->options = std::move(options);
   state->cache = std::make_unique<KernelCache>(state->options.cache);
   state->cache->setLogSink(state->options.log);
-  loadKernelDialects(state->context);
-  {
-    mlir::DialectRegistry registry;
-    registerMLADialects(registry);
-    state->context.appendDialectRegistry(registry);
-  }
   std::unique_ptr<Runtime> runtime(new Runtime(std::move(state)));
   State &s = *runtime->state;
 
@@ -219,44 +248,77 @@ llvm::Expected<Selection> Runtime::selectBackend(const AttentionConfig &config,
 llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compile(ModuleBuilder build, llvm::StringRef entry,
                  std::optional<KernelStrategy> strategy) {
-  std::lock_guard<std::mutex> lock(state->compileMutex);
   auto gpuTarget = state->targetFor(strategy);
   if (!gpuTarget)
     return gpuTarget.takeError();
-  mlir::OwningOpRef<mlir::ModuleOp> module = build(state->context);
+  ContextPool::Lease lease(state->contexts);
+  mlir::OwningOpRef<mlir::ModuleOp> module = build(lease.context());
   if (!module)
     return makeError("the kernel module could not be built");
   CompileRecipe recipe =
       *gpuTarget ? gpuCompileRecipe(**gpuTarget) : cpuCompileRecipe();
   std::string digest = kernelKeyFor(*module, recipe).digest() + ":" + entry.str();
-  if (auto found = state->kernels.find(digest);
-      found != state->kernels.end()) {
-    ++state->heldKernelHits;
-    return found->second;
-  }
+  if (std::shared_ptr<Kernel> held = state->heldOrClaim(digest))
+    return held;
 
   std::shared_ptr<Kernel> kernel;
+  llvm::Error error = llvm::Error::success();
   if (state->device) {
     auto compiled = GpuKernel::compile(std::move(module), entry, *state->device,
                                        *gpuTarget, state->cache.get());
-    if (!compiled)
-      return compiled.takeError();
-    kernel = std::make_shared<GpuRuntimeKernel>(std::move(*compiled));
+    if (compiled)
+      kernel = std::make_shared<GpuRuntimeKernel>(std::move(*compiled));
+    else
+      error = compiled.takeError();
   } else {
     auto compiled = CpuKernel::compile(std::move(module), entry, {},
                                        state->cache.get());
-    if (!compiled)
-      return compiled.takeError();
-    kernel = std::make_shared<CpuRuntimeKernel>(std::move(*compiled));
+    if (compiled)
+      kernel = std::make_shared<CpuRuntimeKernel>(std::move(*compiled));
+    else
+      error = compiled.takeError();
   }
+  state->finish(digest, kernel);
+  if (error)
+    return std::move(error);
   const CompileEvent &event = kernel->compileEvent();
   std::string ms;
   llvm::raw_string_ostream(ms) << llvm::format("%.1f", event.milliseconds);
   log("kernel " + event.entryName + ": " + std::string(event.source()) +
       ", " + ms + " ms");
-  state->events.push_back(event);
-  state->kernels[digest] = kernel;
   return kernel;
+}
+
+llvm::Expected<std::vector<std::shared_ptr<Kernel>>>
+Runtime::compileAll(llvm::ArrayRef<CompileRequest> requests) {
+  std::vector<std::optional<llvm::Expected<std::shared_ptr<Kernel>>>> results(
+      requests.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < requests.size();)
+      results[i].emplace(
+          compile(requests[i].build, requests[i].entry, requests[i].strategy));
+  };
+  size_t workers = std::min<size_t>(
+      requests.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &thread : threads)
+    thread.join();
+
+  std::vector<std::shared_ptr<Kernel>> kernels;
+  llvm::Error errors = llvm::Error::success();
+  for (auto &result : results) {
+    if (*result)
+      kernels.push_back(std::move(**result));
+    else
+      errors = llvm::joinErrors(std::move(errors), result->takeError());
+  }
+  if (errors)
+    return std::move(errors);
+  return kernels;
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>
@@ -281,14 +343,14 @@ Runtime::compileSource(llvm::StringRef source, llvm::StringRef entry) {
 
 KernelCache &Runtime::kernelCache() const { return *state->cache; }
 KernelCacheStats Runtime::cacheStats() const {
-  std::lock_guard<std::mutex> lock(state->compileMutex);
+  std::lock_guard<std::mutex> lock(state->mutex);
   KernelCacheStats stats = state->cache->stats();
   stats.memoryHits += state->heldKernelHits;
   return stats;
 }
 
 std::vector<CompileEvent> Runtime::compileEvents() const {
-  std::lock_guard<std::mutex> lock(state->compileMutex);
+  std::lock_guard<std::mutex> lock(state->mutex);
   return state->events;
 }
 

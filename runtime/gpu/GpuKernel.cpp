@@ -20,8 +20,11 @@ namespace mla {
 CompileRecipe gpuCompileRecipe(const GpuTarget &target,
                                SerializedKernelObserver onKernelSerialized) {
   CompileRecipe recipe;
+  // The launch code runs on whatever x86-64 host the GPU sits in: entries
+  // made on one host (a container's prefilled cache) serve the others.
+  recipe.hostCode = HostCode::Portable;
   recipe.target = target.chip() + target.ptxFeature() + "/" +
-                  hostTargetDescription();
+                  hostTargetDescription(HostCode::Portable);
   recipe.options = "gpu strategy=" + name(target.strategy) + " nvptx-O" +
                    std::to_string(kKernelLlvmOptLevel) + " host-O2";
   recipe.buildPipeline = [target, onKernelSerialized](OpPassManager &pm) {
@@ -115,6 +118,26 @@ GpuKernel::compile(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     return makeError("loading the kernels for " + target->chip() + ": " +
                      llvm::toString(std::move(error)));
   return kernel;
+}
+
+llvm::Expected<CompileEvent>
+GpuKernel::compileToCache(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
+                          const GpuTarget &target,
+                          runtime::KernelCache &cache) {
+  initializeNativeTarget();
+  {
+    DialectRegistry registry;
+    registerMLADialects(registry);
+    module->getContext()->appendDialectRegistry(registry);
+  }
+  // Linked against the launch shims as a runtime's compile links it (which
+  // checks the artifact), never initialized: no driver call is made.
+  auto compiled = compileModule(std::move(module), entry,
+                                gpuCompileRecipe(target), &cache,
+                                gpu::launchShimSymbols);
+  if (!compiled)
+    return compiled.takeError();
+  return compiled->event;
 }
 
 llvm::Error GpuKernel::run(const std::vector<BufferView> &args,

@@ -223,7 +223,7 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
       return std::move(error);
     std::vector<std::string> kernelPtx = collectPtx(*module);
     endPhase("lower");
-    auto object = emitHostObject(*module, entry, recipe.optLevel);
+    auto object = emitHostObject(*module, entry, recipe.optLevel, recipe.hostCode);
     if (!object)
       return object.takeError();
     endPhase("host code");

@@ -26,32 +26,43 @@ std::string packedEntrySymbol(llvm::StringRef entry) {
   return ("__mla_packed_" + entry).str();
 }
 
-/// The host's target machine builder: the exact CPU and its features, code
-/// that JITLink can place anywhere (PIC, small code model).
-static llvm::Expected<llvm::orc::JITTargetMachineBuilder> hostMachine() {
+/// The host's target machine builder: the exact CPU and its features
+/// (Native) or the triple's baseline CPU (Portable); code that JITLink can
+/// place anywhere (PIC, small code model).
+static llvm::Expected<llvm::orc::JITTargetMachineBuilder>
+hostMachine(HostCode code) {
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return builder.takeError();
+  if (code == HostCode::Portable) {
+    builder->setCPU("");
+    builder->getFeatures() = llvm::SubtargetFeatures();
+  }
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   builder->setRelocationModel(llvm::Reloc::PIC_);
   builder->setCodeModel(llvm::CodeModel::Small);
   return builder;
 }
 
-const std::string &hostTargetDescription() {
-  static const std::string description = [] {
-    auto builder = hostMachine();
-    if (!builder) {
-      llvm::consumeError(builder.takeError());
-      return std::string("unknown-host");
-    }
-    std::string features = builder->getFeatures().getString();
-    llvm::BLAKE3Result<8> hash = llvm::BLAKE3::hash<8>(
-        llvm::arrayRefFromStringRef(features));
-    return builder->getTargetTriple().str() + "-" + builder->getCPU() + "-" +
-           llvm::toHex(hash, /*LowerCase=*/true);
-  }();
-  return description;
+static std::string describeHostMachine(HostCode code) {
+  auto builder = hostMachine(code);
+  if (!builder) {
+    llvm::consumeError(builder.takeError());
+    return "unknown-host";
+  }
+  if (code == HostCode::Portable)
+    return builder->getTargetTriple().str() + "-portable";
+  std::string features = builder->getFeatures().getString();
+  llvm::BLAKE3Result<8> hash =
+      llvm::BLAKE3::hash<8>(llvm::arrayRefFromStringRef(features));
+  return builder->getTargetTriple().str() + "-" + builder->getCPU() + "-" +
+         llvm::toHex(hash, /*LowerCase=*/true);
+}
+
+const std::string &hostTargetDescription(HostCode code) {
+  static const std::string native = describeHostMachine(HostCode::Native);
+  static const std::string portable = describeHostMachine(HostCode::Portable);
+  return code == HostCode::Native ? native : portable;
 }
 
 /// Replaces the `arrayName` list (llvm.global_ctors or llvm.global_dtors) by
@@ -113,8 +124,8 @@ static void addPackedWrapper(llvm::Module &module, llvm::Function &target,
 
 llvm::Expected<std::string> emitHostObject(mlir::ModuleOp module,
                                            llvm::StringRef entry,
-                                           unsigned optLevel) {
-  auto machineBuilder = hostMachine();
+                                           unsigned optLevel, HostCode code) {
+  auto machineBuilder = hostMachine(code);
   if (!machineBuilder)
     return machineBuilder.takeError();
   auto machine = machineBuilder->createTargetMachine();

@@ -38,6 +38,12 @@ struct DecodeStepGraph::State {
   const Runtime *runtime = nullptr;
   DecodeGraphShape shape;
   detail::StepMetadataLayout layout;
+  // What the kernels were queued with: the plan of an empty batch at the
+  // full shape (their arguments depend on the shape alone), the caller's
+  // tensors and the scratch, so that enqueue can queue them again.
+  MlaStepPlan capturedPlan;
+  MlaForwardArgs args;
+  detail::ScratchPointers scratchPointers;
   // The addresses the graph recorded.
   DeviceAllocation metadata;
   std::vector<DeviceAllocation> scratch;
@@ -50,6 +56,7 @@ struct DecodeStepGraph::State {
   size_t slotBytes = 0;
   std::array<cuda::Event, kStagingSlots> copied;
   std::array<bool, kStagingSlots> copyQueued{};
+  int64_t stagings = 0;
   cuda::Stream captureStream;
   // Declared last, destroyed first: before what it refers to.
   cuda::CapturedGraph graph;
@@ -62,7 +69,7 @@ DecodeStepGraph::DecodeStepGraph(std::unique_ptr<State> state)
 
 DecodeStepGraph::~DecodeStepGraph() {
   // A replay may still be reading the buffers about to be freed.
-  if (state->replays > 0)
+  if (state->replays > 0 || state->stagings > 0)
     llvm::consumeError(state->runtime->synchronize(state->lastStream));
   if (const cuda::Device *gpu = state->runtime->gpu())
     llvm::consumeError(gpu->makeCurrent());
@@ -186,18 +193,18 @@ MlaLayer::captureDecodeStep(const DecodeGraphShape &shape,
   state->runtime = &runtime;
   state->shape = *plan->paddedTo;
   state->layout = detail::StepMetadataLayout::of(*plan);
+  state->args = args;
   auto metadataBlock = runtime.allocate(state->layout.bytes);
   if (!metadataBlock)
     return metadataBlock.takeError();
   state->metadata = std::move(*metadataBlock);
   detail::ScratchBytes bytes = detail::scratchBytes(
       layerConfig, workspaceTokens, *plan, args.decodeLse.data != nullptr);
-  detail::ScratchPointers pointers;
   for (size_t i = 0; i < bytes.size(); ++i) {
     auto buffer = runtime.allocate(bytes[i]);
     if (!buffer)
       return buffer.takeError();
-    pointers.at[i] = buffer->data();
+    state->scratchPointers.at[i] = buffer->data();
     state->scratch.push_back(std::move(*buffer));
   }
   if (llvm::Error error = gpu->makeCurrent())
@@ -219,31 +226,46 @@ MlaLayer::captureDecodeStep(const DecodeGraphShape &shape,
     return stream.takeError();
   state->captureStream = std::move(*stream);
 
-  // Phase timing waits on the stream, which a capture does not allow.
-  bool timedPhases = std::exchange(timePhases, false);
-  bool timedHost = std::exchange(timeHost, false);
-  auto graph = cuda::CapturedGraph::capture(
-      state->captureStream.handle(), [&]() -> llvm::Error {
-        return launchPhases(*plan, args,
-                            static_cast<char *>(state->metadata.data()),
-                            pointers, state->captureStream.handle());
-      });
-  timePhases = timedPhases;
-  timeHost = timedHost;
+  state->capturedPlan = std::move(*plan);
+  std::unique_ptr<DecodeStepGraph> stepGraph(
+      new DecodeStepGraph(std::move(state)));
+  cuda::CUstream captureStream = stepGraph->state->captureStream.handle();
+  auto graph = cuda::CapturedGraph::capture(captureStream, [&] {
+    return queueCapturedKernels(*stepGraph, captureStream);
+  });
   if (!graph)
     return makeError("capturing the decode step of " + shape.str() + ": " +
                      llvm::toString(graph.takeError()));
-  state->graph = std::move(*graph);
-  return std::unique_ptr<DecodeStepGraph>(
-      new DecodeStepGraph(std::move(state)));
+  stepGraph->state->graph = std::move(*graph);
+  return stepGraph;
 }
 
-llvm::Error MlaLayer::replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
-                             Stream stream) {
+llvm::Error MlaLayer::queueCapturedKernels(DecodeStepGraph &graph,
+                                           Stream stream) {
   DecodeStepGraph::State &g = *graph.state;
-  if (g.layer != this)
+  // Phase timing waits on the stream, which a capture does not allow.
+  bool timedPhases = std::exchange(timePhases, false);
+  bool timedHost = std::exchange(timeHost, false);
+  llvm::Error error =
+      launchPhases(g.capturedPlan, g.args, static_cast<char *>(g.metadata.data()),
+                   g.scratchPointers, stream);
+  timePhases = timedPhases;
+  timeHost = timedHost;
+  return error;
+}
+
+llvm::Error MlaLayer::checkGraph(const DecodeStepGraph &graph) const {
+  if (graph.state->layer != this)
     return makeArgumentError("the decode step graph was captured by another "
                              "layer");
+  return llvm::Error::success();
+}
+
+llvm::Error MlaLayer::stageDecodeStep(DecodeStepGraph &graph,
+                                      const MlaStepPlan &plan, Stream stream) {
+  if (llvm::Error error = checkGraph(graph))
+    return error;
+  DecodeStepGraph::State &g = *graph.state;
   if (!plan.paddedTo || !(*plan.paddedTo == g.shape))
     return makeArgumentError(
         "the plan was not made for this graph: plan the batch with "
@@ -253,28 +275,49 @@ llvm::Error MlaLayer::replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
   if (!(layout == g.layout))
     return makeArgumentError("the plan's metadata is not laid out as the "
                              "graph's (a plan changed after planDecodeStep)");
-  const cuda::Device &gpu = *runtime.gpu();
-  if (llvm::Error error = gpu.makeCurrent())
+  if (llvm::Error error = runtime.gpu()->makeCurrent())
     return error;
-  size_t i = size_t(g.replays) % g.copied.size();
+  size_t i = size_t(g.stagings) % g.copied.size();
   char *slot = g.staging.data() + i * g.slotBytes;
-  // The copy out of this slot, kStagingSlots replays ago, must have run.
+  // The copy out of this slot, kStagingSlots stagings ago, must have run.
   if (g.copyQueued[i])
     if (llvm::Error error = g.copied[i].synchronize())
       return error;
   layout.write(plan, slot);
-  auto cuStream = static_cast<cuda::CUstream>(stream);
   if (llvm::Error error =
           runtime.upload(g.metadata.data(), slot, layout.bytes, stream))
     return error;
-  if (llvm::Error error = g.copied[i].record(cuStream))
+  if (llvm::Error error = g.copied[i].record(static_cast<cuda::CUstream>(stream)))
     return error;
   g.copyQueued[i] = true;
-  if (llvm::Error error = g.graph.launch(cuStream))
-    return error;
-  ++g.replays;
+  ++g.stagings;
   g.lastStream = stream;
   lastStream = stream;
+  return llvm::Error::success();
+}
+
+llvm::Error MlaLayer::enqueueDecodeStep(DecodeStepGraph &graph,
+                                        Stream stream) {
+  if (llvm::Error error = checkGraph(graph))
+    return error;
+  if (llvm::Error error = runtime.gpu()->makeCurrent())
+    return error;
+  if (llvm::Error error = queueCapturedKernels(graph, stream))
+    return error;
+  ++graph.state->replays;
+  graph.state->lastStream = stream;
+  lastStream = stream;
+  return llvm::Error::success();
+}
+
+llvm::Error MlaLayer::replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
+                             Stream stream) {
+  if (llvm::Error error = stageDecodeStep(graph, plan, stream))
+    return error;
+  DecodeStepGraph::State &g = *graph.state;
+  if (llvm::Error error = g.graph.launch(static_cast<cuda::CUstream>(stream)))
+    return error;
+  ++g.replays;
   return llvm::Error::success();
 }
 

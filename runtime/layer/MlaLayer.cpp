@@ -28,6 +28,10 @@ float MlaLayerConfig::effectiveScale() const {
 }
 
 AttentionConfig MlaLayerConfig::attentionConfig(const Runtime &runtime) const {
+  return runtime.onThisDevice(selectionKey());
+}
+
+AttentionConfig MlaLayerConfig::selectionKey() const {
   AttentionConfig c;
   c.dtype = activation;
   c.kvCacheDType = cacheDType;
@@ -40,7 +44,7 @@ AttentionConfig MlaLayerConfig::attentionConfig(const Runtime &runtime) const {
   c.maxQueryLen = static_cast<int>(decodeThreshold);
   c.needsDecodeLse = needsDecodeLse;
   c.wantsCudaGraphs = wantsCudaGraphs;
-  return runtime.onThisDevice(c);
+  return c;
 }
 
 std::string MlaStepPlan::str() const {
@@ -116,48 +120,50 @@ MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
   return layer;
 }
 
-llvm::Error MlaLayer::compileKernels() {
-  const MlaLayerConfig &c = layerConfig;
-  const MlaDims &d = c.dims;
+std::vector<Runtime::CompileRequest>
+layerKernelModules(const MlaLayerConfig &config,
+                   std::optional<KernelStrategy> strategy) {
+  // Captured by value: the requests may outlive `config`.
+  MlaLayerConfig c = config;
+  MlaDims d = c.dims;
   float scale = c.effectiveScale();
-  struct Want {
-    std::shared_ptr<Kernel> *slot;
-    std::function<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)> build;
+  auto request = [&](auto build) {
+    return Runtime::CompileRequest{build, kKernelEntry, strategy};
   };
-  std::vector<Want> wants = {
-      {&cacheWrite,
-       [&](mlir::MLIRContext &ctx) {
-         return buildConcatAndCache(ctx, {d.kvLoraRank, d.ropeDim, c.blockSize,
-                                          c.activation, c.cacheDType});
-       }},
-      {&prefill,
-       [&](mlir::MLIRContext &ctx) {
-         return buildChunkedPrefill(
-             ctx, {d, c.activation, c.cacheDType, c.blockSize, scale});
-       }},
-      {&decodeQuery,
-       [&](mlir::MLIRContext &ctx) {
-         return buildDecodeQuery(ctx, {d, c.activation});
-       }},
-      {&decode,
-       [&](mlir::MLIRContext &ctx) {
-         DecodeAttentionSpec spec{d,     c.activation, c.cacheDType,
-                                  c.blockSize, /*causal=*/true, scale};
-         spec.withSplitPlan = true;
-         return buildDecodeAttention(ctx, spec);
-       }},
-      {&vUpProj,
-       [&](mlir::MLIRContext &ctx) {
-         return buildVUpProj(ctx, {d, c.activation});
-       }},
+  return {
+      request([=](mlir::MLIRContext &ctx) {
+        return buildConcatAndCache(ctx, {d.kvLoraRank, d.ropeDim, c.blockSize,
+                                         c.activation, c.cacheDType});
+      }),
+      request([=](mlir::MLIRContext &ctx) {
+        return buildChunkedPrefill(
+            ctx, {d, c.activation, c.cacheDType, c.blockSize, scale});
+      }),
+      request([=](mlir::MLIRContext &ctx) {
+        return buildDecodeQuery(ctx, {d, c.activation});
+      }),
+      request([=](mlir::MLIRContext &ctx) {
+        DecodeAttentionSpec spec{d,           c.activation,     c.cacheDType,
+                                 c.blockSize, /*causal=*/true, scale};
+        spec.withSplitPlan = true;
+        return buildDecodeAttention(ctx, spec);
+      }),
+      request([=](mlir::MLIRContext &ctx) {
+        return buildVUpProj(ctx, {d, c.activation});
+      }),
   };
-  for (Want &want : wants) {
-    auto kernel = runtime.compile(want.build, kKernelEntry,
-                                  chosen.backend->kernelStrategy);
-    if (!kernel)
-      return kernel.takeError();
-    *want.slot = std::move(*kernel);
-  }
+}
+
+llvm::Error MlaLayer::compileKernels() {
+  // In the order layerKernelModules lists them.
+  std::shared_ptr<Kernel> *slots[] = {&cacheWrite, &prefill, &decodeQuery,
+                                      &decode, &vUpProj};
+  auto kernels = runtime.compileAll(
+      layerKernelModules(layerConfig, chosen.backend->kernelStrategy));
+  if (!kernels)
+    return kernels.takeError();
+  for (size_t i = 0; i < std::size(slots); ++i)
+    *slots[i] = std::move((*kernels)[i]);
   return llvm::Error::success();
 }
 

@@ -41,6 +41,8 @@ struct CompileRecipe {
   std::function<void(mlir::OpPassManager &)> buildPipeline;
   /// LLVM optimization level of the host code.
   unsigned optLevel = 3;
+  /// The CPU the host code is compiled for; `target` names it.
+  HostCode hostCode = HostCode::Native;
   /// What a failed lowering is reported as.
   std::string failureMessage = "lowering failed";
 };

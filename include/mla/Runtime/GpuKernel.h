@@ -47,6 +47,15 @@ public:
           std::optional<GpuTarget> target = std::nullopt,
           runtime::KernelCache *cache = nullptr);
 
+  /// Lowers and compiles `module` (consuming it) for `target` into `cache`,
+  /// with no device: nothing is loaded. What a GPU runtime's compile of the
+  /// same module for the same target finds in the cache later (mla-cache
+  /// fill). The event says whether it was compiled or already there.
+  static llvm::Expected<CompileEvent>
+  compileToCache(mlir::OwningOpRef<mlir::ModuleOp> module,
+                 llvm::StringRef entry, const GpuTarget &target,
+                 runtime::KernelCache &cache);
+
   /// Runs the entry on device buffers `args` (one per entry argument) on
   /// `stream` (the legacy default stream when null). The work is queued;
   /// synchronize the stream before reading results. Driver failures of the

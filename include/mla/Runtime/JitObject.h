@@ -43,18 +43,31 @@ inline constexpr const char *kModuleFiniSymbol = "__mla_module_fini";
 /// "__mla_packed_<entry>".
 std::string packedEntrySymbol(llvm::StringRef entry);
 
-/// "<triple>-<cpu>-<hash of the CPU features>": what host object code is
-/// specialized for, part of every cache key (an object built for one host
-/// may use instructions another lacks).
-const std::string &hostTargetDescription();
+/// Which CPU host object code is compiled for.
+enum class HostCode : uint8_t {
+  /// This host's CPU and every feature it has: CPU kernels, whose speed is
+  /// the host code's.
+  Native,
+  /// The architecture's baseline (x86-64 without extensions): the launch
+  /// code of GPU modules, whose speed is the kernels', so that kernel
+  /// cache entries move between hosts (a container's prefilled cache).
+  Portable,
+};
+
+/// "<triple>-<cpu>-<hash of the CPU features>" for Native, "<triple>-
+/// portable" for Portable: what host object code is specialized for, part
+/// of every cache key (an object built for one host may use instructions
+/// another lacks).
+const std::string &hostTargetDescription(HostCode code = HostCode::Native);
 
 /// Translates `module` (already lowered to the LLVM dialect, with
 /// translations for its dialects registered in its context) to LLVM IR, adds
 /// the init/fini functions and the packed wrapper of `entry`'s C interface,
-/// optimizes at `optLevel` for this host and returns the object file.
+/// optimizes at `optLevel` for the CPU `code` names and returns the object
+/// file.
 llvm::Expected<std::string> emitHostObject(mlir::ModuleOp module,
                                            llvm::StringRef entry,
-                                           unsigned optLevel);
+                                           unsigned optLevel, HostCode code);
 
 /// Symbols a loaded object may call besides the process's own.
 using ExtraSymbols =

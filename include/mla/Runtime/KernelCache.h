@@ -29,6 +29,9 @@
 //    second lookup after taking it, so N processes starting together compile
 //    once.
 //
+// `mla-cache` (tools/mla-cache) fills a cache ahead of time and lists,
+// verifies and prunes its entries (KernelCache::entries, removeEntry).
+//
 // Switches (read by Config::fromEnvironment):
 //   MLA_CACHE_DIR=<dir>            the cache directory
 //   MLA_CACHE_DISABLE=1            no disk layer (the in-process map remains)
@@ -48,11 +51,13 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mla::runtime {
 
@@ -146,6 +151,25 @@ struct KernelCacheStats {
   uint64_t storeFailures = 0;
 };
 
+/// One entry of a cache directory, as maintenance (mla-cache list, verify,
+/// prune) sees it.
+struct CacheEntryInfo {
+  /// The entry's directory name (KernelKey::entryName).
+  std::string name;
+  /// From the manifest; empty when it cannot be read.
+  std::string op, specialization, target, compilerIdentity;
+  /// The payload and manifest on disk.
+  uint64_t bytes = 0;
+  /// When the manifest was written (the entry's last store).
+  std::chrono::system_clock::time_point written;
+  /// Why a lookup would not serve the entry; empty when it would.
+  std::string problem;
+
+  /// Whether this build's compiler made it: entries of other builds are
+  /// never served by this one (their keys differ), only kept.
+  bool madeByThisCompiler() const;
+};
+
 /// Where getOrCompile found an artifact.
 enum class CacheOutcome : uint8_t { MemoryHit, DiskHit, Compiled };
 
@@ -219,6 +243,14 @@ public:
   void setLogSink(LogSink sink);
   /// A snapshot of the counters.
   KernelCacheStats stats() const;
+
+  /// Every entry on disk, sorted by name, each checked as a lookup would
+  /// check it (manifest, key, sizes; with `readPayloads`, the payload's
+  /// checksum too). Empty without a disk layer.
+  llvm::Expected<std::vector<CacheEntryInfo>>
+  entries(bool readPayloads) const;
+  /// Removes the entry named `name` from disk, under its lock.
+  llvm::Error removeEntry(llvm::StringRef name);
 
   /// The cache format version, the name of the directory entries live in.
   static constexpr llvm::StringLiteral kFormatVersion = "v1";

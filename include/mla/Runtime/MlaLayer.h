@@ -70,9 +70,19 @@ struct MlaLayerConfig {
   std::string backend;
 
   float effectiveScale() const;
+  /// The selection key of this layer, its device fields unset.
+  AttentionConfig selectionKey() const;
   /// The selection key of this layer on `runtime`'s device.
   AttentionConfig attentionConfig(const Runtime &runtime) const;
 };
+
+/// The kernel modules a layer of `config` compiles, for `strategy` (the
+/// backend's): the cache write, the chunked prefill, the decode query, the
+/// decode attention and the V up-projection. The layer compiles them at
+/// once; `mla-cache fill` compiles the same modules ahead of time.
+std::vector<Runtime::CompileRequest>
+layerKernelModules(const MlaLayerConfig &config,
+                   std::optional<KernelStrategy> strategy);
 
 /// The layer's weights, in the runtime device's memory, in the activation
 /// dtype, contiguous. They are referenced, not copied.
@@ -188,7 +198,7 @@ public:
   /// The shape captured, its split limit resolved: plans for replays are
   /// made with MlaLayer::planDecodeStep(metadata, shape()).
   const DecodeGraphShape &shape() const;
-  /// Replays so far.
+  /// Replays so far (through MlaLayer::replay or enqueueDecodeStep).
   int64_t replays() const;
 
 private:
@@ -250,6 +260,19 @@ public:
   llvm::Error replay(DecodeStepGraph &graph, const MlaStepPlan &plan,
                      Stream stream = nullptr);
 
+  /// The two halves of replay, for an engine that captures the step into a
+  /// graph of its own (torch.cuda.graph, cuStreamBeginCapture):
+  /// stageDecodeStep copies `plan`'s metadata (from planDecodeStep with the
+  /// graph's shape) to where `graph`'s kernels read it, ordered on
+  /// `stream`, and must run outside any capture, before each replay of the
+  /// engine's graph; enqueueDecodeStep queues the step's kernels on
+  /// `stream`, kernel by kernel, on the tensors given at capture, reading
+  /// the metadata staged last (inside the engine's capture, or as a plain
+  /// run of the staged step).
+  llvm::Error stageDecodeStep(DecodeStepGraph &graph, const MlaStepPlan &plan,
+                              Stream stream = nullptr);
+  llvm::Error enqueueDecodeStep(DecodeStepGraph &graph, Stream stream = nullptr);
+
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
   const std::vector<PhaseTiming> &phaseTimings() const { return timings; }
@@ -290,6 +313,10 @@ private:
                           MlaStepPlan &plan) const;
   /// The split limit a graph of `shape` uses when it asks for none.
   int64_t defaultSplitLimit(const DecodeGraphShape &shape) const;
+  /// An ArgumentError when `graph` belongs to another layer.
+  llvm::Error checkGraph(const DecodeStepGraph &graph) const;
+  /// Queues `graph`'s kernels on `stream` as they were captured.
+  llvm::Error queueCapturedKernels(DecodeStepGraph &graph, Stream stream);
 
   Runtime &runtime;
   MlaLayerConfig layerConfig;

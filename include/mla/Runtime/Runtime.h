@@ -16,7 +16,8 @@
 // both in mla/mla.h.
 //
 // Thread safety: every member function may be called from several threads.
-// Compiles are serialized per runtime (one MLIR context); runs are not.
+// Compiles run concurrently, each in an MLIR context of its own; two
+// requests for the same module compile it once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -71,8 +73,9 @@ struct RuntimeOptions {
   KernelCache::Config cache = KernelCache::Config::fromEnvironment();
   /// Receives one line per event worth a log line: device chosen, backend
   /// selected, kernel compiled or loaded from the cache (with its time).
-  /// Empty: events are dropped. It may be called with the runtime's compile
-  /// lock held: it must not compile through the same runtime.
+  /// Empty: events are dropped. It may be called from any thread that
+  /// compiles, with the kernel cache's entry lock held: it must not compile
+  /// through the same runtime.
   std::function<void(const std::string &)> log;
 };
 
@@ -153,6 +156,19 @@ public:
   llvm::Expected<std::shared_ptr<Kernel>>
   compile(ModuleBuilder build, llvm::StringRef entry,
           std::optional<KernelStrategy> strategy = std::nullopt);
+  /// One module to compile: what `compile` takes.
+  struct CompileRequest {
+    std::function<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)>
+        build;
+    std::string entry;
+    std::optional<KernelStrategy> strategy;
+  };
+  /// The kernels of `requests`, in order, compiled at the same time on up
+  /// to one thread per hardware thread (a layer's modules: its creation
+  /// then takes about as long as its slowest module). Every failure is
+  /// returned, joined.
+  llvm::Expected<std::vector<std::shared_ptr<Kernel>>>
+  compileAll(llvm::ArrayRef<CompileRequest> requests);
   /// A kernel for a module written in MLIR's textual form.
   llvm::Expected<std::shared_ptr<Kernel>> compileSource(llvm::StringRef source,
                                                         llvm::StringRef entry);

@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 class ModuleOp;
@@ -58,6 +59,10 @@ struct GpuTarget {
   static llvm::Expected<GpuTarget> forCapability(int major, int minor);
   /// Parses "sm_80", "sm_86", "sm_89", "sm_90" or "sm_90a".
   static llvm::Expected<GpuTarget> parse(llvm::StringRef chip);
+  /// Every chip the compiler generates code for, oldest first.
+  static std::vector<GpuTarget> all();
+  /// Their names joined by `separator`: "sm_80, sm_86, ...".
+  static std::string allChips(llvm::StringRef separator = ", ");
 
   /// The `mla.target` attribute: {chip, ptx_features, strategy}.
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *ctx) const;
