@@ -177,6 +177,28 @@ TEST_F(CApiTest, StatusStringsAndLastError) {
   EXPECT_STREQ(name, "i64");
 }
 
+TEST_F(CApiTest, VersionNamesTheHeaderTheBuildAndTheChips) {
+  mla_version_info_t info;
+  ASSERT_OK(mla_version(&info));
+  EXPECT_EQ(info.major, MLA_VERSION_MAJOR);
+  EXPECT_EQ(info.minor, MLA_VERSION_MINOR);
+  EXPECT_EQ(info.patch, MLA_VERSION_PATCH);
+  EXPECT_EQ(std::string(info.version),
+            std::to_string(MLA_VERSION_MAJOR) + "." +
+                std::to_string(MLA_VERSION_MINOR) + "." +
+                std::to_string(MLA_VERSION_PATCH));
+  std::string identity = info.build_identity;
+  EXPECT_EQ(identity.rfind(std::string("mla-compiler ") + info.version, 0), 0u)
+      << identity;
+  EXPECT_NE(identity.find("LLVM 22"), std::string::npos) << identity;
+  EXPECT_STREQ(info.gpu_chips, "sm_80,sm_86,sm_89,sm_90,sm_90a");
+  // "<triple>-<cpu>-<features hash>", as CPU kernel cache entries name it.
+  EXPECT_NE(std::string(info.host_target).find("-linux-"), std::string::npos)
+      << info.host_target;
+  expectFailure(mla_version(nullptr), MLA_ERROR_INVALID_ARGUMENT,
+                {"mla_version", "'info'"});
+}
+
 TEST_F(CApiTest, LastErrorIsPerThread) {
   expectFailure(mla_runtime_create(nullptr, nullptr),
                 MLA_ERROR_INVALID_ARGUMENT, {"'runtime'"});
@@ -278,6 +300,12 @@ TEST_F(CApiTest, NullArgumentsAreNamed) {
   EXPECT_OK(mla_plan_destroy(nullptr));
   EXPECT_OK(mla_kernel_destroy(nullptr));
   EXPECT_OK(mla_decode_graph_destroy(nullptr));
+  expectFailure(mla_decode_graph_stage(nullptr, nullptr, nullptr, nullptr),
+                MLA_ERROR_INVALID_ARGUMENT,
+                {"mla_decode_graph_stage", "'layer'"});
+  expectFailure(mla_decode_graph_enqueue(nullptr, nullptr, nullptr),
+                MLA_ERROR_INVALID_ARGUMENT,
+                {"mla_decode_graph_enqueue", "'layer'"});
 }
 
 //===----------------------------------------------------------------------===//

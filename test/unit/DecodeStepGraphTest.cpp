@@ -12,6 +12,8 @@
 
 #include "TestSupport.h"
 
+#include "mla/Runtime/CudaDevice.h"
+#include "mla/Runtime/CudaGraph.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
 #include "mla/Support/HostTensor.h"
@@ -270,6 +272,55 @@ TEST_F(DecodeStepGraphTest, CapturedStepReplaysAsForwardRunsItsPlan) {
         ASSERT_EQ(cacheNow[slot * entry + c], kvCRows[t * latent + c])
             << "replay " << i << ", token " << t << ", slot " << slot;
     }
+}
+
+TEST_F(DecodeStepGraphTest, StagedStepRunsInsideTheCallersOwnGraph) {
+  if (!testingOnGpu())
+    GTEST_SKIP() << "CUDA graphs need a GPU";
+  auto graph = layer->captureDecodeStep(shape(), args(lse.view()));
+  ASSERT_TRUE(bool(graph)) << llvm::toString(graph.takeError());
+  ASSERT_FALSE(bool(runtime->gpu()->makeCurrent()));
+  auto stream = cuda::Stream::create();
+  ASSERT_TRUE(bool(stream)) << llvm::toString(stream.takeError());
+  Stream s = stream->handle();
+  // The caller's graph holds the step's kernels, recorded by enqueue.
+  auto callers = cuda::CapturedGraph::capture(
+      stream->handle(), [&] { return layer->enqueueDecodeStep(**graph, s); });
+  ASSERT_TRUE(bool(callers)) << llvm::toString(callers.takeError());
+
+  for (const std::vector<int32_t> &lens :
+       {std::vector<int32_t>{40, 1, 100}, std::vector<int32_t>{128},
+        std::vector<int32_t>{7, 1, 128, 64, 33}}) {
+    SCOPED_TRACE("batch of " + std::to_string(lens.size()));
+    auto plan = layer->planDecodeStep(decodes(lens), (*graph)->shape());
+    ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+    // Staged, then the caller's graph replayed.
+    ASSERT_FALSE(bool(layer->stageDecodeStep(**graph, *plan, s)));
+    ASSERT_FALSE(bool(callers->launch(stream->handle())));
+    ASSERT_FALSE(bool(runtime->synchronize(s)));
+    std::vector<double> callersOut = download(output),
+                        callersLse = download(lse);
+    // Staged, then enqueued outside any capture: a plain run.
+    ASSERT_FALSE(bool(layer->stageDecodeStep(**graph, *plan, s)));
+    ASSERT_FALSE(bool(layer->enqueueDecodeStep(**graph, s)));
+    ASSERT_FALSE(bool(runtime->synchronize(s)));
+    EXPECT_EQ(callersOut, download(output));
+    EXPECT_EQ(callersLse, download(lse));
+    ASSERT_FALSE(bool(layer->forward(*plan, args(lse.view()))));
+    EXPECT_EQ(callersOut, download(output));
+    EXPECT_EQ(callersLse, download(lse));
+  }
+  // A plan of another shape is refused before anything is staged.
+  DecodeGraphShape other = (*graph)->shape();
+  other.maxDecodes = 4;
+  auto otherPlan = layer->planDecodeStep(decodes({3}), other);
+  ASSERT_TRUE(bool(otherPlan));
+  llvm::Error refused = layer->stageDecodeStep(**graph, *otherPlan, s);
+  ASSERT_TRUE(bool(refused));
+  EXPECT_NE(llvm::toString(std::move(refused)).find("not made for this graph"),
+            std::string::npos);
+  // Nothing is left running on the stream when it goes away.
+  ASSERT_FALSE(bool(runtime->synchronize(s)));
 }
 
 TEST_F(DecodeStepGraphTest, ReplayRefusesAPlanOrGraphNotItsOwn) {

@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <functional>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -517,6 +518,101 @@ TEST_F(KernelCacheBasics, ForceRecompileSkipsLookupsAndStores) {
   ASSERT_TRUE(bool(cache.getOrCompile(key, v1.ref())));
   EXPECT_EQ(v1.calls, 1);
   EXPECT_EQ(cache.stats().diskHits, 1u);
+}
+
+//===----------------------------------------------------------------------===//
+// KernelCacheMaintenance: entries() and removeEntry() (mla-cache)
+//===----------------------------------------------------------------------===//
+
+using KernelCacheMaintenance = KernelCacheFixture;
+
+TEST_F(KernelCacheMaintenance, EntriesReadManifestsAndFlagStaleAndCorrupt) {
+  KernelCache cache = makeCache();
+  KernelKey current = decodeKey();
+  KernelKey stale = decodeKey();
+  stale.compilerIdentity = "mla-compiler 0 (an older build) LLVM 22.1.8";
+  KernelKey damaged = decodeKey();
+  damaged.op = "merge_attn_states";
+  ASSERT_FALSE(cache.store(current, artifact("current", 3000)));
+  ASSERT_FALSE(cache.store(stale, artifact("stale", 2000)));
+  ASSERT_FALSE(cache.store(damaged, artifact("damaged", 1000)));
+  std::string payloadPath = cache.entryDirectory(damaged) + "/payload";
+  std::string payload = readWhole(payloadPath);
+  payload[10] ^= 0x01;
+  writeWhole(payloadPath, payload);
+
+  // Without reading payloads, the flipped byte (same size) goes unseen.
+  auto quick = cache.entries(/*readPayloads=*/false);
+  ASSERT_TRUE(bool(quick)) << errorText(quick.takeError());
+  ASSERT_EQ(quick->size(), 3u);
+  for (const CacheEntryInfo &e : *quick)
+    EXPECT_EQ(e.problem, "") << e.name;
+
+  auto checked = cache.entries(/*readPayloads=*/true);
+  ASSERT_TRUE(bool(checked)) << errorText(checked.takeError());
+  ASSERT_EQ(checked->size(), 3u);
+  std::map<std::string, CacheEntryInfo> byName;
+  for (const CacheEntryInfo &e : *checked)
+    byName[e.name] = e;
+  const CacheEntryInfo &c = byName.at(current.entryName());
+  EXPECT_EQ(c.problem, "");
+  EXPECT_TRUE(c.madeByThisCompiler());
+  EXPECT_EQ(c.op, current.op);
+  EXPECT_EQ(c.specialization, current.specialization);
+  EXPECT_EQ(c.target, current.target);
+  EXPECT_GT(c.bytes, 3000u);
+  EXPECT_LT(std::chrono::system_clock::now() - c.written, std::chrono::hours(1));
+  const CacheEntryInfo &s = byName.at(stale.entryName());
+  EXPECT_EQ(s.problem, "");
+  EXPECT_FALSE(s.madeByThisCompiler());
+  EXPECT_EQ(byName.at(damaged.entryName()).problem,
+            "payload checksum does not match the manifest");
+
+  // A manifest whose key fields were edited no longer hashes to its digest.
+  std::string manifestPath = cache.entryDirectory(current) + "/manifest.json";
+  std::string manifest = readWhole(manifestPath);
+  size_t at = manifest.find("\"" + current.specialization + "\"",
+                            manifest.find("\"specialization\""));
+  ASSERT_NE(at, std::string::npos);
+  manifest[at + 1] = 'x';
+  writeWhole(manifestPath, manifest);
+  auto edited = cache.entries(/*readPayloads=*/false);
+  ASSERT_TRUE(bool(edited));
+  int seen = 0;
+  for (const CacheEntryInfo &e : *edited) {
+    if (e.name != current.entryName())
+      continue;
+    ++seen;
+    EXPECT_EQ(e.problem, "the manifest's key fields do not hash to its digest");
+  }
+  EXPECT_EQ(seen, 1);
+
+  ASSERT_FALSE(cache.removeEntry(damaged.entryName()));
+  EXPECT_FALSE(fs::exists(cache.entryDirectory(damaged)));
+  auto left = cache.entries(/*readPayloads=*/true);
+  ASSERT_TRUE(bool(left));
+  EXPECT_EQ(left->size(), 2u);
+  // Names that are not entries are refused, never resolved as paths.
+  for (const char *bad : {"", ".locks", "../v1", "a/b"}) {
+    llvm::Error error = cache.removeEntry(bad);
+    EXPECT_TRUE(bool(error)) << bad;
+    llvm::consumeError(std::move(error));
+  }
+}
+
+TEST_F(KernelCacheMaintenance, AnEmptyOrAbsentDirectoryHasNoEntries) {
+  KernelCache cache = makeCache();
+  auto none = cache.entries(/*readPayloads=*/true);
+  ASSERT_TRUE(bool(none)) << errorText(none.takeError());
+  EXPECT_TRUE(none->empty());
+  KernelCache::Config memoryOnly;
+  KernelCache inMemory(memoryOnly);
+  auto memory = inMemory.entries(/*readPayloads=*/false);
+  ASSERT_TRUE(bool(memory));
+  EXPECT_TRUE(memory->empty());
+  llvm::Error error = inMemory.removeEntry("x");
+  EXPECT_TRUE(bool(error));
+  llvm::consumeError(std::move(error));
 }
 
 //===----------------------------------------------------------------------===//

@@ -189,6 +189,40 @@ TEST_F(LayerTest, SecondRuntimeLoadsEveryKernelFromDisk) {
   EXPECT_TRUE(report->passed);
 }
 
+TEST_F(LayerTest, ModulesCompileAtOnceAndEqualOnesOnce) {
+  auto runtime = makeRuntime();
+  ASSERT_TRUE(runtime);
+  MlaLayerConfig config;
+  config.dims = smallDims();
+  config.blockSize = 16;
+  std::vector<Runtime::CompileRequest> requests =
+      layerKernelModules(config, std::nullopt);
+  ASSERT_EQ(requests.size(), 5u);
+  // The decode module asked for twice, and one module that cannot build.
+  requests.push_back(requests[3]);
+  requests.push_back({[](mlir::MLIRContext &) {
+                        return mlir::OwningOpRef<mlir::ModuleOp>();
+                      },
+                      kKernelEntry, std::nullopt});
+  auto failed = runtime->compileAll(requests);
+  ASSERT_FALSE(bool(failed));
+  EXPECT_NE(llvm::toString(failed.takeError()).find("could not be built"),
+            std::string::npos);
+  // Every other module was compiled (once) and is held: asked again, they
+  // come from memory.
+  EXPECT_EQ(runtime->cacheStats().compiles, 5u);
+  requests.pop_back();
+  auto kernels = runtime->compileAll(requests);
+  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+  ASSERT_EQ(kernels->size(), 6u);
+  EXPECT_EQ((*kernels)[3], (*kernels)[5]);
+  for (size_t i = 0; i < 5; ++i)
+    for (size_t j = i + 1; j < 5; ++j)
+      EXPECT_NE((*kernels)[i], (*kernels)[j]);
+  EXPECT_EQ(runtime->cacheStats().compiles, 5u);
+  EXPECT_EQ(runtime->compileEvents().size(), 5u);
+}
+
 //===----------------------------------------------------------------------===//
 // Errors
 //===----------------------------------------------------------------------===//
