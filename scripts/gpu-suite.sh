@@ -8,13 +8,15 @@
 #              example
 #   run        mla-run twice on a fresh kernel cache (cold, then from disk),
 #              16 and 128 heads
+#   python     the Python package's tests on CUDA tensors (the interpreter
+#              with torch: $MLA_PYTHON, else python3)
 #   sanitizer  compute-sanitizer memcheck over the GPU numerics suite
 #   bench      mla-bench with ceilings measured in the same run
 # Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$PWD/mla-gpu-logs}
-steps=${2:-tests sanitizer run bench}
+steps=${2:-tests python sanitizer run bench}
 mkdir -p "$out"
 bin=$here/bin
 summary=()
@@ -38,6 +40,13 @@ for step in $steps; do
       summary+=("C host example: exit $? ($(grep -E 'CUDA graph' "$out/host-example.log") $(tail -1 "$out/host-example.log"))")
       rm -rf "$cache"
     fi
+    ;;
+  python)
+    MLA_TEST_DEVICE=gpu MLA_LIBRARY=$here/lib/libmla.so \
+      PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH} \
+      "${MLA_PYTHON:-python3}" -m pytest -v -p no:cacheprovider \
+      "$here/python/tests" > "$out/python.log" 2>&1
+    summary+=("python: exit $? ($(tail -1 "$out/python.log"))")
     ;;
   sanitizer)
     sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -380,6 +380,19 @@ typedef enum mla_backend_source {
   MLA_BACKEND_SOURCE_ENVIRONMENT = 2
 } mla_backend_source_t;
 
+/** Which decode steps a backend's kernels allow to be captured into CUDA
+ *  graphs (vLLM's AttentionCGSupport levels). */
+typedef enum mla_cuda_graph_support {
+  MLA_CUDA_GRAPHS_NEVER = 0,
+  /** Batches of decodes with one new token each. */
+  MLA_CUDA_GRAPHS_UNIFORM_SINGLE_TOKEN_DECODE = 1,
+  /** Batches of decodes with the same number of new tokens each (1 +
+   *  speculative tokens). */
+  MLA_CUDA_GRAPHS_UNIFORM_BATCH = 2,
+  /** Any batch, prefills included. */
+  MLA_CUDA_GRAPHS_ALWAYS = 3
+} mla_cuda_graph_support_t;
+
 /** A backend selection. The strings belong to the runtime (for
  *  mla_runtime_select_backend) or the layer (for mla_layer_selection). */
 typedef struct mla_backend_selection {
@@ -394,6 +407,11 @@ typedef struct mla_backend_selection {
   const char *skipped;
   /** Everything in one line: "GENERIC_GPU (skipped TC_SM90A: [...])". */
   const char *summary;
+  /** The chosen backend in words. */
+  const char *description;
+  /** What of a layer on the chosen backend can be captured into a CUDA
+   *  graph (see mla_layer_capture_decode_step). */
+  mla_cuda_graph_support_t cuda_graphs;
 } mla_backend_selection_t;
 
 /** The backend that would run a layer configured as `config` on this

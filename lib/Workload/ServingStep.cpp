@@ -21,9 +21,10 @@ constexpr double kLseTolerance = 5e-2;
 using runtime::DeviceAllocation;
 using runtime::Runtime;
 
-/// One request: tokens cached before the step, tokens the step adds, and
-/// the pages it owns (enough for both).
+/// One request: the step it arrives at, tokens cached before the step,
+/// tokens the step adds, and the pages it owns (enough for every step).
 struct Request {
+  int64_t arrival = 0;
   int32_t context = 0;
   int32_t fresh = 0;
   std::vector<int32_t> pages;
@@ -286,17 +287,24 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   std::mt19937 rng(config.seed);
   ServingStepReport report;
 
-  // Requests in batch order, decodes first; every later step decodes one
-  // token of each.
+  // Requests in batch order, decodes first: those decoding from the start,
+  // then each mixed step's prefills. A request decodes one token a step
+  // after the step it arrives at, so the order stays decodes first.
+  if (config.mixedSteps < 1 || config.mixedSteps > config.steps)
+    return makeError("mixed steps must be 1 to the number of steps");
   std::vector<Request> requests;
   for (int32_t c : config.decodeContexts)
-    requests.push_back({c, perStep, {}});
-  for (size_t i = 0; i < config.prefillContexts.size(); ++i)
-    requests.push_back({config.prefillContexts[i], config.prefillNewTokens[i], {}});
+    requests.push_back({0, c, perStep, {}});
+  for (int64_t s = 0; s < config.mixedSteps; ++s)
+    for (size_t i = 0; i < config.prefillContexts.size(); ++i)
+      requests.push_back(
+          {s, config.prefillContexts[i], config.prefillNewTokens[i], {}});
+  auto finalLength = [&](const Request &r) {
+    return r.total() + (config.steps - 1 - r.arrival) * perStep;
+  };
   int64_t pagesNeeded = 0, maxBlocks = 1;
   for (const Request &r : requests) {
-    int64_t finalLen = r.total() + (config.steps - 1) * perStep;
-    int64_t pages = (finalLen + page - 1) / page;
+    int64_t pages = (finalLength(r) + page - 1) / page;
     pagesNeeded += pages;
     maxBlocks = std::max(maxBlocks, pages);
   }
@@ -305,8 +313,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   std::iota(freePages.begin(), freePages.end(), 0);
   std::shuffle(freePages.begin(), freePages.end(), rng);
   for (Request &r : requests)
-    for (int64_t j = 0; j * page < r.total() + (config.steps - 1) * perStep;
-         ++j) {
+    for (int64_t j = 0; j * page < finalLength(r); ++j) {
       r.pages.push_back(freePages.back());
       freePages.pop_back();
     }
@@ -355,14 +362,21 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
       act == DType::F32 ? 1e-4 : act == DType::F16 ? 4e-3 : 1.5e-2;
 
   for (int64_t step = 0; step < config.steps; ++step) {
-    if (step > 0)
-      for (Request &r : requests) {
+    // The step's batch: every request that has arrived.
+    std::vector<Request *> batch;
+    for (Request &r : requests) {
+      if (r.arrival > step)
+        continue;
+      if (r.arrival < step) {
         r.context = r.total();
         r.fresh = perStep;
       }
+      batch.push_back(&r);
+    }
     // --- The batch's metadata ---------------------------------------------
     std::vector<int32_t> queryLens, seqLens, table;
-    for (const Request &r : requests) {
+    for (const Request *request : batch) {
+      const Request &r = *request;
       queryLens.push_back(r.fresh);
       seqLens.push_back(r.total());
       for (int64_t j = 0; j < maxBlocks; ++j)

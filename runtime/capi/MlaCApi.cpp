@@ -334,6 +334,31 @@ SelectionText describeSelection(const Selection &s) {
   return text;
 }
 
+/// `text` as the C struct, its strings `skipped` and `summary` kept by the
+/// caller's owner (the runtime or the layer); the backend's own strings
+/// live as long as the registry, the whole process.
+static_assert(int(CudaGraphSupport::NEVER) == MLA_CUDA_GRAPHS_NEVER &&
+                  int(CudaGraphSupport::UNIFORM_SINGLE_TOKEN_DECODE) ==
+                      MLA_CUDA_GRAPHS_UNIFORM_SINGLE_TOKEN_DECODE &&
+                  int(CudaGraphSupport::UNIFORM_BATCH) ==
+                      MLA_CUDA_GRAPHS_UNIFORM_BATCH &&
+                  int(CudaGraphSupport::ALWAYS) == MLA_CUDA_GRAPHS_ALWAYS,
+              "the C levels are the C++ ones");
+
+mla_backend_selection_t toCSelection(const SelectionText &text,
+                                     const char *skipped, const char *summary) {
+  mla_backend_selection_t c;
+  c.backend = text.backend->name.c_str();
+  c.source = text.source;
+  c.num_skipped = text.numSkipped;
+  c.skipped = skipped;
+  c.summary = summary;
+  c.description = text.backend->description.c_str();
+  c.cuda_graphs =
+      static_cast<mla_cuda_graph_support_t>(text.backend->cudaGraphs);
+  return c;
+}
+
 //===----------------------------------------------------------------------===//
 // Layer buffers
 //===----------------------------------------------------------------------===//
@@ -814,13 +839,8 @@ mla_runtime_select_backend(mla_runtime_t *runtime,
     if (!chosen)
       return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosen.takeError());
     SelectionText text = describeSelection(*chosen);
-    mla_backend_selection_t result;
-    result.backend = text.backend->name.c_str();
-    result.source = text.source;
-    result.num_skipped = text.numSkipped;
-    result.skipped = runtime->intern(std::move(text.skipped));
-    result.summary = runtime->intern(std::move(text.summary));
-    *selection = result;
+    *selection = toCSelection(text, runtime->intern(std::move(text.skipped)),
+                              runtime->intern(std::move(text.summary)));
     return succeed();
   });
 }
@@ -885,11 +905,8 @@ extern "C" mla_status_t mla_layer_selection(const mla_layer_t *layer,
     MLA_REQUIRE(layer);
     MLA_REQUIRE(selection);
     const SelectionText &text = layer->selection;
-    selection->backend = text.backend->name.c_str();
-    selection->source = text.source;
-    selection->num_skipped = text.numSkipped;
-    selection->skipped = text.skipped.c_str();
-    selection->summary = text.summary.c_str();
+    *selection =
+        toCSelection(text, text.skipped.c_str(), text.summary.c_str());
     return succeed();
   });
 }

@@ -469,6 +469,10 @@ TEST_F(CApiTest, BackendSelection) {
   ASSERT_OK(mla_runtime_select_backend(runtime.p, &config, &selection));
   EXPECT_STREQ(selection.backend, "CPU_JIT");
   EXPECT_EQ(selection.source, MLA_BACKEND_SOURCE_REQUESTED);
+  EXPECT_NE(std::string(selection.description).find("JIT"), std::string::npos)
+      << selection.description;
+  // The CPU runs everything on the calling thread: nothing to capture.
+  EXPECT_EQ(selection.cuda_graphs, MLA_CUDA_GRAPHS_NEVER);
 
   // An unknown name lists the valid ones.
   config.backend = "FLASH_NOPE";

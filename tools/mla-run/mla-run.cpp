@@ -16,6 +16,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace llvm;
@@ -49,8 +50,14 @@ static cl::opt<int>
               cl::desc("context-gather workspace rows (0: vLLM's sizing)"),
               cl::init(256));
 static cl::opt<int> steps("steps", cl::cat(runOptions),
-                          cl::desc("steps: the mixed one, then decode steps"),
-                          cl::init(2));
+                          cl::desc("steps: the mixed ones, then decode steps"),
+                          cl::init(4));
+static cl::opt<int> mixedSteps(
+    "mixed-steps", cl::cat(runOptions),
+    cl::desc("steps that admit new prefills (the first pays the kernels' "
+             "first launches, the others run warm; default 3, at most "
+             "--steps)"),
+    cl::init(3));
 static cl::opt<int> decodeQueryLen(
     "decode-query-len", cl::cat(runOptions),
     cl::desc("new tokens per decode per step: 1, or 1 + speculative tokens"),
@@ -72,10 +79,38 @@ static cl::opt<std::string>
                  cl::desc("auto (the GPU if there is one), gpu or cpu"),
                  cl::init("auto"));
 
+/// Each phase of the first mixed step beside the same phase of the later
+/// mixed steps: what a serving loop's first step pays once (the kernels'
+/// first launches) and what its steps cost after.
+static void printFirstAndWarmSteps(const mla::ServingStepReport &report) {
+  if (mixedSteps < 2)
+    return;
+  const auto &first = report.steps[0].phases;
+  outs() << format("\nfirst mixed step vs the %d warm ones (median; the "
+                   "same prefills, more decodes as earlier prefills decode "
+                   "on):\n",
+                   int(mixedSteps) - 1);
+  for (const auto &phase : first) {
+    std::vector<double> warm;
+    for (int s = 1; s < mixedSteps; ++s)
+      for (const auto &p : report.steps[s].phases)
+        if (p.phase == phase.phase)
+          warm.push_back(p.milliseconds);
+    if (warm.empty())
+      continue;
+    std::sort(warm.begin(), warm.end());
+    double median = (warm[(warm.size() - 1) / 2] + warm[warm.size() / 2]) / 2;
+    outs() << format("  %-18s %9.3f ms  %9.3f ms\n", phase.phase.c_str(),
+                     phase.milliseconds, median);
+  }
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(runOptions);
   cl::ParseCommandLineOptions(argc, argv, "run MLA serving steps\n");
+  if (!mixedSteps.getNumOccurrences())
+    mixedSteps = std::min<int>(mixedSteps, steps);
 
   mla::ServingStepConfig config;
   auto act = mla::parseDType(dtype), cache = mla::parseDType(cacheDtype);
@@ -84,9 +119,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1 ||
-      decodeQueryLen < 1 || hostRepeats < 0) {
+      decodeQueryLen < 1 || hostRepeats < 0 || mixedSteps < 1 ||
+      mixedSteps > steps) {
     errs() << "mla-run: --heads must be 1..128, --block-size, --steps and "
-              "--decode-query-len positive, --host-repeats not negative\n";
+              "--decode-query-len positive, --mixed-steps 1 to --steps, "
+              "--host-repeats not negative\n";
     return 2;
   }
   mla::runtime::RuntimeOptions options;
@@ -104,6 +141,7 @@ int main(int argc, char **argv) {
   config.blockSize = blockSize;
   config.workspaceTokens = workspace;
   config.steps = steps;
+  config.mixedSteps = mixedSteps;
   config.decodeQueryLen = decodeQueryLen;
   config.backend = backend;
   config.seed = seed;
@@ -186,6 +224,7 @@ int main(int argc, char **argv) {
                      (long long)s.cacheMismatches, report->tolerance,
                      s.passed ? "PASS" : "FAIL");
   }
+  printFirstAndWarmSteps(*report);
   if (const auto &t = report->hostTiming) {
     outs() << format("\nhost side of step %zu, %lld repeats (plan, then "
                      "forward's checks, copies and launches; no waits): "

@@ -4,9 +4,9 @@
 // the runtime's host API (Runtime + MlaLayer) on whatever device the runtime
 // has: the layer is created (backend selection, kernels compiled or loaded
 // from the cache), then a few steps run over a paged latent cache with
-// random weights. Step 0 is a mixed batch of decodes and prefills with
-// cached context; every later step decodes one more token of every request,
-// so contexts grow. Each step's outputs, decode LSE and cache writes are
+// random weights. The first steps are mixed batches of decodes and new
+// prefills with cached context; every request decodes one more token at
+// each step after its first, so contexts grow. Each step's outputs, decode LSE and cache writes are
 // checked against the float64 reference.
 //
 //===----------------------------------------------------------------------===//
@@ -39,8 +39,12 @@ struct ServingStepConfig {
   std::vector<int32_t> prefillNewTokens = {96, 40};
   /// Rows of the context-gather workspace; 0 sizes it as vLLM does.
   int64_t workspaceTokens = 0;
-  /// Steps to run: the mixed step, then decode steps.
+  /// Steps to run: the mixed steps, then decode steps.
   int64_t steps = 2;
+  /// Steps that admit the prefill requests above (new ones each step; the
+  /// earlier ones go on as decodes): 1 to `steps`. The first pays the
+  /// kernels' first launches; later ones show a serving loop's warm step.
+  int64_t mixedSteps = 1;
   /// New tokens of a decode per step: 1, or 1 + speculative tokens (the
   /// layer's decode threshold; prefills must add more).
   int32_t decodeQueryLen = 1;
