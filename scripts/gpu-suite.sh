@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from an unpacked bundle (scripts/make-gpu-bundle.sh):
 #   tar -xJf mla-bundle.tar.xz -C /tmp && /tmp/mla/scripts/gpu-suite.sh [out-dir] [steps]
-# Steps (default: tests sanitizer run bench):
+# Steps (default: tests python sanitizer run bench):
 #   tests      every op and the MLA layer on the GPU against the float64
 #              reference (fresh random inputs, NaN-poisoned outputs), the
 #              driver tests, the CUDA-graph replay test and the C host
@@ -11,6 +11,13 @@
 #   python     the Python package's tests on CUDA tensors (the interpreter
 #              with torch: $MLA_PYTHON, else python3)
 #   sanitizer  compute-sanitizer memcheck over the GPU numerics suite
+#   startup    layer creation, three rounds each: cold (fresh kernel cache,
+#              the driver's JIT cache off) with modules compiled one after
+#              another and at once, 16 and 128 heads; from the disk cache
+#              with the driver's cache warm; from a cache that mla-cache
+#              filled elsewhere ($MLA_PREFILLED_CACHE, if set); and the
+#              first and warm mixed steps with the driver loading modules
+#              lazily (its default) and eagerly
 #   bench      mla-bench with ceilings measured in the same run
 # Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
 set -uo pipefail
@@ -73,7 +80,52 @@ for step in $steps; do
     done
     rm -rf "$cache"
     ;;
+  startup)
+    setup() { grep -o 'layer setup [0-9.]* ms' "$1" | head -1; }
+    for heads in 16 128; do
+      for threads in 1 0; do
+        for round in 1 2 3; do
+          cache=$(mktemp -d)
+          log=$out/startup-h$heads-threads$threads-r$round.log
+          env CUDA_CACHE_DISABLE=1 MLA_CACHE_DIR=$cache \
+            $( [ $threads = 0 ] || echo MLA_COMPILE_THREADS=$threads ) \
+            "$bin/mla-run" --device=gpu --heads=$heads --steps=1 \
+            --host-repeats=0 > "$log" 2>&1
+          summary+=("cold, $heads heads, compile threads ${threads/#0/all}, round $round: $(setup "$log")")
+          rm -rf "$cache"
+        done
+      done
+      cache=$(mktemp -d) driver=$(mktemp -d)
+      for attempt in cold disk1 disk2 disk3; do
+        log=$out/startup-h$heads-$attempt.log
+        CUDA_CACHE_PATH=$driver MLA_CACHE_DIR=$cache "$bin/mla-run" \
+          --device=gpu --heads=$heads --steps=1 --host-repeats=0 > "$log" 2>&1
+        summary+=("$attempt, $heads heads, driver cache on: $(setup "$log")")
+      done
+      rm -rf "$cache" "$driver"
+      if [ -n "${MLA_PREFILLED_CACHE:-}" ]; then
+        cache=$(mktemp -d) driver=$(mktemp -d)
+        cp -r "$MLA_PREFILLED_CACHE"/. "$cache"
+        log=$out/startup-h$heads-prefilled.log
+        CUDA_CACHE_PATH=$driver MLA_CACHE_DIR=$cache "$bin/mla-run" \
+          --device=gpu --heads=$heads --steps=1 --host-repeats=0 > "$log" 2>&1
+        summary+=("prefilled elsewhere, $heads heads: $(setup "$log"), $(grep -o '[0-9]* compiled, [0-9]* from disk' "$log")")
+        rm -rf "$cache" "$driver"
+      fi
+    done
+    for loading in LAZY EAGER; do
+      cache=$(mktemp -d)
+      for attempt in cold disk; do
+        log=$out/startup-mixed-$loading-$attempt.log
+        CUDA_MODULE_LOADING=$loading MLA_CACHE_DIR=$cache "$bin/mla-run" \
+          --device=gpu --host-repeats=0 > "$log" 2>&1
+        summary+=("mixed steps, modules loaded $loading, $attempt: $(setup "$log"), $(grep -A3 '^first mixed step' "$log" | grep prefill | tr -s ' ')")
+      done
+      rm -rf "$cache"
+    done
+    ;;
   bench)
+    [ -x "$bin/mla-bench" ] || { summary+=("bench: not in this bundle"); continue; }
     "$bin/mla-bench" ${MLA_BENCH_ARGS:-} > "$out/bench.log" 2>&1
     summary+=("bench: exit $?")
     ;;

@@ -2,16 +2,21 @@
 # Builds the fully static tools, tests and libmla.so (which carries LLVM and
 # MLIR inside) and packs them, with the Python package and its tests, for a
 # GPU machine that has the CUDA driver but no LLVM or build tools:
-#   scripts/make-gpu-bundle.sh [build-dir]   ->  bundle/mla-bundle.tar.xz
-# Unpack and run there with scripts/gpu-suite.sh.
+#   scripts/make-gpu-bundle.sh [build-dir] [tool...]  ->  bundle/mla-bundle.tar.xz
+# The tools default to mla-run mla-bench mla-unit-tests mla-host-example;
+# each static tool carries its own LLVM (about 15 MB packed), so a run that
+# needs fewer names them to stay under a transfer limit. Unpack and run
+# there with scripts/gpu-suite.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-static}
+shift || true
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(mla-run mla-bench mla-unit-tests mla-host-example)
 
 bash "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMLA_LINK_MODE=static -DMLA_BUILD_TESTS=ON > /dev/null
-tools=(mla-run mla-bench mla-unit-tests mla-host-example mla-cache)
 cmake --build "$build" -j "$(nproc)" --target mla "${tools[@]}"
 
 stage=$(mktemp -d)

@@ -289,6 +289,16 @@ Runtime::compile(ModuleBuilder build, llvm::StringRef entry,
   return kernel;
 }
 
+size_t compileThreads() {
+  if (const char *text = std::getenv("MLA_COMPILE_THREADS")) {
+    char *end = nullptr;
+    long threads = std::strtol(text, &end, 10);
+    if (end != text && *end == '\0' && threads >= 1)
+      return size_t(threads);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 llvm::Expected<std::vector<std::shared_ptr<Kernel>>>
 Runtime::compileAll(llvm::ArrayRef<CompileRequest> requests) {
   std::vector<std::optional<llvm::Expected<std::shared_ptr<Kernel>>>> results(
@@ -299,8 +309,7 @@ Runtime::compileAll(llvm::ArrayRef<CompileRequest> requests) {
       results[i].emplace(
           compile(requests[i].build, requests[i].entry, requests[i].strategy));
   };
-  size_t workers = std::min<size_t>(
-      requests.size(), std::max(1u, std::thread::hardware_concurrency()));
+  size_t workers = std::min<size_t>(requests.size(), compileThreads());
   std::vector<std::thread> threads;
   for (size_t w = 1; w < workers; ++w)
     threads.emplace_back(work);

@@ -114,6 +114,11 @@ private:
   size_t bytes = 0;
 };
 
+/// How many modules Runtime::compileAll compiles at once: MLA_COMPILE_THREADS
+/// when set to a positive number (1 compiles one after another), else the
+/// hardware threads.
+size_t compileThreads();
+
 class Runtime {
 public:
   /// Opens the device `options` asks for. With Auto, a missing driver or GPU
@@ -164,8 +169,8 @@ public:
     std::optional<KernelStrategy> strategy;
   };
   /// The kernels of `requests`, in order, compiled at the same time on up
-  /// to one thread per hardware thread (a layer's modules: its creation
-  /// then takes about as long as its slowest module). Every failure is
+  /// to compileThreads() threads (a layer's modules: its creation then
+  /// takes about as long as its slowest module). Every failure is
   /// returned, joined.
   llvm::Expected<std::vector<std::shared_ptr<Kernel>>>
   compileAll(llvm::ArrayRef<CompileRequest> requests);
