@@ -1120,20 +1120,34 @@ mla_decode_graph_get_shape(const mla_decode_graph_t *graph,
   });
 }
 
+namespace {
+/// What mla_layer_replay and mla_decode_graph_stage share: the handles
+/// checked, the plan the layer's own, then `call` on the C++ objects.
+template <typename Call>
+mla_status_t withGraphPlan(const char *fn, mla_layer_t *layer,
+                           mla_decode_graph_t *graph, const mla_plan_t *plan,
+                           Call call) {
+  MLA_REQUIRE(layer);
+  MLA_REQUIRE(graph);
+  MLA_REQUIRE(plan);
+  if (plan->layerId != layer->id)
+    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
+                "the plan was made by another layer");
+  if (llvm::Error error = call(*layer->layer, *graph->graph, plan->plan))
+    return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
+  return succeed();
+}
+} // namespace
+
 extern "C" mla_status_t mla_layer_replay(mla_layer_t *layer,
                                          mla_decode_graph_t *graph,
                                          const mla_plan_t *plan, void *stream) {
   return guarded("mla_layer_replay", [&](const char *fn) {
-    MLA_REQUIRE(layer);
-    MLA_REQUIRE(graph);
-    MLA_REQUIRE(plan);
-    if (plan->layerId != layer->id)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "the plan was made by another layer");
-    if (llvm::Error error =
-            layer->layer->replay(*graph->graph, plan->plan, stream))
-      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
-    return succeed();
+    return withGraphPlan(fn, layer, graph, plan,
+                         [&](MlaLayer &l, DecodeStepGraph &g,
+                             const MlaStepPlan &p) {
+                           return l.replay(g, p, stream);
+                         });
   });
 }
 
@@ -1142,16 +1156,11 @@ extern "C" mla_status_t mla_decode_graph_stage(mla_layer_t *layer,
                                                const mla_plan_t *plan,
                                                void *stream) {
   return guarded("mla_decode_graph_stage", [&](const char *fn) {
-    MLA_REQUIRE(layer);
-    MLA_REQUIRE(graph);
-    MLA_REQUIRE(plan);
-    if (plan->layerId != layer->id)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "the plan was made by another layer");
-    if (llvm::Error error =
-            layer->layer->stageDecodeStep(*graph->graph, plan->plan, stream))
-      return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
-    return succeed();
+    return withGraphPlan(fn, layer, graph, plan,
+                         [&](MlaLayer &l, DecodeStepGraph &g,
+                             const MlaStepPlan &p) {
+                           return l.stageDecodeStep(g, p, stream);
+                         });
   });
 }
 

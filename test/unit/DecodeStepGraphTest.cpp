@@ -30,6 +30,11 @@ namespace {
 constexpr int64_t kPage = 16, kCachePages = 48, kMaxDecodes = 5,
                   kTableWidth = 8;
 
+/// Decode lengths of batches of 3, 1 and kMaxDecodes requests run through
+/// one graph.
+const std::vector<int32_t> kBatchesOfAGraph[] = {
+    {40, 1, 100}, {128}, {7, 1, 128, 64, 33}};
+
 /// A host tensor and its copy on the runtime's device.
 struct Tensor {
   HostTensor host{DType::F32, {0}};
@@ -229,9 +234,7 @@ TEST_F(DecodeStepGraphTest, CapturedStepReplaysAsForwardRunsItsPlan) {
   EXPECT_GE((*graph)->shape().maxSplitsPerRequest, 1);
 
   // Different batch sizes and lengths through the one graph.
-  for (const std::vector<int32_t> &lens :
-       {std::vector<int32_t>{40, 1, 100}, std::vector<int32_t>{128},
-        std::vector<int32_t>{7, 1, 128, 64, 33}}) {
+  for (const std::vector<int32_t> &lens : kBatchesOfAGraph) {
     SCOPED_TRACE("batch of " + std::to_string(lens.size()));
     auto plan = layer->planDecodeStep(decodes(lens), (*graph)->shape());
     ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
@@ -288,9 +291,7 @@ TEST_F(DecodeStepGraphTest, StagedStepRunsInsideTheCallersOwnGraph) {
       stream->handle(), [&] { return layer->enqueueDecodeStep(**graph, s); });
   ASSERT_TRUE(bool(callers)) << llvm::toString(callers.takeError());
 
-  for (const std::vector<int32_t> &lens :
-       {std::vector<int32_t>{40, 1, 100}, std::vector<int32_t>{128},
-        std::vector<int32_t>{7, 1, 128, 64, 33}}) {
+  for (const std::vector<int32_t> &lens : kBatchesOfAGraph) {
     SCOPED_TRACE("batch of " + std::to_string(lens.size()));
     auto plan = layer->planDecodeStep(decodes(lens), (*graph)->shape());
     ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
