@@ -11,6 +11,7 @@
 
 #include "mla/Runtime/MlaLayer.h"
 
+#include "MetadataStaging.h"
 #include "StepMetadata.h"
 
 #include "mla/Runtime/CudaDevice.h"
@@ -47,16 +48,8 @@ struct DecodeStepGraph::State {
   // The addresses the graph recorded.
   DeviceAllocation metadata;
   std::vector<DeviceAllocation> scratch;
-  // Page-locked slots for the metadata, used in turn: the host fills one
-  // while the copies out of the others may still wait in the stream behind
-  // earlier replays. `copied[i]` marks the end of the last copy out of slot
-  // i; only a host more than kStagingSlots replays ahead of the GPU waits.
-  static constexpr size_t kStagingSlots = 8;
-  cuda::PinnedHostBuffer staging;
-  size_t slotBytes = 0;
-  std::array<cuda::Event, kStagingSlots> copied;
-  std::array<bool, kStagingSlots> copyQueued{};
-  int64_t stagings = 0;
+  // The metadata's way to `metadata`, for stageDecodeStep.
+  detail::MetadataStaging staging;
   cuda::Stream captureStream;
   // Declared last, destroyed first: before what it refers to.
   cuda::CapturedGraph graph;
@@ -69,7 +62,7 @@ DecodeStepGraph::DecodeStepGraph(std::unique_ptr<State> state)
 
 DecodeStepGraph::~DecodeStepGraph() {
   // A replay may still be reading the buffers about to be freed.
-  if (state->replays > 0 || state->stagings > 0)
+  if (state->replays > 0 || state->staging.used())
     llvm::consumeError(state->runtime->synchronize(state->lastStream));
   if (const cuda::Device *gpu = state->runtime->gpu())
     llvm::consumeError(gpu->makeCurrent());
@@ -209,18 +202,8 @@ MlaLayer::captureDecodeStep(const DecodeGraphShape &shape,
   }
   if (llvm::Error error = gpu->makeCurrent())
     return std::move(error);
-  state->slotBytes = (state->layout.bytes + 255) / 256 * 256;
-  auto pinned = cuda::PinnedHostBuffer::allocate(
-      state->slotBytes * DecodeStepGraph::State::kStagingSlots);
-  if (!pinned)
-    return pinned.takeError();
-  state->staging = std::move(*pinned);
-  for (size_t i = 0; i < state->copied.size(); ++i) {
-    auto event = cuda::Event::create(cuda::CU_EVENT_DISABLE_TIMING);
-    if (!event)
-      return event.takeError();
-    state->copied[i] = std::move(*event);
-  }
+  if (llvm::Error error = state->staging.reserve(state->layout.bytes))
+    return std::move(error);
   auto stream = cuda::Stream::create();
   if (!stream)
     return stream.takeError();
@@ -277,20 +260,10 @@ llvm::Error MlaLayer::stageDecodeStep(DecodeStepGraph &graph,
                              "graph's (a plan changed after planDecodeStep)");
   if (llvm::Error error = runtime.gpu()->makeCurrent())
     return error;
-  size_t i = size_t(g.stagings) % g.copied.size();
-  char *slot = g.staging.data() + i * g.slotBytes;
-  // The copy out of this slot, kStagingSlots stagings ago, must have run.
-  if (g.copyQueued[i])
-    if (llvm::Error error = g.copied[i].synchronize())
-      return error;
-  layout.write(plan, slot);
-  if (llvm::Error error =
-          runtime.upload(g.metadata.data(), slot, layout.bytes, stream))
+  if (llvm::Error error = g.staging.upload(
+          runtime, g.metadata.data(), layout.bytes,
+          [&](char *slot) { layout.write(plan, slot); }, stream))
     return error;
-  if (llvm::Error error = g.copied[i].record(static_cast<cuda::CUstream>(stream)))
-    return error;
-  g.copyQueued[i] = true;
-  ++g.stagings;
   g.lastStream = stream;
   lastStream = stream;
   return llvm::Error::success();

@@ -2,6 +2,7 @@
 
 #include "mla/Runtime/MlaLayer.h"
 
+#include "MetadataStaging.h"
 #include "StepMetadata.h"
 
 #include "mla/Runtime/GpuKernel.h"
@@ -66,11 +67,15 @@ std::string MlaStepPlan::str() const {
 MlaLayer::MlaLayer(Runtime &runtime, MlaLayerConfig config,
                    MlaLayerWeights weights)
     : runtime(runtime), layerConfig(std::move(config)),
-      weights(std::move(weights)), scratch(detail::NumScratchBuffers) {}
+      weights(std::move(weights)), scratch(detail::NumScratchBuffers),
+      staging(std::make_unique<detail::MetadataStaging>()) {}
 
 MlaLayer::~MlaLayer() {
-  // Scratch may still be in use by queued work.
+  // Scratch and staging may still be in use by queued work; the staging's
+  // page-locked memory and events go with the GPU's context current.
   llvm::consumeError(runtime.synchronize(lastStream));
+  if (const cuda::Device *gpu = runtime.gpu())
+    llvm::consumeError(gpu->makeCurrent());
 }
 
 llvm::Expected<std::unique_ptr<MlaLayer>>
@@ -344,16 +349,23 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   hostParts.clear();
   lastStream = stream;
 
-  // One upload of every metadata array the kernels read.
+  // One upload of every metadata array the kernels read: on a GPU from
+  // page-locked slots, so that forward does not wait for the stream's
+  // earlier work; on the CPU the block is host memory, written in place.
   auto layout = detail::StepMetadataLayout::of(plan);
-  staging.resize(layout.bytes);
-  layout.write(plan, staging.data());
-  auto block = reserve(metadata, staging.size(), stream);
+  auto block = reserve(metadata, layout.bytes, stream);
   if (!block)
     return block.takeError();
-  if (llvm::Error error =
-          runtime.upload(*block, staging.data(), staging.size(), stream))
-    return error;
+  auto fill = [&](char *to) { layout.write(plan, to); };
+  if (const cuda::Device *gpu = runtime.gpu()) {
+    if (llvm::Error error = gpu->makeCurrent())
+      return error;
+    if (llvm::Error error =
+            staging->upload(runtime, *block, layout.bytes, fill, stream))
+      return error;
+  } else {
+    fill(static_cast<char *>(*block));
+  }
   if (timeHost)
     hostParts.push_back(
         {"checks and metadata upload", millisecondsSince(start)});

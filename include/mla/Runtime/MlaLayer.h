@@ -182,6 +182,7 @@ struct PhaseTiming {
 class MlaLayer;
 namespace detail {
 struct ScratchPointers;
+class MetadataStaging;
 } // namespace detail
 
 /// A decode-only step captured once as a CUDA graph (MlaLayer::
@@ -330,7 +331,8 @@ private:
   // (indexed by detail::ScratchBuffer).
   DeviceAllocation metadata;
   std::vector<DeviceAllocation> scratch;
-  std::vector<char> staging;
+  /// The metadata's way to `metadata` on a GPU.
+  std::unique_ptr<detail::MetadataStaging> staging;
 
   bool timePhases = false, timeHost = false;
   std::vector<PhaseTiming> timings, hostParts;
