@@ -14,8 +14,8 @@ using llvm::Twine;
 static llvm::Error checkQueryStartLoc(const CommonAttentionMetadata &m) {
   if (m.numReqs < 0 ||
       static_cast<int64_t>(m.queryStartLoc.size()) != m.numReqs + 1)
-    return fail("queryStartLoc has " + Twine(m.queryStartLoc.size()) +
-                " entries, expected numReqs + 1 = " + Twine(m.numReqs + 1));
+    return fail("query_start_loc has " + Twine(m.queryStartLoc.size()) +
+                " entries, expected num_reqs + 1 = " + Twine(m.numReqs + 1));
   return llvm::Error::success();
 }
 

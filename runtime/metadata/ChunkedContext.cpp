@@ -120,7 +120,7 @@ buildChunkedPrefillMetadata(const CommonAttentionMetadata &m,
     llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
     out.blockTable.insert(out.blockTable.end(), row.begin(), row.end());
     if (m.contextLen(b) < 0)
-      return fail("request " + Twine(b) + ": seqLens[" + Twine(b) +
+      return fail("request " + Twine(b) + ": seq_lens[" + Twine(b) +
                   "] = " + Twine(m.seqLens[b]) +
                   " is less than its query length " + Twine(m.queryLen(b)));
     contextLens.push_back(m.contextLen(b));

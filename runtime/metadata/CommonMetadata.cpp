@@ -63,43 +63,43 @@ CommonAttentionMetadata makeCommonAttentionMetadata(
 
 llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
   if (m.numReqs < 0)
-    return fail("numReqs is " + Twine(m.numReqs) + ", must be non-negative");
+    return fail("num_reqs is " + Twine(m.numReqs) + ", must be non-negative");
   if (m.numActualTokens < 0)
-    return fail("numActualTokens is " + Twine(m.numActualTokens) +
+    return fail("num_actual_tokens is " + Twine(m.numActualTokens) +
                 ", must be non-negative");
   if (m.maxBlocks < 0)
-    return fail("maxBlocks is " + Twine(m.maxBlocks) +
+    return fail("max_blocks is " + Twine(m.maxBlocks) +
                 ", must be non-negative");
 
   const std::vector<int32_t> &loc = m.queryStartLoc;
   if (static_cast<int64_t>(loc.size()) != m.numReqs + 1)
-    return fail("queryStartLoc has " + Twine(loc.size()) +
-                " entries, expected numReqs + 1 = " + Twine(m.numReqs + 1));
+    return fail("query_start_loc has " + Twine(loc.size()) +
+                " entries, expected num_reqs + 1 = " + Twine(m.numReqs + 1));
   if (loc[0] != 0)
-    return fail("queryStartLoc[0] is " + Twine(loc[0]) + ", must be 0");
+    return fail("query_start_loc[0] is " + Twine(loc[0]) + ", must be 0");
   for (int64_t b = 0; b < m.numReqs; ++b)
     if (loc[b + 1] < loc[b])
-      return fail("queryStartLoc decreases at request " + Twine(b) +
-                  ": queryStartLoc[" + Twine(b + 1) +
-                  "] = " + Twine(loc[b + 1]) + " < queryStartLoc[" + Twine(b) +
+      return fail("query_start_loc decreases at request " + Twine(b) +
+                  ": query_start_loc[" + Twine(b + 1) +
+                  "] = " + Twine(loc[b + 1]) + " < query_start_loc[" + Twine(b) +
                   "] = " + Twine(loc[b]) + " (a negative query length)");
   if (loc.back() != m.numActualTokens)
-    return fail("queryStartLoc[" + Twine(m.numReqs) + "] is " +
-                Twine(loc.back()) + ", but numActualTokens is " +
+    return fail("query_start_loc[" + Twine(m.numReqs) + "] is " +
+                Twine(loc.back()) + ", but num_actual_tokens is " +
                 Twine(m.numActualTokens));
 
   if (static_cast<int64_t>(m.seqLens.size()) != m.numReqs)
-    return fail("seqLens has " + Twine(m.seqLens.size()) +
-                " entries, expected numReqs = " + Twine(m.numReqs));
+    return fail("seq_lens has " + Twine(m.seqLens.size()) +
+                " entries, expected num_reqs = " + Twine(m.numReqs));
   if (static_cast<int64_t>(m.blockTable.size()) != m.numReqs * m.maxBlocks)
-    return fail("blockTable has " + Twine(m.blockTable.size()) +
-                " entries, expected numReqs * maxBlocks = " + Twine(m.numReqs) +
+    return fail("block_table has " + Twine(m.blockTable.size()) +
+                " entries, expected num_reqs * max_blocks = " + Twine(m.numReqs) +
                 " * " + Twine(m.maxBlocks) + " = " +
                 Twine(m.numReqs * m.maxBlocks));
   if (static_cast<int64_t>(m.slotMapping.size()) < m.numActualTokens)
     return fail(
-        "slotMapping has " + Twine(m.slotMapping.size()) +
-        " entries, fewer than numActualTokens = " + Twine(m.numActualTokens));
+        "slot_mapping has " + Twine(m.slotMapping.size()) +
+        " entries, fewer than num_actual_tokens = " + Twine(m.numActualTokens));
   return llvm::Error::success();
 }
 
@@ -120,22 +120,22 @@ static llvm::Error checkRequest(const CommonAttentionMetadata &m, int64_t b,
   int64_t seqLen = m.seqLens[b];
   int64_t queryLen = m.queryLen(b);
   if (seqLen < 0)
-    return fail("seqLens[" + Twine(b) + "] is " + Twine(seqLen) +
+    return fail("seq_lens[" + Twine(b) + "] is " + Twine(seqLen) +
                 ", must be non-negative");
   if (seqLen < queryLen)
-    return fail("request " + Twine(b) + ": seqLens[" + Twine(b) +
+    return fail("request " + Twine(b) + ": seq_lens[" + Twine(b) +
                 "] = " + Twine(seqLen) + " is less than its query length " +
                 Twine(queryLen) + " (the new tokens are part of the sequence)");
   int64_t pages = cdiv(seqLen, blockSize);
   if (pages > m.maxBlocks)
     return fail("request " + Twine(b) + " needs " + Twine(pages) +
                 " pages for " + Twine(seqLen) + " tokens of block size " +
-                Twine(blockSize) + ", but the block table has maxBlocks = " +
+                Twine(blockSize) + ", but the block table has max_blocks = " +
                 Twine(m.maxBlocks) + " columns");
   llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
   for (int64_t j = 0; j < pages; ++j)
     if (row[j] < 0 || row[j] >= numCacheBlocks)
-      return fail("blockTable[" + Twine(b) + "][" + Twine(j) +
+      return fail("block_table[" + Twine(b) + "][" + Twine(j) +
                   "] = " + Twine(row[j]) + " is not a page of the cache [0, " +
                   Twine(numCacheBlocks) + ")");
   return llvm::Error::success();
@@ -153,14 +153,14 @@ static llvm::Error checkSlots(const CommonAttentionMetadata &m, int64_t b,
     if (slot == kPaddingSlot)
       continue;
     if (slot < 0 || slot >= numSlots)
-      return fail("slotMapping[" + Twine(t) + "] = " + Twine(slot) +
+      return fail("slot_mapping[" + Twine(t) + "] = " + Twine(slot) +
                   " is neither -1 (padding) nor a slot of the cache [0, " +
                   Twine(numSlots) + ")");
     int64_t pos = context + i;
     int64_t page = m.blockTableRow(b)[pos / blockSize];
     int64_t expected = page * blockSize + pos % blockSize;
     if (slot != expected)
-      return fail("slotMapping[" + Twine(t) + "] = " + Twine(slot) +
+      return fail("slot_mapping[" + Twine(t) + "] = " + Twine(slot) +
                   ", but token " + Twine(t) + " is position " + Twine(pos) +
                   " of request " + Twine(b) + ", which the block table puts" +
                   " in slot " + Twine(expected) + " (page " + Twine(page) +
@@ -173,8 +173,8 @@ static llvm::Error checkSlots(const CommonAttentionMetadata &m, int64_t b,
 static llvm::Error checkSlotPadding(const CommonAttentionMetadata &m) {
   for (size_t t = m.numActualTokens; t < m.slotMapping.size(); ++t)
     if (m.slotMapping[t] != kPaddingSlot)
-      return fail("slotMapping[" + Twine(t) + "] = " + Twine(m.slotMapping[t]) +
-                  " is past numActualTokens = " + Twine(m.numActualTokens) +
+      return fail("slot_mapping[" + Twine(t) + "] = " + Twine(m.slotMapping[t]) +
+                  " is past num_actual_tokens = " + Twine(m.numActualTokens) +
                   " and must be -1 (padding)");
   return llvm::Error::success();
 }
@@ -188,10 +188,10 @@ static llvm::Error checkMaxima(const CommonAttentionMetadata &m) {
   // Kernels and the decode/prefill split size work by maxQueryLen, so it
   // must be exact; vLLM documents maxSeqLen as possibly an upper bound.
   if (m.maxQueryLen != longestQuery)
-    return fail("maxQueryLen is " + Twine(m.maxQueryLen) +
+    return fail("max_query_len is " + Twine(m.maxQueryLen) +
                 ", but the longest query is " + Twine(longestQuery));
   if (m.maxSeqLen < longestSeq)
-    return fail("maxSeqLen is " + Twine(m.maxSeqLen) +
+    return fail("max_seq_len is " + Twine(m.maxSeqLen) +
                 ", less than the longest sequence " + Twine(longestSeq));
   return llvm::Error::success();
 }

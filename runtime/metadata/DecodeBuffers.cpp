@@ -21,7 +21,7 @@ DecodeMetadataBuffers::create(int64_t maxBatch, int64_t maxBlocks) {
   if (maxBatch <= 0 || maxBlocks <= 0)
     return fail("decode metadata buffers need a positive capacity, got "
                 "maxBatch = " +
-                Twine(maxBatch) + ", maxBlocks = " + Twine(maxBlocks));
+                Twine(maxBatch) + ", max_blocks = " + Twine(maxBlocks));
   return DecodeMetadataBuffers(maxBatch, maxBlocks);
 }
 
@@ -41,7 +41,7 @@ llvm::Error DecodeMetadataBuffers::update(llvm::ArrayRef<int32_t> seqLens,
   if (tableWidth > capacityBlocks)
     return fail(
         "block table width " + Twine(tableWidth) +
-        " exceeds the captured capacity maxBlocks = " + Twine(capacityBlocks));
+        " exceeds the captured capacity max_blocks = " + Twine(capacityBlocks));
   if (static_cast<int64_t>(blockTable.size()) != batch * tableWidth)
     return fail("block table has " + Twine(blockTable.size()) +
                 " entries, expected " + Twine(batch) + " requests * " +

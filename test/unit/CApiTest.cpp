@@ -1174,19 +1174,19 @@ TEST_F(CApiLayerTest, InvalidMetadata) {
   mla_batch_metadata_t batch = SmallStep::view(shortSeq);
   expectFailure(mla_layer_plan(layer.p, &batch, S::kPages, &plan),
                 MLA_ERROR_INVALID_METADATA,
-                {"mla_layer_plan", "seqLens[2] = 3", "query length 5"});
+                {"mla_layer_plan", "seq_lens[2] = 3", "query length 5"});
   // A page outside the cache.
   auto farPage = m;
   farPage.blockTable[4] = S::kPages;
   batch = SmallStep::view(farPage);
   expectFailure(mla_layer_plan(layer.p, &batch, S::kPages, &plan),
-                MLA_ERROR_INVALID_METADATA, {"blockTable[2][0]"});
+                MLA_ERROR_INVALID_METADATA, {"block_table[2][0]"});
   // A slot that disagrees with the block table.
   auto badSlot = m;
   badSlot.slotMapping[3] += 1;
   batch = SmallStep::view(badSlot);
   expectFailure(mla_layer_plan(layer.p, &batch, S::kPages, &plan),
-                MLA_ERROR_INVALID_METADATA, {"slotMapping[3]"});
+                MLA_ERROR_INVALID_METADATA, {"slot_mapping[3]"});
   // A prefill before a decode: not ordered decodes first.
   auto reordered =
       mla::runtime::makeCommonAttentionMetadata({5, 1, 1}, {25, 20, 9},
@@ -1205,11 +1205,11 @@ TEST_F(CApiLayerTest, InvalidMetadata) {
   batch = SmallStep::view(m);
   batch.max_query_len = 4;
   expectFailure(mla_layer_plan(layer.p, &batch, S::kPages, &plan),
-                MLA_ERROR_INVALID_METADATA, {"maxQueryLen"});
+                MLA_ERROR_INVALID_METADATA, {"max_query_len"});
   batch = SmallStep::view(m);
   batch.num_slots = 3;
   expectFailure(mla_layer_plan(layer.p, &batch, S::kPages, &plan),
-                MLA_ERROR_INVALID_METADATA, {"slotMapping"});
+                MLA_ERROR_INVALID_METADATA, {"slot_mapping"});
   // NULL arrays the counts say are there.
   batch = SmallStep::view(m);
   batch.seq_lens = nullptr;

@@ -117,37 +117,37 @@ TEST(MetadataValidate, SizeErrors) {
     const char *message;
   };
   const Case cases[] = {
-      {"negative numReqs", [](CommonAttentionMetadata &m) { m.numReqs = -1; },
-       "numReqs is -1, must be non-negative"},
-      {"negative numActualTokens",
+      {"negative num_reqs", [](CommonAttentionMetadata &m) { m.numReqs = -1; },
+       "num_reqs is -1, must be non-negative"},
+      {"negative num_actual_tokens",
        [](CommonAttentionMetadata &m) { m.numActualTokens = -6; },
-       "numActualTokens is -6, must be non-negative"},
-      {"negative maxBlocks",
+       "num_actual_tokens is -6, must be non-negative"},
+      {"negative max_blocks",
        [](CommonAttentionMetadata &m) { m.maxBlocks = -3; },
-       "maxBlocks is -3, must be non-negative"},
-      {"queryStartLoc size",
+       "max_blocks is -3, must be non-negative"},
+      {"query_start_loc size",
        [](CommonAttentionMetadata &m) { m.queryStartLoc.pop_back(); },
-       "queryStartLoc has 3 entries, expected numReqs + 1 = 4"},
-      {"queryStartLoc start",
+       "query_start_loc has 3 entries, expected num_reqs + 1 = 4"},
+      {"query_start_loc start",
        [](CommonAttentionMetadata &m) { m.queryStartLoc[0] = 1; },
-       "queryStartLoc[0] is 1, must be 0"},
-      {"queryStartLoc decreasing",
+       "query_start_loc[0] is 1, must be 0"},
+      {"query_start_loc decreasing",
        [](CommonAttentionMetadata &m) {
          m.queryStartLoc = {0, 4, 3, 6};
        },
-       "queryStartLoc decreases at request 1: queryStartLoc[2] = 3 < "
-       "queryStartLoc[1] = 4 (a negative query length)"},
-      {"queryStartLoc end",
+       "query_start_loc decreases at request 1: query_start_loc[2] = 3 < "
+       "query_start_loc[1] = 4 (a negative query length)"},
+      {"query_start_loc end",
        [](CommonAttentionMetadata &m) { m.numActualTokens = 7; },
-       "queryStartLoc[3] is 6, but numActualTokens is 7"},
-      {"seqLens size", [](CommonAttentionMetadata &m) { m.seqLens.pop_back(); },
-       "seqLens has 2 entries, expected numReqs = 3"},
-      {"blockTable size",
+       "query_start_loc[3] is 6, but num_actual_tokens is 7"},
+      {"seq_lens size", [](CommonAttentionMetadata &m) { m.seqLens.pop_back(); },
+       "seq_lens has 2 entries, expected num_reqs = 3"},
+      {"block_table size",
        [](CommonAttentionMetadata &m) { m.blockTable.pop_back(); },
-       "blockTable has 8 entries, expected numReqs * maxBlocks = 3 * 3 = 9"},
-      {"slotMapping size",
+       "block_table has 8 entries, expected num_reqs * max_blocks = 3 * 3 = 9"},
+      {"slot_mapping size",
        [](CommonAttentionMetadata &m) { m.slotMapping.pop_back(); },
-       "slotMapping has 5 entries, fewer than numActualTokens = 6"},
+       "slot_mapping has 5 entries, fewer than num_actual_tokens = 6"},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
@@ -166,21 +166,21 @@ TEST(MetadataValidate, RequestErrors) {
   const Case cases[] = {
       {"negative seq_len",
        [](CommonAttentionMetadata &m) { m.seqLens[1] = -1; },
-       "seqLens[1] is -1, must be non-negative"},
+       "seq_lens[1] is -1, must be non-negative"},
       {"seq_len < query_len",
        [](CommonAttentionMetadata &m) { m.seqLens[1] = 2; },
-       "request 1: seqLens[1] = 2 is less than its query length 3 (the new "
+       "request 1: seq_lens[1] = 2 is less than its query length 3 (the new "
        "tokens are part of the sequence)"},
       {"block table too short",
        [](CommonAttentionMetadata &m) { m.seqLens[2] = 13; },
        "request 2 needs 4 pages for 13 tokens of block size 4, but the block "
-       "table has maxBlocks = 3 columns"},
+       "table has max_blocks = 3 columns"},
       {"block id past the cache",
        [](CommonAttentionMetadata &m) { m.blockTable[2 * 3 + 2] = 16; },
-       "blockTable[2][2] = 16 is not a page of the cache [0, 16)"},
+       "block_table[2][2] = 16 is not a page of the cache [0, 16)"},
       {"negative block id",
        [](CommonAttentionMetadata &m) { m.blockTable[0] = -1; },
-       "blockTable[0][0] = -1 is not a page of the cache [0, 16)"},
+       "block_table[0][0] = -1 is not a page of the cache [0, 16)"},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
@@ -199,19 +199,19 @@ TEST(MetadataValidate, SlotErrors) {
   const Case cases[] = {
       {"slot past the cache",
        [](CommonAttentionMetadata &m) { m.slotMapping[5] = 64; },
-       "slotMapping[5] = 64 is neither -1 (padding) nor a slot of the cache "
+       "slot_mapping[5] = 64 is neither -1 (padding) nor a slot of the cache "
        "[0, 64)"},
       {"negative slot other than -1",
        [](CommonAttentionMetadata &m) { m.slotMapping[1] = -2; },
-       "slotMapping[1] = -2 is neither -1 (padding) nor a slot of the cache "
+       "slot_mapping[1] = -2 is neither -1 (padding) nor a slot of the cache "
        "[0, 64)"},
       {"slot not where the block table puts the token",
        [](CommonAttentionMetadata &m) { m.slotMapping[0] = 29; },
-       "slotMapping[0] = 29, but token 0 is position 4 of request 0, which "
+       "slot_mapping[0] = 29, but token 0 is position 4 of request 0, which "
        "the block table puts in slot 28 (page 7, row 0)"},
       {"padding tail holding a slot",
        [](CommonAttentionMetadata &m) { m.slotMapping.push_back(5); },
-       "slotMapping[6] = 5 is past numActualTokens = 6 and must be -1 "
+       "slot_mapping[6] = 5 is past num_actual_tokens = 6 and must be -1 "
        "(padding)"},
   };
   for (const Case &c : cases) {
@@ -225,13 +225,13 @@ TEST(MetadataValidate, SlotErrors) {
 TEST(MetadataValidate, MaximaErrors) {
   CommonAttentionMetadata m = sampleBatch();
   m.maxQueryLen = 2;
-  EXPECT_EQ(validateError(m), "maxQueryLen is 2, but the longest query is 3");
+  EXPECT_EQ(validateError(m), "max_query_len is 2, but the longest query is 3");
   m.maxQueryLen = 4;
-  EXPECT_EQ(validateError(m), "maxQueryLen is 4, but the longest query is 3");
+  EXPECT_EQ(validateError(m), "max_query_len is 4, but the longest query is 3");
   m = sampleBatch();
   m.maxSeqLen = 8;
   EXPECT_EQ(validateError(m),
-            "maxSeqLen is 8, less than the longest sequence 9");
+            "max_seq_len is 8, less than the longest sequence 9");
 }
 
 //===----------------------------------------------------------------------===//
@@ -330,7 +330,7 @@ TEST(MetadataReorder, Errors) {
   broken.queryStartLoc.pop_back();
   auto brokenOrder = decodesFirstOrder(broken);
   EXPECT_EQ(errorText(brokenOrder),
-            "queryStartLoc has 6 entries, expected numReqs + 1 = 7");
+            "query_start_loc has 6 entries, expected num_reqs + 1 = 7");
 
   auto shortOrder = applyOrder(m, {0, 1, 2});
   EXPECT_EQ(errorText(shortOrder),
@@ -343,7 +343,7 @@ TEST(MetadataReorder, Errors) {
             "order[5] = 1 names a request twice: not a permutation");
   auto malformed = applyOrder(broken, {0, 1, 2, 3, 4, 5});
   EXPECT_EQ(errorText(malformed),
-            "queryStartLoc has 6 entries, expected numReqs + 1 = 7");
+            "query_start_loc has 6 entries, expected num_reqs + 1 = 7");
 }
 
 TEST(MetadataReorder, RandomBatches) {
@@ -1019,7 +1019,7 @@ TEST(MetadataBuffers, RefusesWhatDoesNotFit) {
             "decode batch of 3 requests exceeds the captured capacity "
             "maxBatch = 2");
   EXPECT_EQ(errorText(buffers.update({1}, {0, 0, 0, 0}, 4)),
-            "block table width 4 exceeds the captured capacity maxBlocks = 3");
+            "block table width 4 exceeds the captured capacity max_blocks = 3");
   EXPECT_EQ(errorText(buffers.update({1, 2}, {0, 0, 0}, 2)),
             "block table has 3 entries, expected 2 requests * 2 columns = 4");
   EXPECT_EQ(errorText(buffers.update({1, -2}, {0, 0}, 1)),
@@ -1034,7 +1034,7 @@ TEST(MetadataBuffers, RefusesWhatDoesNotFit) {
   auto empty = DecodeMetadataBuffers::create(0, 3);
   EXPECT_EQ(errorText(empty),
             "decode metadata buffers need a positive capacity, got maxBatch = "
-            "0, maxBlocks = 3");
+            "0, max_blocks = 3");
 }
 
 } // namespace
