@@ -37,8 +37,9 @@
  *  - Handles are opaque. Layers, kernels and allocations belong to the
  *    runtime that made them and must be released before it:
  *    mla_runtime_destroy refuses (MLA_ERROR_INVALID_ARGUMENT, nothing
- *    released) while any is alive. Plans are plain host data; they belong
- *    to the layer that made them and may outlive it (but are then useless).
+ *    released) while any is alive. Plans are plain host data; they serve
+ *    every layer of the runtime configured as the one that made them (same
+ *    mla_layer_config_t, same backend) and may outlive it.
  *  - Destroying NULL is a no-op that returns MLA_OK, as free(NULL) is, so
  *    cleanup paths need no checks.
  *  - Strings returned through `const char **` stay valid as long as the
@@ -550,7 +551,9 @@ typedef struct mla_forward_args {
 
 /** Runs the step `plan` describes on `args`, queued on `stream` on a GPU
  *  (the call returns without waiting), to completion on the CPU.
- *  MLA_ERROR_INVALID_ARGUMENT for a plan from another layer or a tensor of
+ *  MLA_ERROR_INVALID_ARGUMENT for a plan of a layer of another
+ *  configuration (plans serve every layer of the runtime configured alike,
+ *  so a model's layers plan a step once) or a tensor of
  *  the wrong dtype, rank, shape or layout (named: "q", "kv_c", "k_pe",
  *  "kv_cache", "output", "decode_lse"); MLA_ERROR_RUNTIME when a kernel
  *  fails to run. */
@@ -620,8 +623,8 @@ mla_status_t mla_decode_graph_get_shape(const mla_decode_graph_t *graph,
 
 /** Replays `graph` for `plan` (from mla_layer_plan_decode_step with the
  *  graph's shape), queued on `stream`; returns without waiting for the GPU.
- *  MLA_ERROR_INVALID_ARGUMENT for a plan of another shape or layer, or a
- *  graph of another layer; MLA_ERROR_RUNTIME when the copy or the launch
+ *  MLA_ERROR_INVALID_ARGUMENT for a plan of another shape or configuration,
+ *  or a graph of another layer; MLA_ERROR_RUNTIME when the copy or the launch
  *  fails. */
 mla_status_t mla_layer_replay(mla_layer_t *layer, mla_decode_graph_t *graph,
                               const mla_plan_t *plan, void *stream);

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -69,13 +70,22 @@ struct mla_runtime {
     std::lock_guard<std::mutex> lock(mutex);
     return strings.insert(std::move(text)).first->c_str();
   }
+
+  /// The plan family of layers configured as `fingerprint` says.
+  uint64_t planFamily(const std::string &fingerprint);
+
+private:
+  std::map<std::string, uint64_t> planFamilies;
 };
 
 struct mla_layer {
   mla_runtime *owner = nullptr;
-  /// Unique in the process, so that a plan cannot pass for another layer's
-  /// even when a new layer reuses a destroyed one's address.
-  uint64_t id = 0;
+  /// The layers that plan alike: one number for every layer of this
+  /// runtime with the same configuration and backend, unique in the
+  /// process otherwise, so that a plan serves every such layer (a model's
+  /// layers plan a step once) and no other, even when a new layer reuses a
+  /// destroyed one's address.
+  uint64_t planFamily = 0;
   std::unique_ptr<MlaLayer> layer;
   SelectionText selection;
   /// Graphs captured by the layer and not destroyed: they refer to it.
@@ -88,7 +98,7 @@ struct mla_decode_graph {
 };
 
 struct mla_plan {
-  uint64_t layerId = 0;
+  uint64_t planFamily = 0;
   MlaStepPlan plan;
   std::string line;
 };
@@ -99,6 +109,18 @@ struct mla_kernel {
   std::string cacheEntry;
 };
 
+/// Plan families are numbered across runtimes: a plan of one runtime's
+/// layer never passes for another runtime's.
+static std::atomic<uint64_t> nextPlanFamily{1};
+
+uint64_t mla_runtime::planFamily(const std::string &fingerprint) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [at, added] = planFamilies.try_emplace(fingerprint, 0);
+  if (added)
+    at->second = nextPlanFamily++;
+  return at->second;
+}
+
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -106,7 +128,6 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 thread_local std::string lastError;
-std::atomic<uint64_t> nextLayerId{1};
 
 mla_status_t succeed() {
   lastError.clear();
@@ -135,6 +156,20 @@ void setLastErrorNoThrow(const char *fn, const char *what) {
   } catch (...) {
     lastError.clear();
   }
+}
+
+constexpr const char *kForeignPlan =
+    "the plan was made by a layer of another configuration or runtime";
+
+/// Everything a layer's plans depend on: its configuration (every field)
+/// and its backend, whose kernels the decode schedule follows.
+std::string planFingerprint(const MlaLayer &layer) {
+  const MlaLayerConfig &c = layer.config();
+  return c.selectionKey().str() + " scale=" + std::to_string(c.softmaxScale) +
+         " workspace=" + std::to_string(c.workspaceTokens) +
+         " max_model_len=" + std::to_string(c.maxModelLen) +
+         " max_num_seqs=" + std::to_string(c.maxNumSeqs) +
+         " backend=" + layer.selection().backend->name;
 }
 
 /// Runs `body(fn)`; no exception leaves it.
@@ -875,8 +910,8 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
       return failCall(MLA_ERROR_COMPILE, fn, created.takeError());
     auto handle = std::make_unique<mla_layer>();
     handle->owner = runtime;
-    handle->id = nextLayerId++;
     handle->layer = std::move(*created);
+    handle->planFamily = runtime->planFamily(planFingerprint(*handle->layer));
     handle->selection = describeSelection(handle->layer->selection());
     ++runtime->layers;
     *layer = handle.release();
@@ -996,7 +1031,7 @@ extern "C" mla_status_t mla_layer_plan(const mla_layer_t *layer,
     if (!planned)
       return fail(MLA_ERROR_INVALID_METADATA, fn, planned.takeError());
     auto handle = std::make_unique<mla_plan>();
-    handle->layerId = layer->id;
+    handle->planFamily = layer->planFamily;
     handle->plan = std::move(*planned);
     handle->line = handle->plan.str();
     *plan = handle.release();
@@ -1048,9 +1083,8 @@ extern "C" mla_status_t mla_layer_forward(mla_layer_t *layer,
     MLA_REQUIRE(layer);
     MLA_REQUIRE(plan);
     MLA_REQUIRE(args);
-    if (plan->layerId != layer->id)
-      return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  "the plan was made by another layer");
+    if (plan->planFamily != layer->planFamily)
+      return fail(MLA_ERROR_INVALID_ARGUMENT, fn, kForeignPlan);
     MlaForwardArgs a;
     if (mla_status_t s = toForwardArgs(fn, *args, a))
       return s;
@@ -1076,7 +1110,7 @@ extern "C" mla_status_t mla_layer_plan_decode_step(
     if (!planned)
       return failCall(MLA_ERROR_INVALID_METADATA, fn, planned.takeError());
     auto handle = std::make_unique<mla_plan>();
-    handle->layerId = layer->id;
+    handle->planFamily = layer->planFamily;
     handle->plan = std::move(*planned);
     handle->line = handle->plan.str();
     *plan = handle.release();
@@ -1130,9 +1164,8 @@ mla_status_t withGraphPlan(const char *fn, mla_layer_t *layer,
   MLA_REQUIRE(layer);
   MLA_REQUIRE(graph);
   MLA_REQUIRE(plan);
-  if (plan->layerId != layer->id)
-    return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                "the plan was made by another layer");
+  if (plan->planFamily != layer->planFamily)
+    return fail(MLA_ERROR_INVALID_ARGUMENT, fn, kForeignPlan);
   if (llvm::Error error = call(*layer->layer, *graph->graph, plan->plan))
     return failCall(MLA_ERROR_RUNTIME, fn, std::move(error));
   return succeed();

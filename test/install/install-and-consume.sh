@@ -16,7 +16,7 @@ cmake --install "$build" --prefix "$prefix" >"$scratch/install.log"
 
 for f in include/mla/mla.h lib/libmla.so lib/cmake/mla/mlaConfig.cmake \
          lib/cmake/mla/mlaConfigVersion.cmake lib/cmake/mla/mlaTargets.cmake \
-         lib/pkgconfig/mla.pc \
+         lib/pkgconfig/mla.pc lib/python3/dist-packages/mla/__init__.py \
          bin/mla-opt bin/mla-run bin/mla-cache; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done

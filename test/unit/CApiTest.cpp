@@ -1144,17 +1144,22 @@ TEST_F(CApiLayerTest, LayerArgumentErrors) {
   expectFailure(mla_layer_forward(good.p, plan.p, &broken, nullptr),
                 MLA_ERROR_INVALID_ARGUMENT, {"'decode_lse'", "dimension 0"});
 
-  // A plan belongs to the layer that made it.
-  CLayer other;
-  ASSERT_OK(mla_layer_create(runtime.p, &config, &w, &other.p));
+  // A plan serves every layer of the same configuration (a model's layers
+  // plan a step once), and no layer of another.
+  CLayer same, other;
+  ASSERT_OK(mla_layer_create(runtime.p, &config, &w, &same.p));
+  EXPECT_OK(mla_layer_forward(same.p, plan.p, &args, nullptr));
+  mla_layer_config_t otherConfig = config;
+  otherConfig.workspace_tokens = config.workspace_tokens + 64;
+  ASSERT_OK(mla_layer_create(runtime.p, &otherConfig, &w, &other.p));
   expectFailure(mla_layer_forward(other.p, plan.p, &args, nullptr),
-                MLA_ERROR_INVALID_ARGUMENT, {"another layer"});
+                MLA_ERROR_INVALID_ARGUMENT, {"another configuration"});
   // The valid arguments run (no decode LSE asked for).
   EXPECT_OK(mla_layer_forward(good.p, plan.p, &args, nullptr));
 
   // The runtime does not go before its layers.
   expectFailure(mla_runtime_destroy(runtime.p), MLA_ERROR_INVALID_ARGUMENT,
-                {"2 layer(s)"});
+                {"3 layer(s)"});
 }
 
 TEST_F(CApiLayerTest, InvalidMetadata) {

@@ -1,0 +1,205 @@
+"""Caller tensors as mla_tensor_t views: zero-copy, checked, never copied.
+
+Accepted: torch tensors (CPU or CUDA), numpy arrays (host memory, so CPU
+runtimes only) and `DeviceBuffer`s of the same runtime. The view points at
+the tensor's own memory; the library reads and writes it in place. Whatever
+would need a copy is refused with an InvalidArgumentError (a ValueError)
+naming the tensor by its role ("q", "kv_cache", "argument 2"):
+
+- a tensor on a device the runtime does not run on (a CUDA tensor given to
+  a CPU runtime, a CPU tensor or numpy array given to a GPU runtime, a CUDA
+  tensor on another GPU than the runtime's);
+- a dtype libmla has no element type for (float64, bool, ...);
+- a non-contiguous tensor where the library needs row-major contiguous
+  memory (the layer's tensors), or a read-only array it would write.
+
+Dtypes and shapes against what the layer or kernel expects are checked by
+the library itself, whose errors name the tensor the same way.
+
+numpy has no bfloat16: bf16 data goes through torch (or an ml_dtypes
+bfloat16 array, which numpy reports as "bfloat16").
+"""
+
+import ctypes
+import functools
+import struct
+import sys
+from typing import Any, Sequence, Tuple
+
+from . import _capi
+from .dtypes import DType
+from .errors import InvalidArgumentError
+
+# mla_tensor_t as bytes (data, dtype, rank, shape[], strides[]), so that a
+# view is written with one pack rather than field by field: the layer's
+# forward writes six per step. _capi's struct must have this layout.
+_LAYOUT = struct.Struct(f"=Qii{_capi.MAX_RANK}q{_capi.MAX_RANK}q")
+_ZEROS = (0,) * _capi.MAX_RANK
+assert _LAYOUT.size == ctypes.sizeof(_capi.mla_tensor_t)
+assert _capi.mla_tensor_t.strides.offset == _LAYOUT.size - 8 * _capi.MAX_RANK
+
+
+def describe(
+    value: Any,
+    name: str,
+    runtime: Any,
+    *,
+    contiguous: bool = True,
+    writable: bool = False,
+) -> _capi.mla_tensor_t:
+    """The view of `value` for `runtime`'s device. `contiguous`: the library
+    needs row-major contiguous memory (else the tensor's own strides are
+    passed, for a kernel to check). `writable`: the library writes it."""
+    tensor = _capi.mla_tensor_t()
+    describe_into(memoryview(tensor).cast("B"), 0, value, name, runtime,
+                  contiguous=contiguous, writable=writable)
+    return tensor
+
+
+def describe_into(
+    target: memoryview,
+    offset: int,
+    value: Any,
+    name: str,
+    runtime: Any,
+    *,
+    contiguous: bool = True,
+    writable: bool = False,
+) -> None:
+    """Writes the view of `value` (as `describe` makes it) into the
+    mla_tensor_t at byte `offset` of `target`."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.layout is not torch.strided:
+            raise InvalidArgumentError(f"{name} is a {value.layout} tensor; libmla takes dense ones")
+        fields = _torch_fields(value, name, runtime, contiguous)
+    else:
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and isinstance(value, numpy.ndarray):
+            fields = _numpy_fields(value, name, runtime, contiguous, writable)
+        else:
+            own = getattr(value, "_mla_describe", None)
+            if own is None:
+                raise TypeError(
+                    f"{name} must be a torch tensor, a numpy array or an mla.DeviceBuffer, "
+                    f"got {type(value).__name__}"
+                )
+            fields = own(name, runtime)
+    pack_view(target, offset, *fields)
+
+
+def pack_view(
+    target: memoryview, offset: int, data: int, dtype: DType, shape: Sequence[int], strides: Sequence[int]
+) -> None:
+    """Writes an mla_tensor_t over `data` (strides in elements) at byte
+    `offset` of `target`."""
+    rank = len(shape)
+    if rank > _capi.MAX_RANK:
+        raise InvalidArgumentError(f"a tensor of {rank} dimensions; libmla takes at most {_capi.MAX_RANK}")
+    pad = _ZEROS[rank:]
+    _LAYOUT.pack_into(target, offset, data, dtype, rank, *shape, *pad, *strides, *pad)
+
+
+def view(data: int, dtype: DType, shape: Sequence[int], strides: Sequence[int]) -> _capi.mla_tensor_t:
+    """An mla_tensor_t over `data` (strides in elements)."""
+    tensor = _capi.mla_tensor_t()
+    pack_view(memoryview(tensor).cast("B"), 0, data, dtype, shape, strides)
+    return tensor
+
+
+@functools.lru_cache(maxsize=256)
+def row_major_strides(shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """The strides, in elements, of a contiguous tensor of `shape` (a
+    tuple; cached, as a serving loop passes the same shapes every step)."""
+    strides = []
+    stride = 1
+    for size in reversed(shape):
+        strides.append(stride)
+        stride *= size
+    return tuple(reversed(strides))
+
+
+def _check_rank(name: str, shape: Sequence[int]) -> None:
+    if len(shape) > _capi.MAX_RANK:
+        raise InvalidArgumentError(
+            f"{name} has {len(shape)} dimensions; libmla takes at most {_capi.MAX_RANK}"
+        )
+
+
+def _not_contiguous(name: str, shape: Sequence[int], strides: Sequence[int]) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{name} must be contiguous (row-major), got strides {tuple(strides)} for "
+        f"shape {tuple(shape)}; make a contiguous copy first if that is intended"
+    )
+
+
+def _torch_fields(value: Any, name: str, runtime: Any, contiguous: bool) -> tuple:
+    """(data, dtype, shape, strides) of a torch tensor on `runtime`'s device.
+    The checks read as few tensor attributes as they can: they run for every
+    tensor of every step."""
+    if value.is_cuda:
+        if not runtime.is_cuda:
+            raise InvalidArgumentError(
+                f"{name} is on {value.device}, but the runtime runs on the CPU; pass a CPU tensor"
+            )
+        if value.get_device() != runtime.gpu_ordinal:
+            raise InvalidArgumentError(
+                f"{name} is on {value.device}, but the runtime runs on cuda:{runtime.gpu_ordinal}"
+            )
+    else:
+        device = value.device
+        if device.type != "cpu":
+            raise InvalidArgumentError(f"{name} is on {device}, which libmla cannot use")
+        if runtime.is_cuda:
+            raise InvalidArgumentError(
+                f"{name} is on the CPU, but the runtime runs on cuda:{runtime.gpu_ordinal}; "
+                "pass a CUDA tensor"
+            )
+    dtype = DType.parse(value.dtype, what=f"{name}'s dtype")
+    shape = tuple(value.shape)
+    _check_rank(name, shape)
+    if contiguous:
+        if not value.is_contiguous():
+            raise _not_contiguous(name, shape, value.stride())
+        strides = row_major_strides(shape)
+    else:
+        strides = value.stride()
+    return value.data_ptr(), dtype, shape, strides
+
+
+def _numpy_fields(value: Any, name: str, runtime: Any, contiguous: bool, writable: bool) -> tuple:
+    """(data, dtype, shape, strides) of a numpy array (host memory)."""
+    if runtime.is_cuda:
+        raise InvalidArgumentError(
+            f"{name} is a numpy array in host memory, but the runtime runs on "
+            f"cuda:{runtime.gpu_ordinal}; pass a CUDA tensor or an mla.DeviceBuffer"
+        )
+    if not value.dtype.isnative:
+        raise InvalidArgumentError(f"{name} is not in the machine's byte order ({value.dtype})")
+    dtype = DType.parse(value.dtype, what=f"{name}'s dtype")
+    shape = value.shape
+    _check_rank(name, shape)
+    if writable and not value.flags.writeable:
+        raise InvalidArgumentError(f"{name} is read-only, and libmla writes it")
+    if contiguous:
+        if not value.flags.c_contiguous:
+            raise _not_contiguous(name, shape, [s // value.itemsize for s in value.strides])
+        strides = row_major_strides(shape)
+    else:
+        if any(s % value.itemsize for s in value.strides):
+            raise InvalidArgumentError(
+                f"{name} has strides {value.strides} bytes, not whole elements"
+            )
+        strides = tuple(s // value.itemsize for s in value.strides)
+    return numpy_address(value), dtype, shape, strides
+
+
+def numpy_address(array: Any) -> int:
+    """The address of a numpy array's data. (ctypes' view of a writable
+    buffer gives it four times faster than `array.ctypes.data`, which
+    matters in per-step calls; read-only and empty arrays take the slow
+    way.)"""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):
+        return array.ctypes.data
