@@ -15,9 +15,10 @@
 #              the driver's JIT cache off) with modules compiled one after
 #              another and at once, 16 and 128 heads; from the disk cache
 #              with the driver's cache warm; from a cache that mla-cache
-#              filled elsewhere ($MLA_PREFILLED_CACHE, if set); and the
-#              first and warm mixed steps with the driver loading modules
-#              lazily (its default) and eagerly
+#              filled elsewhere ($MLA_PREFILLED_CACHE, if set); rounds:
+#              $MLA_STARTUP_ROUNDS (3)
+#   first-step the first and the warm mixed steps, with the driver loading
+#              kernels lazily (its default) and eagerly
 #   bench      mla-bench with ceilings measured in the same run
 # Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
 set -uo pipefail
@@ -36,9 +37,18 @@ cat "$out/device.txt"
 for step in $steps; do
   case $step in
   tests)
-    MLA_TEST_DEVICE=gpu "$bin/mla-unit-tests" --gtest_filter="$numerics_filter" \
-      > "$out/gpu-numerics.log" 2>&1
-    summary+=("gpu numerics: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/gpu-numerics.log" | tr '\n' ' '))")
+    # MLA_TEST_SHARDS=N runs the numerics as N processes at once (gtest
+    # shards): their compiles use the host's cores, their kernels share
+    # the GPU.
+    shards=${MLA_TEST_SHARDS:-1}
+    for ((i = 0; i < shards; ++i)); do
+      MLA_TEST_DEVICE=gpu GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+        "$bin/mla-unit-tests" --gtest_filter="$numerics_filter" \
+        > "$out/gpu-numerics-$i.log" 2>&1 &
+    done
+    failed=0
+    for ((i = 0; i < shards; ++i)); do wait -n || failed=$((failed + 1)); done
+    summary+=("gpu numerics: $failed of $shards shards failed ($(cat "$out"/gpu-numerics-*.log | grep -E '^\[  (PASSED|FAILED)' | tr '\n' ' '))")
     "$bin/mla-unit-tests" --gtest_filter='Cuda*:PreloadedModules*' > "$out/cuda-driver.log" 2>&1
     summary+=("driver tests: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/cuda-driver.log" | tr '\n' ' '))")
     if [ -x "$bin/mla-host-example" ]; then
@@ -84,7 +94,7 @@ for step in $steps; do
     setup() { grep -o 'layer setup [0-9.]* ms' "$1" | head -1; }
     for heads in 16 128; do
       for threads in 1 0; do
-        for round in 1 2 3; do
+        for round in $(seq "${MLA_STARTUP_ROUNDS:-3}"); do
           cache=$(mktemp -d)
           log=$out/startup-h$heads-threads$threads-r$round.log
           env CUDA_CACHE_DISABLE=1 MLA_CACHE_DIR=$cache \
@@ -113,6 +123,9 @@ for step in $steps; do
         rm -rf "$cache" "$driver"
       fi
     done
+    ;;
+  first-step)
+    setup() { grep -o 'layer setup [0-9.]* ms' "$1" | head -1; }
     for loading in LAZY EAGER; do
       cache=$(mktemp -d)
       for attempt in cold disk; do

@@ -203,9 +203,15 @@ int main(int argc, char **argv) {
   }
 
   outs() << format("\nlayer setup %.1f ms; kernels:\n", report->layerSetupMs);
-  for (const mla::CompileEvent &e : report->compiles)
+  for (const mla::CompileEvent &e : report->compiles) {
     outs() << format("  %-13s %8.1f ms  %s\n", std::string(e.source()).c_str(),
                      e.milliseconds, e.entryName.c_str());
+    // Where a compile's time went, and when the driver compiled each of its
+    // GPU kernel modules: the driver takes them one at a time.
+    outs() << "                           " << e.describePhases() << "\n";
+    if (std::string driver = e.describeDriverCompiles(); !driver.empty())
+      outs() << "                           driver: " << driver << "\n";
+  }
 
   for (size_t i = 0; i < report->steps.size(); ++i) {
     const mla::StepReport &s = report->steps[i];

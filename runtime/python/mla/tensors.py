@@ -91,13 +91,10 @@ def describe_into(
 def pack_view(
     target: memoryview, offset: int, data: int, dtype: DType, shape: Sequence[int], strides: Sequence[int]
 ) -> None:
-    """Writes an mla_tensor_t over `data` (strides in elements) at byte
-    `offset` of `target`."""
-    rank = len(shape)
-    if rank > _capi.MAX_RANK:
-        raise InvalidArgumentError(f"a tensor of {rank} dimensions; libmla takes at most {_capi.MAX_RANK}")
-    pad = _ZEROS[rank:]
-    _LAYOUT.pack_into(target, offset, data, dtype, rank, *shape, *pad, *strides, *pad)
+    """Writes an mla_tensor_t over `data` (strides in elements, at most
+    MAX_RANK of each, as the callers check) at byte `offset` of `target`."""
+    pad = _ZEROS[len(shape):]
+    _LAYOUT.pack_into(target, offset, data, dtype, len(shape), *shape, *pad, *strides, *pad)
 
 
 def view(data: int, dtype: DType, shape: Sequence[int], strides: Sequence[int]) -> _capi.mla_tensor_t:
@@ -135,29 +132,19 @@ def _not_contiguous(name: str, shape: Sequence[int], strides: Sequence[int]) -> 
 
 def _torch_fields(value: Any, name: str, runtime: Any, contiguous: bool) -> tuple:
     """(data, dtype, shape, strides) of a torch tensor on `runtime`'s device.
-    The checks read as few tensor attributes as they can: they run for every
-    tensor of every step."""
+    The checks read as few tensor attributes as they can, each once: they
+    run for every tensor of every step."""
     if value.is_cuda:
-        if not runtime.is_cuda:
-            raise InvalidArgumentError(
-                f"{name} is on {value.device}, but the runtime runs on the CPU; pass a CPU tensor"
-            )
-        if value.get_device() != runtime.gpu_ordinal:
-            raise InvalidArgumentError(
-                f"{name} is on {value.device}, but the runtime runs on cuda:{runtime.gpu_ordinal}"
-            )
-    else:
-        device = value.device
-        if device.type != "cpu":
-            raise InvalidArgumentError(f"{name} is on {device}, which libmla cannot use")
-        if runtime.is_cuda:
-            raise InvalidArgumentError(
-                f"{name} is on the CPU, but the runtime runs on cuda:{runtime.gpu_ordinal}; "
-                "pass a CUDA tensor"
-            )
-    dtype = DType.parse(value.dtype, what=f"{name}'s dtype")
-    shape = tuple(value.shape)
-    _check_rank(name, shape)
+        if not runtime.is_cuda or value.get_device() != runtime.gpu_ordinal:
+            raise _wrong_device(value, name, runtime)
+    elif runtime.is_cuda or value.device.type != "cpu":
+        raise _wrong_device(value, name, runtime)
+    dtype = _TORCH_DTYPES.get(value.dtype)
+    if dtype is None:
+        dtype = _TORCH_DTYPES[value.dtype] = DType.parse(value.dtype, what=f"{name}'s dtype")
+    shape = value.shape  # a torch.Size: a tuple
+    if len(shape) > _capi.MAX_RANK:
+        _check_rank(name, shape)
     if contiguous:
         if not value.is_contiguous():
             raise _not_contiguous(name, shape, value.stride())
@@ -165,6 +152,23 @@ def _torch_fields(value: Any, name: str, runtime: Any, contiguous: bool) -> tupl
     else:
         strides = value.stride()
     return value.data_ptr(), dtype, shape, strides
+
+
+# torch dtypes seen before, as DTypes: one dict access per tensor.
+_TORCH_DTYPES: dict = {}
+
+
+def _wrong_device(value: Any, name: str, runtime: Any) -> InvalidArgumentError:
+    device = value.device
+    if runtime.is_cuda:
+        where = f"cuda:{runtime.gpu_ordinal}"
+        if device.type == "cpu":
+            return InvalidArgumentError(f"{name} is on the CPU, but the runtime runs on {where}; pass a CUDA tensor")
+        if device.type == "cuda":
+            return InvalidArgumentError(f"{name} is on {device}, but the runtime runs on {where}")
+    elif device.type == "cuda":
+        return InvalidArgumentError(f"{name} is on {device}, but the runtime runs on the CPU; pass a CPU tensor")
+    return InvalidArgumentError(f"{name} is on {device}, which libmla cannot use")
 
 
 def _numpy_fields(value: Any, name: str, runtime: Any, contiguous: bool, writable: bool) -> tuple:
