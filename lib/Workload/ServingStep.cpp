@@ -160,7 +160,6 @@ timeHostSide(runtime::MlaLayer &layer, Runtime &runtime,
           partLaunchUs[k].push_back(host[k].driverLaunchMilliseconds * 1e3);
         }
       });
-  layer.setHostTiming(false);
   layer.setPhaseTiming(true);
   if (!samples)
     return samples.takeError();
@@ -357,6 +356,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   std::vector<CompileEvent> events = runtime.compileEvents();
   report.compiles.assign(events.begin() + eventsBefore, events.end());
   (*layer)->setPhaseTiming(true);
+  (*layer)->setHostTiming(true);
   const float scale = layerConfig.effectiveScale();
   report.tolerance =
       act == DType::F32 ? 1e-4 : act == DType::F16 ? 4e-3 : 1.5e-2;
@@ -422,6 +422,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     if (llvm::Error e = (*layer)->forward(*plan, args))
       return std::move(e);
     stepReport.phases = (*layer)->phaseTimings();
+    stepReport.hostParts = (*layer)->hostTimings();
     for (auto *t : {&*out, &*lse, &*cache})
       if (llvm::Error e = download(runtime, *t))
         return std::move(e);

@@ -470,6 +470,15 @@ llvm::Error Runtime::download(void *host, const void *device, size_t bytes,
   return synchronize(stream);
 }
 
+llvm::Error Runtime::synchronizeDevice() const {
+  if (!state->device)
+    return llvm::Error::success();
+  if (llvm::Error error = state->device->makeCurrent())
+    return error;
+  cuda::Driver &driver = state->device->driver();
+  return driver.check(driver.fn.cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
 llvm::Error Runtime::synchronize(Stream stream) const {
   if (!state->device)
     return llvm::Error::success();

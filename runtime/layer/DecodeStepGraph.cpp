@@ -54,16 +54,16 @@ struct DecodeStepGraph::State {
   // Declared last, destroyed first: before what it refers to.
   cuda::CapturedGraph graph;
   int64_t replays = 0;
-  Stream lastStream = nullptr;
 };
 
 DecodeStepGraph::DecodeStepGraph(std::unique_ptr<State> state)
     : state(std::move(state)) {}
 
 DecodeStepGraph::~DecodeStepGraph() {
-  // A replay may still be reading the buffers about to be freed.
+  // A replay may still be reading the buffers about to be freed, on a
+  // stream the caller may have destroyed since.
   if (state->replays > 0 || state->staging.used())
-    llvm::consumeError(state->runtime->synchronize(state->lastStream));
+    llvm::consumeError(state->runtime->synchronizeDevice());
   if (const cuda::Device *gpu = state->runtime->gpu())
     llvm::consumeError(gpu->makeCurrent());
 }
@@ -264,8 +264,6 @@ llvm::Error MlaLayer::stageDecodeStep(DecodeStepGraph &graph,
           runtime, g.metadata.data(), layout.bytes,
           [&](char *slot) { layout.write(plan, slot); }, stream))
     return error;
-  g.lastStream = stream;
-  lastStream = stream;
   return llvm::Error::success();
 }
 
@@ -278,8 +276,6 @@ llvm::Error MlaLayer::enqueueDecodeStep(DecodeStepGraph &graph,
   if (llvm::Error error = queueCapturedKernels(graph, stream))
     return error;
   ++graph.state->replays;
-  graph.state->lastStream = stream;
-  lastStream = stream;
   return llvm::Error::success();
 }
 

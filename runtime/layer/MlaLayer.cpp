@@ -71,9 +71,10 @@ MlaLayer::MlaLayer(Runtime &runtime, MlaLayerConfig config,
       staging(std::make_unique<detail::MetadataStaging>()) {}
 
 MlaLayer::~MlaLayer() {
-  // Scratch and staging may still be in use by queued work; the staging's
-  // page-locked memory and events go with the GPU's context current.
-  llvm::consumeError(runtime.synchronize(lastStream));
+  // Scratch and staging may still be in use by queued work, on streams the
+  // caller may have destroyed since; the staging's page-locked memory and
+  // events go with the GPU's context current.
+  llvm::consumeError(runtime.synchronizeDevice());
   if (const cuda::Device *gpu = runtime.gpu())
     llvm::consumeError(gpu->makeCurrent());
 }
@@ -347,7 +348,6 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
     return error;
   timings.clear();
   hostParts.clear();
-  lastStream = stream;
 
   // One upload of every metadata array the kernels read: on a GPU from
   // page-locked slots, so that forward does not wait for the stream's

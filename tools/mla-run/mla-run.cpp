@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 using namespace llvm;
 
@@ -85,24 +86,38 @@ static cl::opt<std::string>
 static void printFirstAndWarmSteps(const mla::ServingStepReport &report) {
   if (mixedSteps < 2)
     return;
-  const auto &first = report.steps[0].phases;
+  // A phase's time in a list of timings.
+  auto timeOf = [](const std::vector<mla::runtime::PhaseTiming> &of,
+                   const std::string &phase) -> std::optional<double> {
+    for (const auto &p : of)
+      if (p.phase == phase)
+        return p.milliseconds;
+    return std::nullopt;
+  };
+  auto warmMedian = [&](const std::string &phase, bool host) {
+    std::vector<double> warm;
+    for (int s = 1; s < mixedSteps; ++s) {
+      const mla::StepReport &step = report.steps[s];
+      if (auto t = timeOf(host ? step.hostParts : step.phases, phase))
+        warm.push_back(*t);
+    }
+    std::sort(warm.begin(), warm.end());
+    return warm.empty() ? 0.0
+                        : (warm[(warm.size() - 1) / 2] + warm[warm.size() / 2]) /
+                              2;
+  };
+  const mla::StepReport &first = report.steps[0];
   outs() << format("\nfirst mixed step vs the %d warm ones (median; the "
                    "same prefills, more decodes as earlier prefills decode "
-                   "on):\n",
+                   "on), each phase's time and the host's part of it:\n",
                    int(mixedSteps) - 1);
-  for (const auto &phase : first) {
-    std::vector<double> warm;
-    for (int s = 1; s < mixedSteps; ++s)
-      for (const auto &p : report.steps[s].phases)
-        if (p.phase == phase.phase)
-          warm.push_back(p.milliseconds);
-    if (warm.empty())
-      continue;
-    std::sort(warm.begin(), warm.end());
-    double median = (warm[(warm.size() - 1) / 2] + warm[warm.size() / 2]) / 2;
-    outs() << format("  %-18s %9.3f ms  %9.3f ms\n", phase.phase.c_str(),
-                     phase.milliseconds, median);
-  }
+  for (const auto &phase : first.phases)
+    outs() << format("  %-18s first %9.3f ms (host %8.3f ms)  warm %9.3f ms "
+                     "(host %8.3f ms)\n",
+                     phase.phase.c_str(), phase.milliseconds,
+                     timeOf(first.hostParts, phase.phase).value_or(0),
+                     warmMedian(phase.phase, false),
+                     warmMedian(phase.phase, true));
 }
 
 int main(int argc, char **argv) {

@@ -336,8 +336,6 @@ private:
 
   bool timePhases = false, timeHost = false;
   std::vector<PhaseTiming> timings, hostParts;
-  /// The stream of the last forward: the scratch is in use until it is done.
-  Stream lastStream = nullptr;
 };
 
 } // namespace mla::runtime

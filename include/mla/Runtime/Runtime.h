@@ -199,6 +199,10 @@ public:
                        Stream stream = nullptr) const;
   /// Waits for the work queued on `stream`; nothing on the CPU.
   llvm::Error synchronize(Stream stream = nullptr) const;
+  /// Waits for the work queued on every stream of the device: what an
+  /// object that queued work on its callers' streams waits for before it
+  /// frees what that work uses (those streams may be gone by then).
+  llvm::Error synchronizeDevice() const;
 
   /// Sends `line` to the log sink.
   void log(const std::string &line) const;

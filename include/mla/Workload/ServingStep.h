@@ -64,6 +64,10 @@ struct StepReport {
   /// Host time to validate and plan the batch.
   double planMicroseconds = 0;
   std::vector<runtime::PhaseTiming> phases;
+  /// Of each phase's time, the host's own (its launch calls and whatever
+  /// they do the first time: allocations, loads), as MlaLayer::hostTimings
+  /// records it; after "checks and metadata upload", in phase order.
+  std::vector<runtime::PhaseTiming> hostParts;
   /// Relative L2 errors of the outputs, max |dLSE| of the decode LSE, and
   /// new cache entries that differ from the tokens' latent rows.
   double prefillError = 0, decodeError = 0, decodeLseError = 0;
