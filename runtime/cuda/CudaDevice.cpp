@@ -2,6 +2,8 @@
 
 #include "mla/Runtime/CudaDevice.h"
 
+#include <cstdlib>
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
 
@@ -128,6 +130,30 @@ void Device::createScratchPool() {
     return;
   }
   pool = created;
+  reserveScratchMemory();
+}
+
+void Device::reserveScratchMemory() const {
+  // The first allocations from a fresh pool map its memory, several
+  // milliseconds on the first step that has prefills; memory allocated and
+  // freed here stays in the pool (release threshold: everything).
+  const char *text = std::getenv("MLA_SCRATCH_POOL_RESERVE_MB");
+  if (!text || !pool)
+    return;
+  char *end = nullptr;
+  unsigned long long megabytes = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || megabytes == 0)
+    return;
+  if (llvm::Error error = makeCurrent()) {
+    llvm::consumeError(std::move(error));
+    return;
+  }
+  CUdeviceptr pointer = 0;
+  if (cudaDriver->fn.cuMemAllocFromPoolAsync(&pointer, megabytes << 20, pool,
+                                             nullptr) != CUDA_SUCCESS)
+    return;
+  (void)cudaDriver->fn.cuMemFreeAsync(pointer, nullptr);
+  (void)cudaDriver->fn.cuStreamSynchronize(nullptr);
 }
 
 void Device::releaseScratchMemory() const {

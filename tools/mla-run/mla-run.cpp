@@ -111,13 +111,18 @@ static void printFirstAndWarmSteps(const mla::ServingStepReport &report) {
                    "same prefills, more decodes as earlier prefills decode "
                    "on), each phase's time and the host's part of it:\n",
                    int(mixedSteps) - 1);
-  for (const auto &phase : first.phases)
-    outs() << format("  %-18s first %9.3f ms (host %8.3f ms)  warm %9.3f ms "
-                     "(host %8.3f ms)\n",
+  for (const auto &phase : first.phases) {
+    double inLaunches = 0;
+    for (const auto &p : first.hostParts)
+      if (p.phase == phase.phase)
+        inLaunches = p.driverLaunchMilliseconds;
+    outs() << format("  %-18s first %9.3f ms (host %8.3f ms, in the driver's "
+                     "launches %8.3f ms)  warm %9.3f ms (host %8.3f ms)\n",
                      phase.phase.c_str(), phase.milliseconds,
                      timeOf(first.hostParts, phase.phase).value_or(0),
-                     warmMedian(phase.phase, false),
+                     inLaunches, warmMedian(phase.phase, false),
                      warmMedian(phase.phase, true));
+  }
 }
 
 int main(int argc, char **argv) {

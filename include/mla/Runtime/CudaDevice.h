@@ -89,6 +89,10 @@ public:
 private:
   Device() = default;
   void createScratchPool();
+  /// With MLA_SCRATCH_POOL_RESERVE_MB=N, N MiB taken into the scratch pool
+  /// at once (allocated and freed), so that the first steps do not pay for
+  /// growing it.
+  void reserveScratchMemory() const;
 
   Driver *cudaDriver = nullptr;
   int deviceOrdinal = 0;
