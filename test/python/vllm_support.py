@@ -11,22 +11,14 @@ import torch
 import mla
 import reference
 import support
+import test_layer
 from mla import DType
 from mla import vllm as mv
 
-# Small dims keep the CPU quick; a 32-token context workspace over 16-token
-# pages makes every context longer than a page take several chunks. Decodes
-# are speculative: up to 2 new tokens.
-SMALL = dict(
-    num_heads=4,
-    kv_lora_rank=64,
-    qk_nope_head_dim=32,
-    qk_rope_head_dim=16,
-    v_head_dim=32,
-    block_size=16,
-    decode_threshold=2,
-    workspace_tokens=32,
-)
+# test_layer's small dims (a 32-token context workspace over 16-token pages,
+# speculative decodes of up to 2 new tokens), without the decode LSE, which
+# the impl does not ask for.
+SMALL = {name: value for name, value in test_layer.SMALL.items() if name != "needs_decode_lse"}
 
 
 def impl_arguments(config: mla.LayerConfig, kv_b_proj: Any, scale: float, **overrides: Any) -> Dict[str, Any]:
