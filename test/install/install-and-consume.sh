@@ -45,6 +45,17 @@ cc -std=c99 -Wall -Werror "$here/consumer/consumer.c" "${flags[@]}" -lm \
   -o "$scratch/consumer-pkg-config"
 "$scratch/consumer-pkg-config" "$scratch/cache"
 
+echo "== the installed Python package finds the installed library"
+python=$(command -v /usr/bin/python3 || command -v python3)
+(cd "$scratch" && env -u MLA_LIBRARY -u LD_LIBRARY_PATH \
+  PYTHONPATH="$prefix/lib/python3/dist-packages" "$python" -c "
+import mla, sys
+found = mla.version().library_path
+assert found.startswith(sys.argv[1]), found
+with mla.Runtime(device='cpu', disable_disk_cache=True, log=False) as runtime:
+    print('mla', mla.__version__, 'from', found, 'on', runtime.description)
+" "$prefix/lib/")
+
 echo "== cc -lmla"
 cc -std=c99 -Wall -Werror "$here/consumer/consumer.c" -I"$prefix/include" \
   -L"$prefix/lib" -lmla -lm -o "$scratch/consumer-cc"
