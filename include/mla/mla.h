@@ -50,7 +50,8 @@
  *    and has completed when the call returns.
  *
  * Thread safety: runtime functions may be called from several threads at
- * once (compiles are serialized per runtime). Calls on one layer must be
+ * once (compiles run concurrently; a module asked for twice is compiled
+ * once). Calls on one layer must be
  * ordered (one thread at a time, and one stream or synchronized streams):
  * the layer reuses its metadata and scratch buffers between steps. Kernels
  * may run concurrently on distinct buffers. The log callback may be called
@@ -215,8 +216,9 @@ typedef enum mla_device_kind {
 /** Receives one log line (no trailing newline) and the options' user
  *  pointer: the device chosen, each backend selected, each kernel compiled
  *  or loaded from the cache with its time, cache problems. `line` is valid
- *  only during the call. The callback may run while the runtime holds its
- *  compile lock: it must not call into this interface. */
+ *  only during the call. The callback may run on any thread that
+ *  compiles (a layer compiles its kernels on several), while a kernel
+ *  cache entry is locked: it must not call into this interface. */
 typedef void (*mla_log_fn)(const char *line, void *user);
 
 typedef struct mla_runtime_options {
