@@ -3,9 +3,6 @@
 #include "mla/Runtime/ContextPool.h"
 
 #include "mla/Builders/KernelBuilders.h"
-#include "mla/Pipelines/Pipelines.h"
-
-#include "mlir/IR/DialectRegistry.h"
 
 namespace mla::runtime {
 
@@ -26,10 +23,9 @@ ContextPool::Lease::Lease(ContextPool &pool) : pool(pool) {
   held = std::make_unique<mlir::MLIRContext>(
       mlir::MLIRContext::Threading::DISABLED);
   held->setThreadPool(pool.threads);
+  // Registers the mla dialects and their extensions, and loads every
+  // dialect the kernels use.
   loadKernelDialects(*held);
-  mlir::DialectRegistry registry;
-  registerMLADialects(registry);
-  held->appendDialectRegistry(registry);
 }
 
 ContextPool::Lease::~Lease() {
