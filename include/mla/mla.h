@@ -327,6 +327,14 @@ mla_status_t mla_runtime_download(mla_runtime_t *runtime, void *host,
 /** Waits for the work queued on `stream`; returns at once on the CPU. */
 mla_status_t mla_runtime_synchronize(mla_runtime_t *runtime, void *stream);
 
+/** Waits until the GPU kernels compiled so far run their best code. A cold
+ *  compile first loads the driver's linked code, which is ready sooner but
+ *  slower, and replaces it in the background by the driver's module-load
+ *  code (the next launch of each kernel switches). CUDA graph captures wait
+ *  by themselves; call this where the first steps must run at full speed
+ *  (benchmarks). Returns at once on the CPU or when nothing is pending. */
+mla_status_t mla_runtime_wait_for_kernel_upgrades(mla_runtime_t *runtime);
+
 /*===----------------------------------------------------------------------===*
  * MLA layer configuration and backend selection
  *===----------------------------------------------------------------------===*/

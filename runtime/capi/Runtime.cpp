@@ -253,6 +253,15 @@ extern "C" mla_status_t mla_runtime_download(mla_runtime_t *runtime,
   });
 }
 
+extern "C" mla_status_t
+mla_runtime_wait_for_kernel_upgrades(mla_runtime_t *runtime) {
+  return guarded("mla_runtime_wait_for_kernel_upgrades", [&](const char *fn) {
+    MLA_REQUIRE(runtime);
+    runtime->runtime->waitForKernelUpgrades();
+    return succeed();
+  });
+}
+
 extern "C" mla_status_t mla_runtime_synchronize(mla_runtime_t *runtime,
                                                 void *stream) {
   return guarded("mla_runtime_synchronize", [&](const char *fn) {

@@ -479,6 +479,11 @@ llvm::Error Runtime::synchronizeDevice() const {
   return driver.check(driver.fn.cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
+void Runtime::waitForKernelUpgrades() const {
+  if (state->device)
+    mla::waitForKernelUpgrades();
+}
+
 llvm::Error Runtime::synchronize(Stream stream) const {
   if (!state->device)
     return llvm::Error::success();

@@ -2,11 +2,11 @@
 
 #include "mla/Runtime/CudaDevice.h"
 
-#include <cstdlib>
-
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -273,6 +273,51 @@ static std::string logText(const llvm::SmallVectorImpl<char> &buffer) {
   return std::string(buffer.data(), strnlen(buffer.data(), buffer.size()));
 }
 
+namespace {
+
+/// The options of one JIT compile, laid out as the driver takes them: keys
+/// beside pointer-sized values (integers by value, buffers by address),
+/// with room for the error and info logs.
+struct JitOptionList {
+  explicit JitOptionList(const PtxJitOptions &options)
+      : errorLog(kJitLogBytes, '\0'), infoLog(kJitLogBytes, '\0') {
+    add(CU_JIT_ERROR_LOG_BUFFER, errorLog.data());
+    add(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, integer(kJitLogBytes));
+    add(CU_JIT_INFO_LOG_BUFFER, infoLog.data());
+    add(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, integer(kJitLogBytes));
+    if (options.optimizationLevel >= 0)
+      add(CU_JIT_OPTIMIZATION_LEVEL, integer(options.optimizationLevel));
+    if (options.verboseLog)
+      add(CU_JIT_LOG_VERBOSE, integer(1));
+  }
+
+  static void *integer(size_t value) {
+    return reinterpret_cast<void *>(static_cast<uintptr_t>(value));
+  }
+  void add(CUjit_option key, void *value) {
+    keys.push_back(key);
+    values.push_back(value);
+  }
+  unsigned size() const { return keys.size(); }
+
+  /// A failed call's error, with the JIT's error log when it wrote one.
+  llvm::Error failure(Driver &driver, const char *call, CUresult result) {
+    std::string message =
+        std::string(call) + " failed: " + driver.describe(result);
+    std::string log = logText(errorLog);
+    if (!log.empty())
+      message += "\nJIT log:\n" + log;
+    return llvm::make_error<CudaError>(result, std::move(message));
+  }
+
+  llvm::SmallVector<char, 0> errorLog;
+  llvm::SmallVector<char, 0> infoLog;
+  llvm::SmallVector<CUjit_option, 6> keys;
+  llvm::SmallVector<void *, 6> values;
+};
+
+} // namespace
+
 llvm::Expected<Module> Module::loadPtx(llvm::StringRef ptx,
                                        const PtxJitOptions &options) {
   llvm::Expected<Driver &> driver = Driver::get();
@@ -281,39 +326,46 @@ llvm::Expected<Module> Module::loadPtx(llvm::StringRef ptx,
 
   // The driver reads PTX up to its terminating NUL.
   std::string text = ptx.str();
-  llvm::SmallVector<char, 0> errorLog(kJitLogBytes, '\0');
-  llvm::SmallVector<char, 0> infoLog(kJitLogBytes, '\0');
-  // Option values travel in pointer-sized slots: integers by value, buffers
-  // by address.
-  auto integer = [](size_t value) {
-    return reinterpret_cast<void *>(static_cast<uintptr_t>(value));
-  };
-  llvm::SmallVector<CUjit_option, 6> keys = {
-      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  llvm::SmallVector<void *, 6> values = {errorLog.data(), integer(kJitLogBytes),
-                                         infoLog.data(), integer(kJitLogBytes)};
-  if (options.optimizationLevel >= 0) {
-    keys.push_back(CU_JIT_OPTIMIZATION_LEVEL);
-    values.push_back(integer(options.optimizationLevel));
-  }
-  if (options.verboseLog) {
-    keys.push_back(CU_JIT_LOG_VERBOSE);
-    values.push_back(integer(1));
-  }
-
+  JitOptionList jit(options);
   CUmodule module = nullptr;
   CUresult result = driver->fn.cuModuleLoadDataEx(
-      &module, text.c_str(), keys.size(), keys.data(), values.data());
-  if (result != CUDA_SUCCESS) {
-    std::string message =
-        "cuModuleLoadDataEx failed: " + driver->describe(result);
-    std::string log = logText(errorLog);
-    if (!log.empty())
-      message += "\nJIT log:\n" + log;
-    return llvm::make_error<CudaError>(result, std::move(message));
-  }
-  return Module(&*driver, module, logText(infoLog));
+      &module, text.c_str(), jit.size(), jit.keys.data(), jit.values.data());
+  if (result != CUDA_SUCCESS)
+    return jit.failure(*driver, "cuModuleLoadDataEx", result);
+  return Module(&*driver, module, logText(jit.infoLog));
+}
+
+llvm::Expected<Module> Module::linkPtx(llvm::StringRef ptx,
+                                       const PtxJitOptions &options) {
+  llvm::Expected<Driver &> driver = Driver::get();
+  if (!driver)
+    return driver.takeError();
+
+  std::string text = ptx.str(); // with its NUL, which the size counts
+  JitOptionList jit(options);
+  CUlinkState link = nullptr;
+  CUresult result = driver->fn.cuLinkCreate(jit.size(), jit.keys.data(),
+                                            jit.values.data(), &link);
+  if (result != CUDA_SUCCESS)
+    return jit.failure(*driver, "cuLinkCreate", result);
+  // The cubin belongs to the link state: load it before destroying that.
+  auto destroy = llvm::make_scope_exit(
+      [&] { (void)driver->fn.cuLinkDestroy(link); });
+  result = driver->fn.cuLinkAddData(link, CU_JIT_INPUT_PTX, text.data(),
+                                    text.size() + 1, "kernels.ptx", 0,
+                                    nullptr, nullptr);
+  if (result != CUDA_SUCCESS)
+    return jit.failure(*driver, "cuLinkAddData", result);
+  void *cubin = nullptr;
+  size_t cubinBytes = 0;
+  result = driver->fn.cuLinkComplete(link, &cubin, &cubinBytes);
+  if (result != CUDA_SUCCESS)
+    return jit.failure(*driver, "cuLinkComplete", result);
+  CUmodule module = nullptr;
+  if (llvm::Error err = driver->check(
+          driver->fn.cuModuleLoadData(&module, cubin), "cuModuleLoadData"))
+    return std::move(err);
+  return Module(&*driver, module, logText(jit.infoLog));
 }
 
 llvm::Expected<Module> Module::loadImage(const void *image) {

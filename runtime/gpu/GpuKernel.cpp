@@ -2,6 +2,7 @@
 
 #include "mla/Runtime/GpuKernel.h"
 
+#include "DriverCompiles.h"
 #include "LaunchShims.h"
 #include "PreloadedModules.h"
 #include "mla/Pipelines/Pipelines.h"
@@ -151,5 +152,7 @@ llvm::Error GpuKernel::run(const std::vector<BufferView> &args,
     return error;
   return call.takeError();
 }
+
+void waitForKernelUpgrades() { gpu::waitForModuleUpgrades(); }
 
 } // namespace mla

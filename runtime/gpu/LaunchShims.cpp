@@ -1,6 +1,7 @@
 //===- LaunchShims.cpp - The mgpu* entry points of JIT-compiled host code -===//
 
 #include "LaunchShims.h"
+#include "DriverCompiles.h"
 #include "PreloadedModules.h"
 #include "TensorMaps.h"
 #include "mla/Target/KernelLoading.h"
@@ -71,9 +72,22 @@ struct KernelModule {
   /// host object's constant, which outlives the handle); null for a module
   /// loaded with the others. Set once, when the handle is made.
   const char *deferredPtx = nullptr;
-  /// Held while a deferred module loads (a kernel may launch from several
-  /// threads).
+  /// Held while a deferred module loads or an upgrade is applied (a kernel
+  /// may launch from several threads).
   std::mutex loading;
+  /// The module-load code replacing a linked module (DriverCompiles.h),
+  /// while it is pending; `upgradePending` lets launches skip the lock.
+  std::shared_ptr<ModuleUpgrade> upgrade;
+  std::atomic<bool> upgradePending{false};
+  /// Modules replaced by their upgrades: kept until the handle is
+  /// unloaded, as launches already queued or recorded may use them.
+  std::vector<CUmodule> replaced;
+
+  void setModule(LoadedModule &loaded) {
+    upgrade = std::move(loaded.upgrade);
+    upgradePending.store(upgrade != nullptr);
+    module.store(loaded.module.releaseHandle(), std::memory_order_release);
+  }
 };
 
 /// Kernels using at most 48 KiB of shared memory (static + dynamic) need no
@@ -124,7 +138,7 @@ void *mlaModuleLoadJIT(void *ptx, int optLevel) {
   if (!loaded->error.empty() && activeCall->error.empty())
     activeCall->error = loaded->error;
   // The host code's destructors unload it (mgpuModuleUnload).
-  handle->module = loaded->module.releaseHandle();
+  handle->setModule(*loaded);
   return handle.release();
 }
 
@@ -142,12 +156,53 @@ void mlaModuleUnload(void *module) {
   // Runs from the JIT's static destructors, possibly with no active call:
   // use the process-wide driver, which is never unloaded.
   std::unique_ptr<KernelModule> handle(static_cast<KernelModule *>(module));
-  if (!handle || !handle->module)
+  if (!handle)
     return;
-  if (auto driver = Driver::get())
-    driver->fn.cuModuleUnload(handle->module);
-  else
+  auto driver = Driver::get();
+  if (!driver) {
     llvm::consumeError(driver.takeError());
+    return;
+  }
+  handle->replaced.push_back(handle->module.load());
+  for (CUmodule loaded : handle->replaced)
+    if (loaded)
+      driver->fn.cuModuleUnload(loaded);
+}
+
+/// Whether the active call's stream is capturing a graph (where a failed
+/// query counts as capturing: waiting is then the safe side).
+static bool capturing() {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return fn().cuStreamIsCapturing(activeCall->stream, &status) !=
+             CUDA_SUCCESS ||
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/// `current`, or the handle's upgraded module once the background load
+/// has made it (waited for when the launch goes into a graph, which keeps
+/// its code). A failed upgrade keeps the linked module.
+static CUmodule upgradedModule(KernelModule &handle, CUmodule current) {
+  if (!handle.upgradePending.load(std::memory_order_acquire))
+    return current;
+  std::shared_ptr<ModuleUpgrade> upgrade;
+  {
+    std::lock_guard<std::mutex> lock(handle.loading);
+    upgrade = handle.upgrade;
+  }
+  if (!upgrade || !(upgrade->ready.load() || capturing()))
+    return handle.module.load(std::memory_order_acquire);
+  LoadedModule loaded = upgrade->take(); // waits when not ready
+  std::lock_guard<std::mutex> lock(handle.loading);
+  if (handle.upgrade == upgrade) {
+    handle.upgrade = nullptr;
+    handle.upgradePending.store(false, std::memory_order_release);
+    if (loaded.error.empty()) {
+      handle.replaced.push_back(handle.module.load());
+      handle.module.store(loaded.module.releaseHandle(),
+                          std::memory_order_release);
+    }
+  }
+  return handle.module.load(std::memory_order_acquire);
 }
 
 /// The handle's module, loaded now if it was deferred to this first launch
@@ -156,12 +211,14 @@ void mlaModuleUnload(void *module) {
 /// failure, recorded on the call; a later call tries again.
 CUmodule loadedModule(KernelModule &handle, const char *kernel) {
   if (CUmodule module = handle.module.load(std::memory_order_acquire))
-    return module;
+    return upgradedModule(handle, module);
   if (!handle.deferredPtx)
     return nullptr;
-  std::lock_guard<std::mutex> lock(handle.loading);
-  if (CUmodule module = handle.module.load(std::memory_order_acquire))
-    return module; // loaded by another thread meanwhile
+  std::unique_lock<std::mutex> lock(handle.loading);
+  if (CUmodule module = handle.module.load(std::memory_order_acquire)) {
+    lock.unlock(); // loaded by another thread meanwhile
+    return upgradedModule(handle, module);
+  }
   LoadedModule loaded;
   llvm::Error error =
       inRelaxedCaptureMode(activeCall->driver, [&]() -> llvm::Error {
@@ -175,9 +232,9 @@ CUmodule loadedModule(KernelModule &handle, const char *kernel) {
                           kernel + "' at its first launch: " + why;
     return nullptr;
   }
-  CUmodule module = loaded.module.releaseHandle();
-  handle.module.store(module, std::memory_order_release);
-  return module;
+  handle.setModule(loaded);
+  lock.unlock();
+  return upgradedModule(handle, handle.module.load());
 }
 
 void *mlaModuleGetFunction(void *module, const char *name) {

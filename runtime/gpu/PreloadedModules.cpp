@@ -7,14 +7,6 @@
 
 namespace mla::gpu {
 
-LoadedModule loadPtxModule(const char *ptx) {
-  // The driver's default optimization level (ptxas -O3) is the one wanted.
-  llvm::Expected<cuda::Module> module = cuda::Module::loadPtx(ptx);
-  if (!module)
-    return {cuda::Module(), llvm::toString(module.takeError())};
-  return {std::move(*module), ""};
-}
-
 PreloadedModules::~PreloadedModules() {
   // Each future still held waits for its load, then unloads the module it
   // made (never taken) on this thread, which needs the context current.
@@ -36,13 +28,16 @@ void PreloadedModules::load(llvm::StringRef name, llvm::StringRef ptx) {
   const char *text = entry->ptx.c_str();
   const cuda::Device *target = &device;
   std::atomic<std::chrono::steady_clock::rep> *finished = &entry->finished;
+  std::atomic<bool> *linked = &entry->linked;
   entry->started = std::chrono::steady_clock::now();
-  entry->result = std::async(std::launch::async, [target, text, finished] {
+  entry->result = std::async(std::launch::async, [target, text, finished,
+                                                   linked] {
     LoadedModule loaded;
     if (llvm::Error error = target->makeCurrent())
       loaded.error = llvm::toString(std::move(error));
     else
       loaded = loadPtxModule(text);
+    linked->store(loaded.linked);
     finished->store(
         std::chrono::steady_clock::now().time_since_epoch().count());
     return loaded;
@@ -79,8 +74,9 @@ std::vector<CompileEvent::DriverCompile> PreloadedModules::timeline() {
     Clock::rep finished = load->finished.load();
     Clock::time_point end =
         finished ? Clock::time_point(Clock::duration(finished)) : Clock::now();
-    compiles.push_back(
-        {load->name, ms(load->started - start), ms(end - load->started)});
+    compiles.push_back({load->name, ms(load->started - start),
+                        ms(end - load->started),
+                        load->linked.load()});
   }
   return compiles;
 }

@@ -1,18 +1,18 @@
 //===- PreloadedModules.h - Modules loaded while others compile -*- C++ -*-===//
 //
-// The driver compiles a module's PTX to machine code when it loads it, and
-// it compiles one module at a time. A module of small kernels is
-// serialized long before its largest kernel is, so each kernel module is
-// handed to the driver as soon as its PTX exists, on a thread of its own:
-// the driver's work on the small kernels then overlaps the code generation
-// of the large one, and the large one's overlaps the host code's. The host
-// code's constructors take the loaded modules instead of loading them.
+// A module of small kernels is serialized long before its largest kernel
+// is, so each kernel module is handed to the driver (DriverCompiles.h) as
+// soon as its PTX exists, on a thread of its own: the driver's work on the
+// small kernels then overlaps the code generation of the large one, and
+// the large one's overlaps the host code's. The host code's constructors
+// take the loaded modules instead of loading them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MLA_RUNTIME_GPU_PRELOADEDMODULES_H
 #define MLA_RUNTIME_GPU_PRELOADEDMODULES_H
 
+#include "DriverCompiles.h"
 #include "mla/Runtime/CompiledModule.h"
 #include "mla/Runtime/CudaDevice.h"
 
@@ -28,18 +28,6 @@
 #include <vector>
 
 namespace mla::gpu {
-
-/// A module the driver compiled from PTX (unloaded with this object
-/// unless its handle is released), or why it could not.
-struct LoadedModule {
-  cuda::Module module;
-  /// Empty on success; else the failed call, the driver's reason and the
-  /// JIT's log.
-  std::string error;
-};
-
-/// Loads `ptx` (NUL-terminated) on the current context.
-LoadedModule loadPtxModule(const char *ptx);
 
 /// The modules of one compile, loaded on `device` as they are announced.
 /// Thread-safe. Modules never taken are unloaded on destruction, which
@@ -77,6 +65,8 @@ private:
     std::chrono::steady_clock::time_point started;
     /// Set by the loading thread when the driver returns.
     std::atomic<std::chrono::steady_clock::rep> finished{0};
+    /// Whether the driver's linker compiled it (DriverCompiles.h).
+    std::atomic<bool> linked{false};
   };
 
   const cuda::Device &device;

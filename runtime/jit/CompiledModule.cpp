@@ -41,7 +41,8 @@ std::string CompileEvent::describeDriverCompiles() const {
   for (const DriverCompile &compile : driverCompiles)
     os << (text.empty() ? "" : ", ") << compile.module
        << llvm::format(" at %.0f + %.0f ms", compile.startMs,
-                       compile.durationMs);
+                       compile.durationMs)
+       << (compile.linked ? " linked" : "");
   return text;
 }
 

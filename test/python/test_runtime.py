@@ -177,6 +177,20 @@ def test_device_buffers_belong_to_their_runtime(runtime, tmp_path):
             )
 
 
+def test_wait_for_kernel_upgrades(tmp_path):
+    # On a GPU the layer's kernels are linked first and replaced by their
+    # module-load code in the background; the wait returns once that is
+    # done (at once on the CPU), and is refused on a closed runtime.
+    rt = mla.Runtime(device=support.DEVICE, cache_dir=tmp_path)
+    layer = make_layer(rt)
+    rt.wait_for_kernel_upgrades()
+    rt.wait_for_kernel_upgrades()
+    layer.close()
+    rt.close()
+    with pytest.raises(mla.InvalidArgumentError, match="the runtime is closed"):
+        rt.wait_for_kernel_upgrades()
+
+
 def test_synchronize(runtime):
     runtime.synchronize()
     runtime.synchronize(stream=0)

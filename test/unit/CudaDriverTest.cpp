@@ -347,17 +347,19 @@ TEST_F(CudaDevice, LaunchesPtxOnAStreamAndTimesIt) {
     ASSERT_EQ(host[i], i) << "at " << i;
 }
 
-TEST_F(CudaDevice, LaunchesWithMoreThan48KiBOfDynamicSharedMemory) {
-  llvm::Expected<Module> module = Module::loadPtx(kTestPtx);
+/// Runs kTestPtx's shared_round_trip over 96 KiB of dynamic shared memory
+/// from `module` and checks what it wrote.
+static void expectSharedRoundTrip(const Device &device,
+                                  llvm::Expected<Module> &module) {
   ASSERT_TRUE(bool(module)) << errorText(module);
   llvm::Expected<CUfunction> kernel = module->function("shared_round_trip");
   ASSERT_TRUE(bool(kernel)) << errorText(kernel);
 
   const unsigned threads = 256;
   const unsigned sharedBytes = 96 * 1024;
-  if (device->maxSharedMemoryPerBlockOptin() < int(sharedBytes))
+  if (device.maxSharedMemoryPerBlockOptin() < int(sharedBytes))
     GTEST_SKIP() << "the device opts in to only "
-                 << device->maxSharedMemoryPerBlockOptin() << " bytes";
+                 << device.maxSharedMemoryPerBlockOptin() << " bytes";
   llvm::Expected<DeviceBuffer> out = DeviceBuffer::allocate(threads * 4);
   ASSERT_TRUE(bool(out)) << errorText(out);
 
@@ -375,8 +377,18 @@ TEST_F(CudaDevice, LaunchesWithMoreThan48KiBOfDynamicSharedMemory) {
     ASSERT_EQ(host[i], i + 1000) << "at " << i;
 }
 
-TEST_F(CudaDevice, InvalidPtxErrorCarriesTheJitLog) {
-  llvm::Expected<Module> module = Module::loadPtx(R"(
+TEST_F(CudaDevice, LaunchesWithMoreThan48KiBOfDynamicSharedMemory) {
+  llvm::Expected<Module> module = Module::loadPtx(kTestPtx);
+  expectSharedRoundTrip(*device, module);
+}
+
+// The JIT linker's relocatable code runs like a module load's.
+TEST_F(CudaDevice, LinkedModuleRunsLikeALoadedOne) {
+  llvm::Expected<Module> module = Module::linkPtx(kTestPtx);
+  expectSharedRoundTrip(*device, module);
+}
+
+static constexpr const char *kBrokenPtx = R"(
 .version 7.0
 .target sm_70
 .address_size 64
@@ -386,14 +398,27 @@ TEST_F(CudaDevice, InvalidPtxErrorCarriesTheJitLog) {
     not_an_instruction.u32 %r1;
     ret;
 }
-)");
+)";
+
+static void expectJitLogIn(llvm::Expected<Module> &module,
+                           const std::string &failedCall) {
   ASSERT_FALSE(module);
   std::string message = errorText(module);
-  EXPECT_TRUE(contains(message, "cuModuleLoadDataEx failed: "
-                                "CUDA_ERROR_INVALID_PTX"))
+  EXPECT_TRUE(contains(message, failedCall + " failed: "
+                                             "CUDA_ERROR_INVALID_PTX"))
       << message;
   EXPECT_TRUE(contains(message, "JIT log:")) << message;
   EXPECT_TRUE(contains(message, "not_an_instruction")) << message;
+}
+
+TEST_F(CudaDevice, InvalidPtxErrorCarriesTheJitLog) {
+  llvm::Expected<Module> module = Module::loadPtx(kBrokenPtx);
+  expectJitLogIn(module, "cuModuleLoadDataEx");
+}
+
+TEST_F(CudaDevice, InvalidPtxThroughTheLinkerCarriesTheJitLog) {
+  llvm::Expected<Module> module = Module::linkPtx(kBrokenPtx);
+  expectJitLogIn(module, "cuLinkAddData");
 }
 
 TEST_F(CudaDevice, MissingFunctionIsNamed) {

@@ -8,6 +8,7 @@
 
 #include "PreloadedModules.h"
 #include "LaunchShims.h"
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include "mla/Builders/KernelBuilders.h"
@@ -21,6 +22,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -226,4 +229,54 @@ TEST_F(PreloadedModulesTest, ACompileRecordsEachKernelsDriverCompile) {
   EXPECT_LE(compile.startMs + compile.durationMs, event.milliseconds + 1);
   EXPECT_NE(event.describeDriverCompiles().find(compile.module),
             std::string::npos);
+}
+
+// Tiered driver compiles (DriverCompiles.h): the compile loads the linked
+// code; after the background module load, the next launch switches to it,
+// and both compute the same merge.
+TEST_F(PreloadedModulesTest, ALinkedKernelSwitchesToItsModuleLoadCode) {
+  auto kernel = GpuKernel::compile(
+      buildMergeAttnStates(test::testContext(), {4, 32, DType::F32, true}),
+      kKernelEntry, *device);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  const CompileEvent &event = (*kernel)->compileEvent();
+  ASSERT_EQ(event.driverCompiles.size(), 1u) << event.describeDriverCompiles();
+  EXPECT_EQ(event.driverCompiles.front().linked,
+            gpu::driverCompileMode() != gpu::DriverCompileMode::Load)
+      << event.describeDriverCompiles();
+
+  HostTensor po(DType::F32, {3, 4, 32}), so(DType::F32, {3, 4, 32});
+  HostTensor pl(DType::F32, {4, 3}), sl(DType::F32, {4, 3});
+  std::mt19937 random(11);
+  for (HostTensor *t : {&po, &so, &pl, &sl})
+    t->fillRandom(random);
+  auto run = [&] {
+    HostTensor out(DType::F32, {3, 4, 32}), outLse(DType::F32, {4, 3});
+    out.poison();
+    outLse.poison();
+    test::DeviceTensor dpo = test::DeviceTensor::of(po),
+                       dpl = test::DeviceTensor::of(pl),
+                       dso = test::DeviceTensor::of(so),
+                       dsl = test::DeviceTensor::of(sl),
+                       dout = test::DeviceTensor::of(out),
+                       dlse = test::DeviceTensor::of(outLse);
+    llvm::Error error = (*kernel)->run(
+        {dpo.view, dpl.view, dso.view, dsl.view, dout.view, dlse.view});
+    EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+    dout.copyTo(out);
+    dlse.copyTo(outLse);
+    std::vector<double> result = out.toDouble(), lse = outLse.toDouble();
+    result.insert(result.end(), lse.begin(), lse.end());
+    return result;
+  };
+  std::vector<double> first = run();
+  waitForKernelUpgrades();
+  std::vector<double> upgraded = run();
+  ASSERT_EQ(first.size(), upgraded.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    ASSERT_FALSE(std::isnan(first[i])) << "at " << i;
+    // The two compiles may contract differently (fma): equal to rounding.
+    EXPECT_NEAR(first[i], upgraded[i], 1e-5 * (1 + std::abs(first[i])))
+        << "at " << i;
+  }
 }

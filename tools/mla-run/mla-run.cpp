@@ -222,7 +222,9 @@ int main(int argc, char **argv) {
            << "\n";
   }
 
-  outs() << format("\nlayer setup %.1f ms; kernels:\n", report->layerSetupMs);
+  outs() << format("\nlayer setup %.1f ms (best code of every kernel after "
+                   "%.1f ms); kernels:\n",
+                   report->layerSetupMs, report->kernelsUpgradedMs);
   for (const mla::CompileEvent &e : report->compiles) {
     outs() << format("  %-13s %8.1f ms  %s\n", std::string(e.source()).c_str(),
                      e.milliseconds, e.entryName.c_str());

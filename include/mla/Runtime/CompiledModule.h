@@ -67,16 +67,19 @@ struct CompileEvent {
   struct DriverCompile {
     std::string module;
     /// From the start of the compile, and until the module was loaded
-    /// (the driver compiles one module at a time, so this includes the
-    /// wait for the others).
+    /// (the driver's module loads compile one at a time, so for those
+    /// this includes the wait for the others).
     double startMs = 0, durationMs = 0;
+    /// Compiled by the driver's JIT linker (at once with the others, as
+    /// relocatable code) rather than by a module load.
+    bool linked = false;
   };
   /// In the order the modules were announced.
   std::vector<DriverCompile> driverCompiles;
 
   /// "lower 812 ms, host code 64 ms, ...": the phases in words.
   std::string describePhases() const;
-  /// "decode_attention_combine_3 at 180 + 95 ms, ...": the driver's
+  /// "decode_attention_combine_3 at 180 + 95 ms linked, ...": the driver's
   /// compiles in words; empty when there were none.
   std::string describeDriverCompiles() const;
 

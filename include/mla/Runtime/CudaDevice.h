@@ -162,6 +162,13 @@ public:
   /// compilation's error carries the JIT's error log.
   static llvm::Expected<Module> loadPtx(llvm::StringRef ptx,
                                         const PtxJitOptions &options = {});
+  /// Compiles PTX text with the driver's JIT linker (cuLinkAddData,
+  /// cuLinkComplete) and loads the cubin it makes. Where module loads from
+  /// several threads compile one at a time, links compile at once; but the
+  /// linker compiles PTX as relocatable code, which some kernels pay for
+  /// in registers and speed (runtime/gpu/DriverCompiles.h).
+  static llvm::Expected<Module> linkPtx(llvm::StringRef ptx,
+                                        const PtxJitOptions &options = {});
   /// Loads a cubin or fatbin image (cuModuleLoadData). The driver reads the
   /// image's size from its header; `image` need only live during the call.
   static llvm::Expected<Module> loadImage(const void *image);
@@ -181,8 +188,8 @@ public:
   /// Hands the module over to the caller, who unloads it
   /// (cuModuleUnload); this object is then empty.
   CUmodule releaseHandle() { return std::exchange(module, nullptr); }
-  /// The JIT's info log of a successful loadPtx (ptxas -v style output when
-  /// PtxJitOptions::verboseLog was set), else empty.
+  /// The JIT's info log of a successful loadPtx or linkPtx (ptxas -v
+  /// style output when PtxJitOptions::verboseLog was set), else empty.
   const std::string &jitLog() const { return infoLog; }
 
 private:

@@ -55,6 +55,8 @@ using CUevent = CUevent_st *;
 using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
 using CUmemoryPool = CUmemPoolHandle_st *;
+struct CUlinkState_st;
+using CUlinkState = CUlinkState_st *;
 
 /// cuMemPoolCreate's properties (CUmemPoolProps). Only the leading fields
 /// are set; the driver's struct is 88 bytes in every CUDA 11.2+ header,
@@ -74,6 +76,12 @@ constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 /// cuStreamBeginCapture modes: RELAXED lets other threads make calls that
 /// are unsafe during capture (allocations), which the runtime never makes
 /// from captured work.
+enum CUstreamCaptureStatus : int {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+
 enum CUstreamCaptureMode : int {
   CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
@@ -150,6 +158,11 @@ enum CUjit_option : int {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CU_JIT_OPTIMIZATION_LEVEL = 7,
   CU_JIT_LOG_VERBOSE = 12,
+};
+
+/// What cuLinkAddData is given.
+enum CUjitInputType : int {
+  CU_JIT_INPUT_PTX = 1,
 };
 
 /// Flags of cuEventCreate.

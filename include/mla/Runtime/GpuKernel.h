@@ -103,6 +103,12 @@ private:
   std::uint64_t startNanoseconds;
 };
 
+/// Blocks until every kernel module this process has linked for a quick
+/// start has its module-load code, which the kernel's next launch then
+/// uses (tiered driver compiles, runtime/gpu/DriverCompiles.h). Returns at
+/// once when nothing is pending.
+void waitForKernelUpgrades();
+
 /// The recipe of the GPU pipeline for `target` (kernels) and this host
 /// (launch code). Each kernel's PTX also goes to `onKernelSerialized`
 /// (when set) as soon as it is ready; it does not change the kernels or

@@ -203,6 +203,13 @@ public:
   /// object that queued work on its callers' streams waits for before it
   /// frees what that work uses (those streams may be gone by then).
   llvm::Error synchronizeDevice() const;
+  /// Waits until the GPU kernels compiled so far run their best code: a
+  /// cold compile first gives the driver's linked code, which is ready
+  /// sooner but slower, and replaces it in the background
+  /// (runtime/gpu/DriverCompiles.h). Graph captures wait by themselves;
+  /// benchmarks and engines that want full speed from the first step call
+  /// this. Nothing to wait for on the CPU.
+  void waitForKernelUpgrades() const;
 
   /// Sends `line` to the log sink.
   void log(const std::string &line) const;

@@ -113,6 +113,9 @@ struct ServingStepReport {
   Selection selection;
   /// Creating the layer: selection plus every kernel compiled or loaded.
   double layerSetupMs = 0;
+  /// From the same start until the kernels ran their best code (the
+  /// driver's module loads that replace its quicker linked code).
+  double kernelsUpgradedMs = 0;
   std::vector<CompileEvent> compiles;
   std::vector<StepReport> steps;
   /// Set when the config asked for it and the last step qualified.

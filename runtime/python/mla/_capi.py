@@ -249,6 +249,7 @@ PROTOTYPES = {
         [handle, c_void_p, c_void_p, c_size_t, c_void_p],
     ),
     "mla_runtime_synchronize": (status, [handle, c_void_p]),
+    "mla_runtime_wait_for_kernel_upgrades": (status, [handle]),
     "mla_layer_config_default": (status, [P(mla_layer_config_t)]),
     "mla_runtime_select_backend": (
         status,

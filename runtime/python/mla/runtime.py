@@ -235,6 +235,14 @@ class Runtime(Handle):
         reaches a GPU runtime through `DeviceBuffer.upload`."""
         return DeviceBuffer(self, shape, DType.parse(dtype))
 
+    def wait_for_kernel_upgrades(self) -> None:
+        """Waits until the GPU kernels compiled so far run their best code.
+        A cold compile first loads the driver's linked code (ready sooner,
+        slower) and replaces it in the background; CUDA graph captures wait
+        by themselves. Call it where the first steps must run at full
+        speed. Returns at once on the CPU."""
+        self._library.mla_runtime_wait_for_kernel_upgrades(self._live())
+
     def synchronize(self, stream: Any = None) -> None:
         """Waits for the work queued on `stream` (see `mla` on streams);
         returns at once on the CPU."""
