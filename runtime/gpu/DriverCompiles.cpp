@@ -72,14 +72,6 @@ public:
     return upgrade;
   }
 
-  void holdBack(bool hold) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      holds += hold ? 1 : -1;
-    }
-    changed.notify_all();
-  }
-
   void waitUntilIdle() {
     std::unique_lock<std::mutex> lock(mutex);
     changed.wait(lock, [&] { return jobs.empty() && !busy; });
@@ -111,8 +103,7 @@ private:
   void run() {
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
-      changed.wait(lock,
-                   [&] { return stopping || (!jobs.empty() && holds == 0); });
+      changed.wait(lock, [&] { return stopping || !jobs.empty(); });
       if (stopping)
         return;
       Job job = std::move(jobs.front());
@@ -164,8 +155,6 @@ private:
   std::deque<Job> jobs;
   bool busy = false;
   bool stopping = false;
-  /// UpgradesHeldBack objects alive.
-  int holds = 0;
   std::thread worker;
 };
 
@@ -205,8 +194,5 @@ LoadedModule loadPtxModule(const char *ptx) {
 }
 
 void waitForModuleUpgrades() { UpgradeQueue::get().waitUntilIdle(); }
-
-UpgradesHeldBack::UpgradesHeldBack() { UpgradeQueue::get().holdBack(true); }
-UpgradesHeldBack::~UpgradesHeldBack() { UpgradeQueue::get().holdBack(false); }
 
 } // namespace mla::gpu

@@ -83,17 +83,6 @@ LoadedModule loadPtxModule(const char *ptx);
 /// skipped because nothing holds it any more).
 void waitForModuleUpgrades();
 
-/// While one is alive, queued upgrades wait: a module load would take the
-/// driver from the links of a compile in progress (each GPU compile holds
-/// one, PreloadedModules.h), and the layer is ready sooner without them.
-class UpgradesHeldBack {
-public:
-  UpgradesHeldBack();
-  ~UpgradesHeldBack();
-  UpgradesHeldBack(const UpgradesHeldBack &) = delete;
-  UpgradesHeldBack &operator=(const UpgradesHeldBack &) = delete;
-};
-
 } // namespace mla::gpu
 
 #endif // MLA_RUNTIME_GPU_DRIVERCOMPILES_H

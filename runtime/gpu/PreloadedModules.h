@@ -71,8 +71,6 @@ private:
 
   const cuda::Device &device;
   const std::chrono::steady_clock::time_point start;
-  /// The upgrades of linked modules wait for the end of the compile.
-  UpgradesHeldBack upgradesHeldBack;
   std::mutex mutex;
   std::vector<std::unique_ptr<Load>> loads;
 };
