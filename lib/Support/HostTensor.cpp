@@ -36,7 +36,10 @@ HostTensor HostTensor::i32(std::vector<int64_t> shape,
                            const std::vector<int32_t> &values) {
   HostTensor t(DType::I32, std::move(shape));
   checkSize(values.size(), t.numElements());
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  // An empty tensor's vectors may hold no storage: no copy (memcpy must
+  // not see their null pointers).
+  if (!t.bytes.empty())
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   return t;
 }
 
@@ -44,7 +47,10 @@ HostTensor HostTensor::i64(std::vector<int64_t> shape,
                            const std::vector<int64_t> &values) {
   HostTensor t(DType::I64, std::move(shape));
   checkSize(values.size(), t.numElements());
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  // An empty tensor's vectors may hold no storage: no copy (memcpy must
+  // not see their null pointers).
+  if (!t.bytes.empty())
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   return t;
 }
 
@@ -131,13 +137,15 @@ void HostTensor::fromDouble(const std::vector<double> &values) {
 
 std::vector<int32_t> HostTensor::toI32() const {
   std::vector<int32_t> out(numElements());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (!bytes.empty())
+    std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 
 std::vector<int64_t> HostTensor::toI64() const {
   std::vector<int64_t> out(numElements());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (!bytes.empty())
+    std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 
