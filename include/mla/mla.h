@@ -73,7 +73,16 @@ extern "C" {
  * Status and errors
  *===----------------------------------------------------------------------===*/
 
-typedef enum mla_status {
+/* The enums below hold any int in C++ too, so a value a C caller passes
+ * outside them is defined behaviour that the library can check and refuse
+ * (C enums are int-sized; the layout is the same in both languages). */
+#ifdef __cplusplus
+#define MLA_ENUM_INT : int
+#else
+#define MLA_ENUM_INT
+#endif
+
+typedef enum mla_status MLA_ENUM_INT {
   /** Success. */
   MLA_OK = 0,
   /** A NULL handle or pointer, an enum value out of range, a dtype, rank or
@@ -151,7 +160,7 @@ mla_status_t mla_version(mla_version_info_t *info);
  * Element types and tensors
  *===----------------------------------------------------------------------===*/
 
-typedef enum mla_dtype {
+typedef enum mla_dtype MLA_ENUM_INT {
   MLA_DTYPE_F32 = 0,
   MLA_DTYPE_F16 = 1,
   MLA_DTYPE_BF16 = 2,
@@ -199,7 +208,7 @@ mla_status_t mla_tensor_span_bytes(const mla_tensor_t *tensor, size_t *bytes);
 
 typedef struct mla_runtime mla_runtime_t;
 
-typedef enum mla_device_preference {
+typedef enum mla_device_preference MLA_ENUM_INT {
   /** The GPU when one is usable, else the host CPU (logged). */
   MLA_DEVICE_AUTO = 0,
   MLA_DEVICE_CPU = 1,
@@ -208,7 +217,7 @@ typedef enum mla_device_preference {
   MLA_DEVICE_GPU = 2
 } mla_device_preference_t;
 
-typedef enum mla_device_kind {
+typedef enum mla_device_kind MLA_ENUM_INT {
   MLA_DEVICE_KIND_CPU = 0,
   MLA_DEVICE_KIND_CUDA = 1
 } mla_device_kind_t;
@@ -382,7 +391,7 @@ typedef struct mla_layer_config {
 mla_status_t mla_layer_config_default(mla_layer_config_t *config);
 
 /** How a backend was chosen. */
-typedef enum mla_backend_source {
+typedef enum mla_backend_source MLA_ENUM_INT {
   /** The first backend of the device's priority list that fits. */
   MLA_BACKEND_SOURCE_PRIORITY = 0,
   /** Named by mla_layer_config_t::backend. */
@@ -393,7 +402,7 @@ typedef enum mla_backend_source {
 
 /** Which decode steps a backend's kernels allow to be captured into CUDA
  *  graphs (vLLM's AttentionCGSupport levels). */
-typedef enum mla_cuda_graph_support {
+typedef enum mla_cuda_graph_support MLA_ENUM_INT {
   MLA_CUDA_GRAPHS_NEVER = 0,
   /** Batches of decodes with one new token each. */
   MLA_CUDA_GRAPHS_UNIFORM_SINGLE_TOKEN_DECODE = 1,
@@ -689,7 +698,7 @@ mla_status_t mla_kernel_compile_source(mla_runtime_t *runtime,
 mla_status_t mla_kernel_destroy(mla_kernel_t *kernel);
 
 /** Where a kernel's compiled code came from when it was first asked for. */
-typedef enum mla_kernel_origin {
+typedef enum mla_kernel_origin MLA_ENUM_INT {
   MLA_KERNEL_COMPILED = 0,
   MLA_KERNEL_MEMORY_CACHE = 1,
   MLA_KERNEL_DISK_CACHE = 2
