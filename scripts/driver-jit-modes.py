@@ -1,4 +1,4 @@
-"""Times the CUDA driver's compile of PTX files five ways, outside the
+"""Times the CUDA driver's compile of PTX files several ways, outside the
 product: loaded one after another (cuModuleLoadData, as the runtime loads
 kernels), from a thread each in one context, from a thread each in a
 context of its own, and through the driver's JIT linker (cuLinkAddData of
