@@ -822,7 +822,9 @@ static CacheEntryInfo describeEntry(StringRef dir, StringRef name,
   if (hasPayload)
     info.bytes += payloadStatus.getSize();
   if (!hasManifest) {
-    info.problem = hasPayload ? "payload without a manifest" : "no manifest";
+    info.incomplete = true;
+    info.problem = hasPayload ? "payload without a manifest"
+                              : "no manifest, no payload";
     return info;
   }
   llvm::Expected<std::optional<std::string>> text = readFile(manifestPath);

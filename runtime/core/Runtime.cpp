@@ -333,10 +333,15 @@ Runtime::compileAll(llvm::ArrayRef<CompileRequest> requests) {
 llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compileSource(llvm::StringRef source, llvm::StringRef entry) {
   std::string diagnostics;
+  // MLIR's lexer stops at a NUL after the text, reading past the end of a
+  // StringRef that has none: it parses a terminated copy (found by the IR
+  // fuzzer, test/fuzz).
+  std::string terminated = source.str();
   auto kernel = compile(
       [&](mlir::MLIRContext &ctx) {
         DiagnosticCollector collector(&ctx);
-        auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &ctx);
+        auto module =
+            mlir::parseSourceString<mlir::ModuleOp>(terminated, &ctx);
         if (!module)
           diagnostics = llvm::toString(collector.takeError("parse error"));
         return module;

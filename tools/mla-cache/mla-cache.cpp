@@ -87,6 +87,9 @@ static cl::opt<bool> decodeLse("decode-lse", cl::cat(cacheOptions),
 static cl::opt<bool> cudaGraphs("cuda-graphs", cl::cat(cacheOptions),
                                 cl::sub(fillCommand),
                                 cl::desc("the layer's decodes are captured"));
+static cl::opt<bool> forceFill(
+    "force", cl::cat(cacheOptions), cl::sub(fillCommand),
+    cl::desc("compile every module again and replace the entries found"));
 static cl::opt<std::string> backendName(
     "backend", cl::cat(cacheOptions), cl::sub(fillCommand),
     cl::desc("a backend to use instead of selection by priority"));
@@ -94,7 +97,7 @@ static cl::opt<std::string> backendName(
 // verify and prune
 static cl::opt<bool> removeCorrupt("remove", cl::cat(cacheOptions),
                                    cl::sub(verifyCommand),
-                                   cl::desc("remove the entries that fail"));
+                                   cl::desc("remove the corrupt and the incomplete entries"));
 static cl::opt<bool> pruneStale(
     "stale", cl::cat(cacheOptions), cl::sub(pruneCommand),
     cl::desc("entries of other compiler builds (never served by this one)"));
@@ -120,7 +123,9 @@ static KernelCache openCache() {
     config.directory = cacheDir;
     config.diskEnabled = true;
   }
-  config.forceRecompile = false;
+  // Only `fill --force` recompiles: MLA_CACHE_FORCE_RECOMPILE is for
+  // runtimes, and a listing never compiles.
+  config.forceRecompile = forceFill;
   return KernelCache(config);
 }
 
@@ -330,9 +335,13 @@ static std::string age(std::chrono::system_clock::time_point written) {
 }
 
 static void printEntry(const CacheEntryInfo &e) {
-  std::string state = !e.problem.empty()        ? "CORRUPT: " + e.problem
-                      : e.madeByThisCompiler() ? "current"
-                                               : "stale (another build)";
+  std::string state =
+      e.incomplete ? "INCOMPLETE: " + e.problem +
+                         " (a write that did not finish; never served, "
+                         "rebuilt when next used)"
+      : !e.problem.empty()     ? "CORRUPT: " + e.problem
+      : e.madeByThisCompiler() ? "current"
+                               : "stale (another build)";
   outs() << format("%10s %6s  %-24s %s\n", megabytes(e.bytes).c_str(),
                    age(e.written).c_str(), e.op.c_str(), e.name.c_str());
   if (state != "current")
@@ -354,14 +363,16 @@ static int runList(bool verify) {
     return fail(toString(entries.takeError()));
   outs() << cache.config().directory << "\n";
   uint64_t bytes = 0;
-  int corrupt = 0, stale = 0, removed = 0;
+  int corrupt = 0, incomplete = 0, stale = 0, removed = 0;
   for (const CacheEntryInfo &e : *entries) {
     printEntry(e);
     bytes += e.bytes;
     stale += e.problem.empty() && !e.madeByThisCompiler();
     if (e.problem.empty())
       continue;
-    ++corrupt;
+    // An interrupted write is reported, and removed with --remove, but
+    // does not fail verify: no lookup serves it.
+    (e.incomplete ? incomplete : corrupt) += 1;
     if (verify && removeCorrupt) {
       if (Error error = cache.removeEntry(e.name))
         return fail(toString(std::move(error)));
@@ -369,7 +380,8 @@ static int runList(bool verify) {
     }
   }
   outs() << entries->size() << " entries, " << megabytes(bytes) << "; "
-         << stale << " stale, " << corrupt << " corrupt";
+         << stale << " stale, " << corrupt << " corrupt, " << incomplete
+         << " incomplete";
   if (removed)
     outs() << " (removed)";
   outs() << "\n";

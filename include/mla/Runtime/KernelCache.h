@@ -164,6 +164,11 @@ struct CacheEntryInfo {
   std::chrono::system_clock::time_point written;
   /// Why a lookup would not serve the entry; empty when it would.
   std::string problem;
+  /// The entry has no manifest: a write that never finished (its writer
+  /// killed, or still at work; a writer publishes the manifest last). A
+  /// lookup never serves it and the next compile of its key replaces it,
+  /// so it is not corruption.
+  bool incomplete = false;
 
   /// Whether this build's compiler made it: entries of other builds are
   /// never served by this one (their keys differ), only kept.

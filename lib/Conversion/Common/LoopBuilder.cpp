@@ -133,6 +133,20 @@ Value LoopBuilder::visibleKeys(bool causal, Value i, Value numQueries,
   return clampIndex(count, index(0), numKeys);
 }
 
+LoopBuilder::RowEnd LoopBuilder::rowEnd(Value max, Value sum) {
+  Value zero = f32(0.0);
+  // Unordered: a NaN sum has keys.
+  Value hasKeys =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, sum, zero);
+  Value inverse = arith::SelectOp::create(
+      b, loc, hasKeys, arith::DivFOp::create(b, loc, f32(1.0), sum), zero);
+  Value lse = arith::SelectOp::create(
+      b, loc, hasKeys,
+      arith::AddFOp::create(b, loc, max, math::LogOp::create(b, loc, sum)),
+      negInf());
+  return {inverse, lse};
+}
+
 LoopBuilder::MergeWeights LoopBuilder::mergeWeights(Value prefixLse,
                                                     Value suffixLse) {
   Value neg = negInf();

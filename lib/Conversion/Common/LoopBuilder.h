@@ -89,6 +89,18 @@ public:
   /// as an empty state, and two empty states get weights 0 (never NaN).
   MergeWeights mergeWeights(mlir::Value prefixLse, mlir::Value suffixLse);
 
+  /// The end of an attention row: its output scale and its LSE.
+  struct RowEnd {
+    mlir::Value inverse; ///< 1 / sum, or 0 for an empty row
+    mlir::Value lse;     ///< max + log(sum), or -inf for an empty row
+  };
+  /// The end of a row whose scores peaked at `max` (natural-log scale) and
+  /// whose exponentials sum to `sum`. Only a row without keys (sum exactly
+  /// 0) is empty. A row that read a NaN or an infinity has a NaN sum and
+  /// keeps it in both results, so that it comes out NaN rather than being
+  /// taken for an empty state (a zero row, or dropped by a merge).
+  RowEnd rowEnd(mlir::Value max, mlir::Value sum);
+
 protected:
   mlir::OpBuilder &b;
   mlir::Location loc;

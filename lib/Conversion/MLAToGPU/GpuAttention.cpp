@@ -145,17 +145,8 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
                    Value entryLse = {}) {
   OpBuilder &b = e.builder();
   Location loc = e.location();
-  Value zero = e.f32(0.0);
-  Value hasKeys = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                        state.sum, zero);
-  Value inverse = arith::SelectOp::create(
-      b, loc, hasKeys, arith::DivFOp::create(b, loc, e.f32(1.0), state.sum),
-      zero);
-  Value lse = arith::SelectOp::create(
-      b, loc, hasKeys,
-      arith::AddFOp::create(b, loc, state.max,
-                            math::LogOp::create(b, loc, state.sum)),
-      e.negInf());
+  LoopBuilder::RowEnd end = e.rowEnd(state.max, state.sum);
+  Value inverse = end.inverse, lse = end.lse;
   Value entryWeight;
   if (entryLse) {
     LoopBuilder::MergeWeights w = e.mergeWeights(entryLse, lse);

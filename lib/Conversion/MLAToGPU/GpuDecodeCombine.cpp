@@ -158,25 +158,6 @@ Value foldWarps(GpuEmitter &e, Value slots, bool max, Value column = {}) {
   return total;
 }
 
-/// A merged row's 1 / Σ w (0 without keys) and its LSE, safeMax + log Σ w
-/// (-inf without keys).
-struct MergedRow {
-  Value inverse, lse;
-};
-MergedRow mergedRow(GpuEmitter &e, Value safeMax, Value sum) {
-  OpBuilder &b = e.builder();
-  Location l = e.location();
-  Value fzero = e.f32(0.0);
-  Value hasKeys =
-      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, sum, fzero);
-  Value inverse = arith::SelectOp::create(
-      b, l, hasKeys, arith::DivFOp::create(b, l, e.f32(1.0), sum), fzero);
-  Value lse = arith::SelectOp::create(
-      b, l, hasKeys,
-      arith::AddFOp::create(b, l, safeMax, math::LogOp::create(b, l, sum)),
-      e.negInf());
-  return {inverse, lse};
-}
 
 /// One block of the wide combine kernel.
 class WideCombineBlock : public CombineRow {
@@ -261,8 +242,8 @@ public:
           ValueRange{warp,
                      e.add(e.mul(lane, e.index(kLaneColumns)), e.index(k))});
     e.barrier();
-    MergedRow merged =
-        mergedRow(e, safeMax, foldWarps(e, warpSum, /*max=*/false));
+    LoopBuilder::RowEnd merged =
+        e.rowEnd(safeMax, foldWarps(e, warpSum, /*max=*/false));
     // Thread t < 128 writes column t of the chunk.
     Value column = e.add(chunkColumn0, tid);
     e.ifThen(arith::AndIOp::create(b, l,
@@ -340,7 +321,7 @@ void emitNarrowCombine(GpuEmitter &e, const DecodeSchedule &schedule,
             b, l, live[j], weightOf(e, splitLse[j], safeMax), fzero));
         sum = arith::AddFOp::create(b, l, sum, weight[j]);
       }
-      MergedRow merged = mergedRow(e, safeMax, sum);
+      LoopBuilder::RowEnd merged = e.rowEnd(safeMax, sum);
       // 128-column groups: the lane's 4 columns of each. Every load is
       // issued before the first store (which the compiler may not move
       // them past).

@@ -178,16 +178,9 @@ MmaEmitter::OnlineMax MmaEmitter::onlineMax(Value old, Value tileMax) {
 }
 
 MmaEmitter::RowEnd MmaEmitter::finishRow(Value max, Value sum) {
-  Value zero = f32(0.0);
-  Value hasKeys =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, sum, zero);
-  Value inverse =
-      select(hasKeys, arith::DivFOp::create(b, loc, f32(1.0), sum), zero);
-  Value lse = select(hasKeys,
-                     addf(mulf(max, f32(M_LN2)),
-                          math::LogOp::create(b, loc, sum)),
-                     negInf());
-  return {inverse, lse, Value()};
+  // The running maximum is in log2 units.
+  LoopBuilder::RowEnd end = rowEnd(mulf(max, f32(M_LN2)), sum);
+  return {end.inverse, end.lse, Value()};
 }
 
 MmaEmitter::RowEnd MmaEmitter::mergeIntoEntry(const RowEnd &end,

@@ -60,15 +60,9 @@ void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
       });
 
   // Normalize. An empty row has sum 0 and a zero accumulator.
-  Value maxScore = state[0], sum = state[1];
   Value zero = e.f32(0.0);
-  Value hasKeys = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                        sum, zero);
-  Value inverse = arith::SelectOp::create(
-      b, loc, hasKeys, arith::DivFOp::create(b, loc, e.f32(1.0), sum), zero);
-  Value logSum = arith::AddFOp::create(
-      b, loc, maxScore, math::LogOp::create(b, loc, sum));
-  Value rowLse = arith::SelectOp::create(b, loc, hasKeys, logSum, e.negInf());
+  LoopBuilder::RowEnd end = e.rowEnd(state[0], state[1]);
+  Value inverse = end.inverse, rowLse = end.lse;
   if (!accumulate) {
     e.scaledCopy(out, inverse, acc, row.vDim);
     e.storeF32(rowLse, lse, lseIndices);

@@ -62,8 +62,9 @@
 // CHECK: vector.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
 // CHECK: vector.store %{{.+}}, %[[ACC]][%{{.+}}] : memref<16xf32>, vector<16xf32>
 // CHECK: scf.yield %[[NEWMAX]], %{{.+}} : f32, f32
-// Normalize (guarding an empty row), store out in bf16 and lse = max + log(sum).
-// CHECK: arith.cmpf ogt
+// Normalize (guarding an empty row: sum exactly 0; a NaN sum is not empty),
+// store out in bf16 and lse = max + log(sum).
+// CHECK: arith.cmpf une
 // CHECK: arith.divf
 // CHECK: math.log
 // CHECK: arith.truncf %{{.+}} : vector<16xf32> to vector<16xbf16>

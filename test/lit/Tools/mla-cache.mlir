@@ -24,18 +24,29 @@
 // VERIFY: CORRUPT: payload checksum does not match the manifest
 // VERIFY: 10 entries, {{.*}}; 0 stale, 1 corrupt
 // RUN: mla-cache verify --cache-dir %t/cache --remove | FileCheck %s --check-prefix=REMOVE
-// REMOVE: 1 corrupt (removed)
+// REMOVE: 1 corrupt, 0 incomplete (removed)
 // RUN: mla-cache verify --cache-dir %t/cache | FileCheck %s --check-prefix=CLEAN
 // CLEAN: 9 entries, {{.*}}; 0 stale, 0 corrupt
+
+// An entry without its manifest is a write that never finished (the writer
+// published the manifest last): reported, never served, not a failure.
+// RUN: sh -c 'rm $(ls -d %t/cache/v1/concat_and_cache*sm_80*)/manifest.json'
+// RUN: mla-cache verify --cache-dir %t/cache | FileCheck %s --check-prefix=INCOMPLETE
+// INCOMPLETE: INCOMPLETE: payload without a manifest (a write that did not finish; never served, rebuilt when next used)
+// INCOMPLETE: 9 entries, {{.*}}; 0 stale, 0 corrupt, 1 incomplete
+// RUN: mla-cache verify --cache-dir %t/cache --remove | FileCheck %s --check-prefix=REMOVE-INCOMPLETE
+// REMOVE-INCOMPLETE: 0 corrupt, 1 incomplete (removed)
+// RUN: mla-cache fill --cache-dir %t/cache --chips sm_80,cpu --heads 2 --kv-lora-rank 64 --qk-nope-head-dim 16 --qk-rope-head-dim 16 --v-head-dim 16 | FileCheck %s --check-prefix=REBUILT
+// REBUILT: 10 modules in {{.*}}: 2 compiled, 8 already in the cache, 0 failed
 
 // RUN: not mla-cache prune --cache-dir %t/cache 2>&1 | FileCheck %s --check-prefix=NOTHING
 // NOTHING: say what to remove
 // RUN: mla-cache prune --cache-dir %t/cache --stale | FileCheck %s --check-prefix=STALE
-// STALE: removed 0 entries (0.00 MB), kept 9
+// STALE: removed 0 entries (0.00 MB), kept 10
 // RUN: mla-cache prune --cache-dir %t/cache --all --dry-run | FileCheck %s --check-prefix=DRY
-// DRY: would remove 9 entries
+// DRY: would remove 10 entries
 // RUN: mla-cache prune --cache-dir %t/cache --max-mb 0 | FileCheck %s --check-prefix=SIZE
-// SIZE: removed 9 entries
+// SIZE: removed 10 entries
 // RUN: mla-cache list --cache-dir %t/cache | FileCheck %s --check-prefix=EMPTY
 // EMPTY: 0 entries, 0.00 MB; 0 stale, 0 corrupt
 
