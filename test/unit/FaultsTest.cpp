@@ -7,7 +7,7 @@
 //    poisoned q), and nothing else bit for bit; poison in cache slots no
 //    request reads (the tail of a partly filled page, a page no block table
 //    names) changes nothing. On the CPU and, with MLA_TEST_DEVICE=gpu, on
-//    each GPU strategy's kernels.
+//    each GPU backend the device runs (generic, mma.sync, wgmma).
 //  - GPU only: a kernel launch or a device allocation that fails, at any
 //    point of a step (injected through the driver's entry-point table, which
 //    every launch and allocation goes through), makes forward return an
@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include "mla/Runtime/CudaDriver.h"
@@ -81,9 +82,16 @@ protected:
     kPe = random(DType::BF16, {kTokens, d.ropeDim});
     cache = random(DType::BF16, {kCachePages, kPage, d.cacheEntry()});
     output = random(DType::BF16, {kTokens, d.numHeads, d.vHeadDim});
+    clean = {q.host, kvC.host, kPe.host, cache.host};
+    useBackend("");
+  }
+
+  /// The layer of `backend` (empty: the one selection picks), its plan of
+  /// the batch and its clean step's output.
+  void useBackend(const std::string &backend) {
+    config.backend = backend;
     layer = makeLayer();
     ASSERT_TRUE(layer);
-
     std::vector<int32_t> table;
     for (const std::vector<int32_t> &pages : kPages)
       for (int64_t j = 0; j < kTableWidth; ++j)
@@ -93,11 +101,28 @@ protected:
                                kCachePages);
     ASSERT_TRUE(bool(planned)) << llvm::toString(planned.takeError());
     plan = std::move(*planned);
-    clean = {q.host, kvC.host, kPe.host, cache.host};
     baseline = step();
     ASSERT_FALSE(baseline.empty());
     for (double v : baseline)
       ASSERT_TRUE(std::isfinite(v));
+  }
+
+  /// Runs `poisonAndCheck` on the layer of each backend the device runs:
+  /// the CPU's, or each GPU kernel strategy's.
+  void forEachBackend(const std::function<void()> &poisonAndCheck) {
+    std::vector<std::string> backends = {""};
+    if (testingOnGpu()) {
+      backends = {"GENERIC_GPU", "TC_SM80"};
+      if (testGpuRunsWgmma())
+        backends.push_back("TC_SM90A");
+    }
+    for (const std::string &backend : backends) {
+      SCOPED_TRACE("backend " + (backend.empty() ? "selected" : backend));
+      useBackend(backend);
+      if (HasFatalFailure())
+        return;
+      poisonAndCheck();
+    }
   }
 
   std::unique_ptr<MlaLayer> makeLayer() {
@@ -195,7 +220,7 @@ protected:
         if (changed.count({t, h})) {
           EXPECT_FALSE(same) << "row (" << t << ", " << h << ") did not change";
           if (nonFinite) {
-            EXPECT_TRUE(allNonFinite) << "row (" << t << ", " << h << "): " << got[first] << " " << got[first+1] << " " << got[first+width-1] << " base " << baseline[first];
+            EXPECT_TRUE(allNonFinite) << "row (" << t << ", " << h << ")";
           }
         } else {
           EXPECT_TRUE(same) << "row (" << t << ", " << h
@@ -218,60 +243,70 @@ protected:
 //===----------------------------------------------------------------------===//
 
 TEST_F(Faults, NaNInQChangesOnlyItsOwnRow) {
-  const MlaDims &d = config.dims;
-  // A decode token's q_nope, and a prefill token's q_pe.
-  set(q, (0 * d.numHeads + 1) * d.qkHeadDim() + 5, kNaN);
-  expectOnlyRowsChange({{0, 1}}, /*nonFinite=*/true);
-  int64_t t = kFirstPrefillToken + 5;
-  set(q, (t * d.numHeads + 2) * d.qkHeadDim() + d.qkNopeHeadDim + 3, kNaN);
-  expectOnlyRowsChange({{t, 2}}, /*nonFinite=*/true);
+  forEachBackend([&] {
+    const MlaDims &d = config.dims;
+    // A decode token's q_nope, and a prefill token's q_pe.
+    set(q, (0 * d.numHeads + 1) * d.qkHeadDim() + 5, kNaN);
+    expectOnlyRowsChange({{0, 1}}, /*nonFinite=*/true);
+    int64_t t = kFirstPrefillToken + 5;
+    set(q, (t * d.numHeads + 2) * d.qkHeadDim() + d.qkNopeHeadDim + 3, kNaN);
+    expectOnlyRowsChange({{t, 2}}, /*nonFinite=*/true);
+  });
 }
 
 TEST_F(Faults, InfInQChangesOnlyItsOwnRow) {
-  const MlaDims &d = config.dims;
-  int64_t t = kFirstPrefillToken + 7;
-  set(q, (t * d.numHeads + 3) * d.qkHeadDim() + 10, kInf);
-  expectOnlyRowsChange({{t, 3}}, /*nonFinite=*/false);
-  set(q, (1 * d.numHeads + 0) * d.qkHeadDim() + d.qkNopeHeadDim, -kInf);
-  expectOnlyRowsChange({{1, 0}}, /*nonFinite=*/false);
+  forEachBackend([&] {
+    const MlaDims &d = config.dims;
+    int64_t t = kFirstPrefillToken + 7;
+    set(q, (t * d.numHeads + 3) * d.qkHeadDim() + 10, kInf);
+    expectOnlyRowsChange({{t, 3}}, /*nonFinite=*/false);
+    set(q, (1 * d.numHeads + 0) * d.qkHeadDim() + d.qkNopeHeadDim, -kInf);
+    expectOnlyRowsChange({{1, 0}}, /*nonFinite=*/false);
+  });
 }
 
 TEST_F(Faults, NaNInTheCacheChangesTheRowsThatAttendToIt) {
-  const MlaDims &d = config.dims;
-  // A cached latent value of the second decode's context.
-  set(cache, cacheIndex(1, 20, 3), kNaN);
-  expectOnlyRowsChange(allHeads(1, 1), /*nonFinite=*/true);
-  // A cached rope key of the prefill's context: every new token sees it.
-  set(cache, cacheIndex(2, 10, d.kvLoraRank + 7), kNaN);
-  expectOnlyRowsChange(allHeads(kFirstPrefillToken, kTokens - 1), true);
+  forEachBackend([&] {
+    const MlaDims &d = config.dims;
+    // A cached latent value of the second decode's context.
+    set(cache, cacheIndex(1, 20, 3), kNaN);
+    expectOnlyRowsChange(allHeads(1, 1), /*nonFinite=*/true);
+    // A cached rope key of the prefill's context: every new token sees it.
+    set(cache, cacheIndex(2, 10, d.kvLoraRank + 7), kNaN);
+    expectOnlyRowsChange(allHeads(kFirstPrefillToken, kTokens - 1), true);
+  });
 }
 
 TEST_F(Faults, NaNInANewTokenChangesTheRowsFromItsPositionOn) {
-  // Prefill token 6 (position 36): causal attention lets tokens 6..11 see
-  // it, written to the cache and read back by the prefill.
-  set(kvC, (kFirstPrefillToken + 6) * config.dims.kvLoraRank + 0, kNaN);
-  expectOnlyRowsChange(allHeads(kFirstPrefillToken + 6, kTokens - 1), true);
-  // The first decode's new token, attended to by that decode alone.
-  set(kPe, 0 * config.dims.ropeDim + 4, kNaN);
-  expectOnlyRowsChange(allHeads(0, 0), true);
+  forEachBackend([&] {
+    // Prefill token 6 (position 36): causal attention lets tokens 6..11 see
+    // it, written to the cache and read back by the prefill.
+    set(kvC, (kFirstPrefillToken + 6) * config.dims.kvLoraRank + 0, kNaN);
+    expectOnlyRowsChange(allHeads(kFirstPrefillToken + 6, kTokens - 1), true);
+    // The first decode's new token, attended to by that decode alone.
+    set(kPe, 0 * config.dims.ropeDim + 4, kNaN);
+    expectOnlyRowsChange(allHeads(0, 0), true);
+  });
 }
 
 TEST_F(Faults, PoisonInSlotsNoOneReadsChangesNothing) {
-  const MlaDims &d = config.dims;
-  auto poisonSlot = [&](int64_t page, int64_t row) {
-    for (int64_t c = 0; c < d.cacheEntry(); ++c)
-      set(cache, (page * kPage + row) * d.cacheEntry() + c, c % 2 ? kNaN : kInf);
-  };
-  // The tails of each request's last page (past seq_len) ...
-  for (int64_t b = 0; b < 3; ++b)
-    for (int64_t p = kSeqLens[b]; p % kPage; ++p)
-      poisonSlot(kPages[b][p / kPage], p % kPage);
-  // ... the page slots of the block table's padding columns point at
-  // page 0, read only within request 0's length; and pages no one names.
-  for (int64_t page = 11; page < kCachePages; ++page)
-    for (int64_t row = 0; row < kPage; ++row)
-      poisonSlot(page, row);
-  expectOnlyRowsChange({}, /*nonFinite=*/false);
+  forEachBackend([&] {
+    const MlaDims &d = config.dims;
+    auto poisonSlot = [&](int64_t page, int64_t row) {
+      for (int64_t c = 0; c < d.cacheEntry(); ++c)
+        set(cache, (page * kPage + row) * d.cacheEntry() + c, c % 2 ? kNaN : kInf);
+    };
+    // The tails of each request's last page (past seq_len) ...
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t p = kSeqLens[b]; p % kPage; ++p)
+        poisonSlot(kPages[b][p / kPage], p % kPage);
+    // ... the page slots of the block table's padding columns point at
+    // page 0, read only within request 0's length; and pages no one names.
+    for (int64_t page = 11; page < kCachePages; ++page)
+      for (int64_t row = 0; row < kPage; ++row)
+        poisonSlot(page, row);
+    expectOnlyRowsChange({}, /*nonFinite=*/false);
+  });
 }
 
 //===----------------------------------------------------------------------===//
