@@ -5,6 +5,7 @@
 #include "mla/Runtime/Metadata.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace mla::runtime {
 
@@ -72,9 +73,12 @@ llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
                 ", must be non-negative");
 
   const std::vector<int32_t> &loc = m.queryStartLoc;
-  if (static_cast<int64_t>(loc.size()) != m.numReqs + 1)
+  // Counts are non-negative here; unsigned sums and a bounded product keep
+  // absurd ones from overflowing (found by the plan fuzzer).
+  uint64_t expectedLocs = uint64_t(m.numReqs) + 1;
+  if (loc.size() != expectedLocs)
     return fail("query_start_loc has " + Twine(loc.size()) +
-                " entries, expected num_reqs + 1 = " + Twine(m.numReqs + 1));
+                " entries, expected num_reqs + 1 = " + Twine(expectedLocs));
   if (loc[0] != 0)
     return fail("query_start_loc[0] is " + Twine(loc[0]) + ", must be 0");
   for (int64_t b = 0; b < m.numReqs; ++b)
@@ -91,6 +95,10 @@ llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
   if (static_cast<int64_t>(m.seqLens.size()) != m.numReqs)
     return fail("seq_lens has " + Twine(m.seqLens.size()) +
                 " entries, expected num_reqs = " + Twine(m.numReqs));
+  if (m.maxBlocks != 0 &&
+      m.numReqs > std::numeric_limits<int64_t>::max() / m.maxBlocks)
+    return fail("num_reqs * max_blocks = " + Twine(m.numReqs) + " * " +
+                Twine(m.maxBlocks) + " overflows int64");
   if (static_cast<int64_t>(m.blockTable.size()) != m.numReqs * m.maxBlocks)
     return fail("block_table has " + Twine(m.blockTable.size()) +
                 " entries, expected num_reqs * max_blocks = " + Twine(m.numReqs) +
@@ -203,6 +211,10 @@ llvm::Error validate(const CommonAttentionMetadata &m, int64_t numCacheBlocks,
                 ", must be positive");
   if (blockSize <= 0)
     return fail("blockSize is " + Twine(blockSize) + ", must be positive");
+  // Slots are int64 (found by the plan fuzzer: the product overflowed).
+  if (numCacheBlocks > std::numeric_limits<int64_t>::max() / blockSize)
+    return fail("a cache of " + Twine(numCacheBlocks) + " pages of " +
+                Twine(blockSize) + " tokens has more slots than int64 indexes");
   if (llvm::Error err = detail::checkShape(m))
     return err;
   for (int64_t b = 0; b < m.numReqs; ++b)

@@ -19,23 +19,28 @@ static llvm::Error checkConfig(const DecodeSplitConfig &c) {
   struct Field {
     const char *name;
     int64_t value;
-    int64_t least;
+    int64_t least, most;
   };
+  // The bounds keep every product the planner forms (SMs x CTAs, heads x
+  // new tokens, a batch's summed cost) inside int64 (found by the plan
+  // fuzzer); real devices and schedules are far inside them.
+  constexpr int64_t k16 = int64_t(1) << 16, k31 = int64_t(1) << 31;
   const Field fields[] = {
-      {"numSms", c.numSms, 1},
-      {"ctasPerSm", c.ctasPerSm, 1},
-      {"numHeads", c.numHeads, 1},
-      {"queryLen", c.queryLen, 1},
-      {"rowsPerCta", c.rowsPerCta, 1},
-      {"tokensPerBlock", c.tokensPerBlock, 1},
-      {"minTokensPerSplit", c.minTokensPerSplit, 1},
-      {"fixedOverheadBlocks", c.fixedOverheadBlocks, 0},
-      {"maxSplitsPerRequest", c.maxSplitsPerRequest, 0},
+      {"numSms", c.numSms, 1, k16},
+      {"ctasPerSm", c.ctasPerSm, 1, k16},
+      {"numHeads", c.numHeads, 1, k16},
+      {"queryLen", c.queryLen, 1, k16},
+      {"rowsPerCta", c.rowsPerCta, 1, k16},
+      {"tokensPerBlock", c.tokensPerBlock, 1, k31},
+      {"minTokensPerSplit", c.minTokensPerSplit, 1, k31},
+      {"fixedOverheadBlocks", c.fixedOverheadBlocks, 0, k31},
+      {"maxSplitsPerRequest", c.maxSplitsPerRequest, 0, k31},
   };
   for (const Field &f : fields)
-    if (f.value < f.least)
+    if (f.value < f.least || f.value > f.most)
       return fail("decode split config: " + Twine(f.name) + " is " +
-                  Twine(f.value) + ", must be at least " + Twine(f.least));
+                  Twine(f.value) + ", must be in [" + Twine(f.least) + ", " +
+                  Twine(f.most) + "]");
   return llvm::Error::success();
 }
 

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -108,6 +109,11 @@ TEST(MetadataValidate, CacheGeometry) {
             "numCacheBlocks is 0, must be positive");
   EXPECT_EQ(errorText(validate(m, kCacheBlocks, -4)),
             "blockSize is -4, must be positive");
+  // Found by the plan fuzzer: pages x block size overflowed int64.
+  int64_t huge = std::numeric_limits<int64_t>::max() / 8;
+  EXPECT_EQ(errorText(validate(m, huge, 16)),
+            "a cache of " + std::to_string(huge) +
+                " pages of 16 tokens has more slots than int64 indexes");
 }
 
 TEST(MetadataValidate, SizeErrors) {
@@ -705,7 +711,7 @@ TEST(MetadataDecodeSplits, ResidentCtasMultiplyTheParts) {
   none.ctasPerSm = 0;
   auto refused = planDecodeSplits({10}, none);
   EXPECT_EQ(errorText(refused),
-            "decode split config: ctasPerSm is 0, must be at least 1");
+            "decode split config: ctasPerSm is 0, must be in [1, 65536]");
 }
 
 TEST(MetadataDecodeSplits, TensorCoreSchedule) {
@@ -878,22 +884,30 @@ TEST(MetadataDecodeSplits, Errors) {
   noSms.numSms = 0;
   auto a = planDecodeSplits({10}, noSms);
   EXPECT_EQ(errorText(a),
-            "decode split config: numSms is 0, must be at least 1");
+            "decode split config: numSms is 0, must be in [1, 65536]");
   DecodeSplitConfig noHeads = h100(0);
   auto b = planDecodeSplits({10}, noHeads);
   EXPECT_EQ(errorText(b),
-            "decode split config: numHeads is 0, must be at least 1");
+            "decode split config: numHeads is 0, must be in [1, 65536]");
   DecodeSplitConfig overhead = h100(16);
   overhead.fixedOverheadBlocks = -1;
   auto c = planDecodeSplits({10}, overhead);
   EXPECT_EQ(errorText(c),
-            "decode split config: fixedOverheadBlocks is -1, must be at "
-            "least 0");
+            "decode split config: fixedOverheadBlocks is -1, must be in [0, "
+            "2147483648]");
   DecodeSplitConfig noFloor = h100(16);
   noFloor.minTokensPerSplit = 0;
   auto d = planDecodeSplits({10}, noFloor);
   EXPECT_EQ(errorText(d),
-            "decode split config: minTokensPerSplit is 0, must be at least 1");
+            "decode split config: minTokensPerSplit is 0, must be in [1, "
+            "2147483648]");
+  // Found by the plan fuzzer: SMs x CTAs overflowed int64.
+  DecodeSplitConfig huge = h100(16);
+  huge.numSms = int64_t(1) << 40;
+  auto e = planDecodeSplits({10}, huge);
+  EXPECT_EQ(errorText(e),
+            "decode split config: numSms is 1099511627776, must be in [1, "
+            "65536]");
 }
 
 TEST(MetadataDecodeSplits, RandomBatchesBalanced) {
