@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestSupport.h"
 #include "TestSupport.h"
 
 #include "mla/Runtime/CudaDevice.h"
@@ -35,26 +36,13 @@ constexpr int64_t kPage = 16, kCachePages = 48, kMaxDecodes = 5,
 const std::vector<int32_t> kBatchesOfAGraph[] = {
     {40, 1, 100}, {128}, {7, 1, 128, 64, 33}};
 
-/// A host tensor and its copy on the runtime's device.
-struct Tensor {
-  HostTensor host{DType::F32, {0}};
-  DeviceAllocation device;
-  BufferView view() {
-    return BufferView::contiguous(device.data(), host.elementType(),
-                                  host.dims());
-  }
-};
+using Tensor = RuntimeTensor;
 
 class DecodeStepGraphTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    RuntimeOptions options;
-    options.device =
-        testingOnGpu() ? DevicePreference::Gpu : DevicePreference::Cpu;
-    options.cache.diskEnabled = false;
-    auto created = Runtime::create(options);
-    ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
-    runtime = std::move(*created);
+    runtime = makeTestRuntime();
+    ASSERT_TRUE(runtime);
     config.dims = {4, 128, 64, 32, 64};
     config.blockSize = kPage;
     const MlaDims &d = config.dims;
@@ -76,25 +64,10 @@ protected:
   }
 
   Tensor random(DType t, std::vector<int64_t> shape, double range = 1.0) {
-    Tensor x{HostTensor(t, std::move(shape)), {}};
-    x.host.fillRandom(rng(), -range, range);
-    auto a = runtime->allocate(x.host.sizeInBytes());
-    EXPECT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    if (a)
-      x.device = std::move(*a);
-    upload(x);
-    return x;
+    return RuntimeTensor::random(*runtime, t, std::move(shape), range);
   }
-  void upload(Tensor &x) {
-    EXPECT_FALSE(bool(runtime->upload(x.device.data(), x.host.view().data,
-                                      x.host.sizeInBytes())));
-  }
-  std::vector<double> download(Tensor &x) {
-    HostTensor copy = x.host;
-    EXPECT_FALSE(bool(runtime->download(copy.view().data, x.device.data(),
-                                        copy.sizeInBytes())));
-    return copy.toDouble();
-  }
+  void upload(Tensor &x) { x.upload(*runtime); }
+  std::vector<double> download(Tensor &x) { return x.download(*runtime); }
 
   MlaLayerWeights weights() {
     return {kvBProj.view(), wUkT.view(), wUv.view()};

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuTestSupport.h"
+#include "RuntimeTestSupport.h"
 #include "TestSupport.h"
 
 #include "mla/Runtime/CudaDriver.h"
@@ -48,15 +49,7 @@ const std::vector<std::vector<int32_t>> kPages = {
     {0, 1, 2}, {3, 4, 5, 6, 7}, {8, 9, 10}, {11}};
 constexpr int64_t kTokens = 23, kFirstPrefillToken = 2, kSecondPrefillToken = 14;
 
-/// A host tensor and its copy on the runtime's device.
-struct Tensor {
-  HostTensor host{DType::F32, {0}};
-  DeviceAllocation device;
-  BufferView view() {
-    return BufferView::contiguous(device.data(), host.elementType(),
-                                  host.dims());
-  }
-};
+using Tensor = RuntimeTensor;
 
 /// (token, head) output rows.
 using Rows = std::set<std::pair<int64_t, int64_t>>;
@@ -64,13 +57,8 @@ using Rows = std::set<std::pair<int64_t, int64_t>>;
 class Faults : public ::testing::Test {
 protected:
   void SetUp() override {
-    RuntimeOptions options;
-    options.device =
-        testingOnGpu() ? DevicePreference::Gpu : DevicePreference::Cpu;
-    options.cache.diskEnabled = false;
-    auto created = Runtime::create(options);
-    ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
-    runtime = std::move(*created);
+    runtime = makeTestRuntime();
+    ASSERT_TRUE(runtime);
     config.blockSize = kPage;
     useBackend("");
   }
@@ -136,19 +124,9 @@ protected:
   }
 
   Tensor random(DType t, std::vector<int64_t> shape, double range = 1.0) {
-    Tensor x{HostTensor(t, std::move(shape)), {}};
-    x.host.fillRandom(rng(), -range, range);
-    auto a = runtime->allocate(x.host.sizeInBytes());
-    EXPECT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    if (a)
-      x.device = std::move(*a);
-    upload(x);
-    return x;
+    return RuntimeTensor::random(*runtime, t, std::move(shape), range);
   }
-  void upload(Tensor &x) {
-    EXPECT_FALSE(bool(runtime->upload(x.device.data(), x.host.view().data,
-                                      x.host.sizeInBytes())));
-  }
+  void upload(Tensor &x) { x.upload(*runtime); }
 
   /// Sets element `index` (row-major) of `x`'s host copy to `value`.
   static void set(Tensor &x, int64_t index, double value) {
@@ -184,10 +162,7 @@ protected:
       else
         ADD_FAILURE() << text;
     } else {
-      HostTensor copy = output.host;
-      EXPECT_FALSE(bool(runtime->download(copy.view().data, output.device.data(),
-                                          copy.sizeInBytes())));
-      result = copy.toDouble();
+      result = output.download(*runtime);
     }
     q.host = clean[0];
     kvC.host = clean[1];

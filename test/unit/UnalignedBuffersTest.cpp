@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestSupport.h"
 #include "TestSupport.h"
 
 #include "MlaReference.h"
@@ -48,18 +49,9 @@ private:
   std::vector<DeviceAllocation> storage;
 };
 
-std::unique_ptr<Runtime> testRuntime() {
-  RuntimeOptions options;
-  options.device =
-      testingOnGpu() ? DevicePreference::Gpu : DevicePreference::Cpu;
-  options.cache.diskEnabled = false;
-  auto rt = Runtime::create(options);
-  EXPECT_TRUE(bool(rt)) << llvm::toString(rt.takeError());
-  return rt ? std::move(*rt) : nullptr;
-}
 
 TEST(MergeUnaligned, MisalignedOutputTakesTheElementPath) {
-  auto rt = testRuntime();
+  auto rt = makeTestRuntime();
   ASSERT_TRUE(rt);
   const int64_t tokens = 7, heads = 4, dim = 128;
   auto kernel = rt->compile(
@@ -95,7 +87,7 @@ TEST(MergeUnaligned, MisalignedOutputTakesTheElementPath) {
 }
 
 TEST(GatherCacheUnaligned, MisalignedCacheAndWorkspace) {
-  auto rt = testRuntime();
+  auto rt = makeTestRuntime();
   ASSERT_TRUE(rt);
   const int64_t entry = 576, page = 16, numBlocks = 6, maxBlocks = 3;
   auto kernel = rt->compile(
@@ -136,7 +128,7 @@ TEST(GatherCacheUnaligned, MisalignedCacheAndWorkspace) {
 // error naming the limits instead of failing inside the driver. The CPU
 // ignores the split operands and computes the decode.
 TEST(DecodeGridLimit, SplitCapacityBeyondCudaLimitIsAClearError) {
-  auto rt = testRuntime();
+  auto rt = makeTestRuntime();
   ASSERT_TRUE(rt);
   MlaDims d{1, 64, 32, 16, 32};
   const int64_t splits = 70000, page = 16;
