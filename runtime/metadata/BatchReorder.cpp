@@ -9,21 +9,12 @@ namespace mla::runtime {
 using detail::fail;
 using llvm::Twine;
 
-/// Errors unless queryStartLoc has numReqs + 1 entries: all that
-/// classifying requests by query length needs.
-static llvm::Error checkQueryStartLoc(const CommonAttentionMetadata &m) {
-  if (m.numReqs < 0 ||
-      static_cast<int64_t>(m.queryStartLoc.size()) != m.numReqs + 1)
-    return fail("query_start_loc has " + Twine(m.queryStartLoc.size()) +
-                " entries, expected num_reqs + 1 = " + Twine(m.numReqs + 1));
-  return llvm::Error::success();
-}
-
 llvm::Expected<std::vector<int64_t>>
 decodesFirstOrder(const CommonAttentionMetadata &m, int64_t decodeThreshold) {
   if (llvm::Error err = detail::checkDecodeThreshold(decodeThreshold))
     return std::move(err);
-  if (llvm::Error err = checkQueryStartLoc(m))
+  // All that classifying requests by query length needs.
+  if (llvm::Error err = detail::checkQueryStartLocSize(m))
     return std::move(err);
   // A stable partition: two passes keep each class in its original order.
   std::vector<int64_t> order;
@@ -95,7 +86,7 @@ splitDecodesAndPrefills(const CommonAttentionMetadata &m,
                         int64_t decodeThreshold) {
   if (llvm::Error err = detail::checkDecodeThreshold(decodeThreshold))
     return std::move(err);
-  if (llvm::Error err = checkQueryStartLoc(m))
+  if (llvm::Error err = detail::checkQueryStartLocSize(m))
     return std::move(err);
 
   int64_t firstPrefill = m.numReqs;

@@ -62,9 +62,22 @@ CommonAttentionMetadata makeCommonAttentionMetadata(
 // Shape
 //===----------------------------------------------------------------------===//
 
-llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
+llvm::Error
+detail::checkQueryStartLocSize(const CommonAttentionMetadata &m) {
   if (m.numReqs < 0)
     return fail("num_reqs is " + Twine(m.numReqs) + ", must be non-negative");
+  // Unsigned: num_reqs + 1 overflows int64 for the largest count (found by
+  // the plan fuzzer).
+  uint64_t expected = uint64_t(m.numReqs) + 1;
+  if (m.queryStartLoc.size() != expected)
+    return fail("query_start_loc has " + Twine(m.queryStartLoc.size()) +
+                " entries, expected num_reqs + 1 = " + Twine(expected));
+  return llvm::Error::success();
+}
+
+llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
+  if (llvm::Error err = checkQueryStartLocSize(m))
+    return err;
   if (m.numActualTokens < 0)
     return fail("num_actual_tokens is " + Twine(m.numActualTokens) +
                 ", must be non-negative");
@@ -73,12 +86,6 @@ llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
                 ", must be non-negative");
 
   const std::vector<int32_t> &loc = m.queryStartLoc;
-  // Counts are non-negative here; unsigned sums and a bounded product keep
-  // absurd ones from overflowing (found by the plan fuzzer).
-  uint64_t expectedLocs = uint64_t(m.numReqs) + 1;
-  if (loc.size() != expectedLocs)
-    return fail("query_start_loc has " + Twine(loc.size()) +
-                " entries, expected num_reqs + 1 = " + Twine(expectedLocs));
   if (loc[0] != 0)
     return fail("query_start_loc[0] is " + Twine(loc[0]) + ", must be 0");
   for (int64_t b = 0; b < m.numReqs; ++b)
@@ -95,6 +102,7 @@ llvm::Error detail::checkShape(const CommonAttentionMetadata &m) {
   if (static_cast<int64_t>(m.seqLens.size()) != m.numReqs)
     return fail("seq_lens has " + Twine(m.seqLens.size()) +
                 " entries, expected num_reqs = " + Twine(m.numReqs));
+  // A bounded product: num_reqs x max_blocks may overflow (plan fuzzer).
   if (m.maxBlocks != 0 &&
       m.numReqs > std::numeric_limits<int64_t>::max() / m.maxBlocks)
     return fail("num_reqs * max_blocks = " + Twine(m.numReqs) + " * " +

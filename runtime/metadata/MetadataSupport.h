@@ -30,6 +30,10 @@ inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// the arrays and take query lengths.
 llvm::Error checkShape(const CommonAttentionMetadata &m);
 
+/// Errors unless numReqs >= 0 and queryStartLoc has numReqs + 1 entries
+/// (computed without overflow for any numReqs).
+llvm::Error checkQueryStartLocSize(const CommonAttentionMetadata &m);
+
 /// Errors unless decodeThreshold >= 1.
 llvm::Error checkDecodeThreshold(int64_t decodeThreshold);
 

@@ -125,6 +125,18 @@ TEST(MetadataValidate, SizeErrors) {
   const Case cases[] = {
       {"negative num_reqs", [](CommonAttentionMetadata &m) { m.numReqs = -1; },
        "num_reqs is -1, must be non-negative"},
+      // Found by the plan fuzzer: num_reqs + 1 overflowed int64.
+      {"largest num_reqs",
+       [](CommonAttentionMetadata &m) {
+         m.numReqs = std::numeric_limits<int64_t>::max();
+       },
+       "query_start_loc has 4 entries, expected num_reqs + 1 = "
+       "9223372036854775808"},
+      {"num_reqs x max_blocks beyond int64",
+       [](CommonAttentionMetadata &m) {
+         m.maxBlocks = std::numeric_limits<int64_t>::max() / 2;
+       },
+       "num_reqs * max_blocks = 3 * 4611686018427387903 overflows int64"},
       {"negative num_actual_tokens",
        [](CommonAttentionMetadata &m) { m.numActualTokens = -6; },
        "num_actual_tokens is -6, must be non-negative"},
@@ -268,6 +280,14 @@ TEST(MetadataReorder, DecodesFirstStable) {
   auto spec = decodesFirstOrder(m, /*decodeThreshold=*/3);
   ASSERT_EQ(errorText(spec), "success");
   EXPECT_EQ(*spec, (I64{1, 2, 4, 5, 0, 3}));
+}
+
+TEST(MetadataReorder, RefusesAQueryStartLocOfTheWrongSize) {
+  CommonAttentionMetadata m = sampleBatch();
+  m.numReqs = std::numeric_limits<int64_t>::max();
+  auto order = decodesFirstOrder(m);
+  EXPECT_EQ(errorText(order), "query_start_loc has 4 entries, expected "
+                              "num_reqs + 1 = 9223372036854775808");
 }
 
 TEST(MetadataReorder, ApplyMovesEveryField) {
