@@ -19,6 +19,7 @@
 #include "mla/Support/Diagnostics.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace mla::runtime {
 
@@ -98,6 +99,19 @@ MlaLayer::planDecodeStep(const CommonAttentionMetadata &m,
     return makeArgumentError(
         "decode step shape: decodes, query length, pages a request and cache "
         "pages must be positive and the split limit not negative, got " +
+        shape.str());
+  // The metadata the kernels read holds token rows, block-table entries
+  // and page ids as int32, as vLLM's tensors do; bounding them here also
+  // keeps the products below inside int64 (found by the plan fuzzer).
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  if (shape.maxDecodes > kInt32Max / shape.queryLen ||
+      shape.maxBlocksPerRequest > kInt32Max / shape.maxDecodes ||
+      shape.numCacheBlocks > kInt32Max + 1 ||
+      shape.maxSplitsPerRequest > kInt32Max)
+    return makeArgumentError(
+        "decode step shape: its token rows (decodes x query length), block "
+        "table (decodes x pages a request), cache pages and split limit must "
+        "each fit int32, got " +
         shape.str());
   if (shape.queryLen > c.decodeThreshold)
     return makeArgumentError(

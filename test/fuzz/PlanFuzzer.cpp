@@ -226,11 +226,15 @@ void planThroughLayer(ByteReader &in, const MlaLayer &layer,
   else
     llvm::consumeError(plan.takeError());
 
+  // Shapes the layer accepts cost memory in proportion (a padded block
+  // table of decodes x pages): the raw ones stay under 16M entries, or
+  // take any value, which the layer must refuse.
   DecodeGraphShape shape;
   bool raw = in.flag();
-  shape.maxDecodes = raw ? in.any64() : in.range(-1, 16);
+  auto wide = [&in] { return in.flag() ? in.any64() : in.range(-2, 4096); };
+  shape.maxDecodes = raw ? wide() : in.range(-1, 16);
   shape.queryLen = raw ? in.any64() : in.range(0, 5);
-  shape.maxBlocksPerRequest = raw ? in.any64() : in.range(-1, 48);
+  shape.maxBlocksPerRequest = raw ? wide() : in.range(-1, 48);
   shape.numCacheBlocks = raw ? in.any64() : numCacheBlocks;
   shape.maxSplitsPerRequest = raw ? in.any64() : in.range(-1, 8);
   if (auto plan = layer.planDecodeStep(m, shape)) {

@@ -181,6 +181,10 @@ TEST_F(DecodeStepGraphTest, PlanDecodeStepNamesWhatDoesNotFit) {
   DecodeGraphShape empty = shape();
   empty.maxDecodes = 0;
   expectError(ok, empty, "must be positive");
+  DecodeGraphShape huge = shape();
+  huge.maxDecodes = int64_t(1) << 20;
+  huge.maxBlocksPerRequest = int64_t(1) << 12;
+  expectError(ok, huge, "must each fit int32");
   DecodeGraphShape speculative = shape();
   speculative.queryLen = 2;
   expectError(ok, speculative, "decodeThreshold");
