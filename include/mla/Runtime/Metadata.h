@@ -61,12 +61,13 @@ struct CommonAttentionMetadata {
   /// bound, never less than the longest.
   int64_t maxSeqLen = 0;
 
-  /// New tokens of request `b`.
-  int32_t queryLen(int64_t b) const {
-    return queryStartLoc[b + 1] - queryStartLoc[b];
+  /// New tokens of request `b` (in int64: before validation the entries
+  /// may be anything, and their difference overflows int32).
+  int64_t queryLen(int64_t b) const {
+    return int64_t(queryStartLoc[b + 1]) - queryStartLoc[b];
   }
   /// Tokens of request `b` already in the cache.
-  int32_t contextLen(int64_t b) const { return seqLens[b] - queryLen(b); }
+  int64_t contextLen(int64_t b) const { return seqLens[b] - queryLen(b); }
   /// The `maxBlocks` page ids of request `b`.
   llvm::ArrayRef<int32_t> blockTableRow(int64_t b) const {
     return llvm::ArrayRef<int32_t>(blockTable).slice(b * maxBlocks, maxBlocks);
