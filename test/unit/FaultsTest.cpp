@@ -22,6 +22,7 @@
 #include "TestSupport.h"
 
 #include "mla/Runtime/CudaDriver.h"
+#include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
 #include "mla/Support/HostTensor.h"
@@ -308,10 +309,12 @@ TEST_F(Faults, PoisonInSlotsNoOneReadsChangesNothing) {
 
 /// Replaces driver entry points so that the `failAt`-th call of any of them
 /// (counting from 1; 0 only counts) returns `status`. Restores them when
-/// destroyed.
+/// destroyed. The table is shared with the background module loads of
+/// tiered driver compiles, so those finish first.
 class FailingDriverCalls {
 public:
   FailingDriverCalls(cuda::CUresult status, int64_t failAt) {
+    waitForKernelUpgrades();
     auto driver = cuda::Driver::get();
     EXPECT_TRUE(bool(driver)) << llvm::toString(driver.takeError());
     self = &*driver;
