@@ -241,7 +241,9 @@ public:
   /// shape.numCacheBlocks pages. Splits are planned under the shape's
   /// split limit (chosen here when it is 0). Token-indexed buffers need
   /// maxDecodes * queryLen rows; the padding rows of output (and
-  /// decode_lse) are written too.
+  /// decode_lse) are written too. The shape's token rows, block table
+  /// (maxDecodes * maxBlocksPerRequest), pages and split limit must each
+  /// fit int32, as the metadata the kernels read does.
   llvm::Expected<MlaStepPlan> planDecodeStep(const CommonAttentionMetadata &m,
                                              DecodeGraphShape shape) const;
 
