@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (test/fuzz) with clang's libFuzzer,
 # AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer, and runs
-# each for a fixed time or number of inputs.
+# each for a fixed time or number of inputs (scripts/fuzz-run.sh).
 #   scripts/fuzz.sh [--seconds N | --runs N] [--jobs N] [target...]
+#   scripts/fuzz.sh --bundle [target...]
 # Targets: ir, lower, plan (default: all three). Each runs for --seconds
 # (default 600) or until --runs inputs, in --jobs processes (default 1),
 # over a corpus kept in build-fuzz/corpus/<target>, seeded with the lit
@@ -12,15 +13,20 @@
 # fixed, it belongs in test/fuzz/regressions/<target>/, which CI replays.
 # The last lines of each run (executions, speed, peak memory) go to
 # build-fuzz/logs/<target>.log.
+# --bundle links the targets with LLVM and MLIR's static archives instead
+# and packs them, fuzz-run.sh, the corpora and the seeds into
+# bundle/mla-fuzz.tar.xz, to run where there are more cores:
+#   tar -xJf mla-fuzz.tar.xz && cd mla-fuzz &&
+#   bash fuzz-run.sh bin work --seeds seeds/corpus --seeds seeds/regressions \
+#     --runs 1000000 --jobs 60 lower
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
-seconds=600 runs=-1 jobs=1 targets=()
+bundle=0 link_mode=dylib targets=() run_args=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --seconds) seconds=$2; shift 2 ;;
-    --runs) runs=$2; seconds=0; shift 2 ;;
-    --jobs) jobs=$2; shift 2 ;;
+    --seconds|--runs|--jobs) run_args+=("$1" "$2"); shift 2 ;;
+    --bundle) bundle=1; link_mode=static; shift ;;
     ir|lower|plan) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -42,7 +48,7 @@ fi
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -gline-tables-only"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DMLA_LINK_MODE=dylib -DMLA_BUILD_TESTS=OFF -DMLA_LIBFUZZER=ON \
+  -DMLA_LINK_MODE="$link_mode" -DMLA_BUILD_TESTS=OFF -DMLA_LIBFUZZER=ON \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" > /dev/null
@@ -63,28 +69,26 @@ for f in sorted(lit.rglob("*.mlir")):
 PY
 }
 
-export ASAN_OPTIONS=detect_leaks=1:detect_container_overflow=0:halt_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export MLA_CACHE_DIR=$build/kernel-cache
-status=0
 for t in "${targets[@]}"; do
-  corpus=$build/corpus/$t artifacts=$build/artifacts/$t/ log=$build/logs/$t.log
-  mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
-  [ "$t" = plan ] || seed_ir "$corpus"
-  args=(-timeout=60 -rss_limit_mb=6144 -malloc_limit_mb=4096 -print_final_stats=1
-        -artifact_prefix="$artifacts" -max_len=16384)
-  [ "$seconds" -gt 0 ] && args+=(-max_total_time="$seconds")
-  [ "$runs" -ge 0 ] && args+=(-runs="$runs")
-  if [ "$jobs" -gt 1 ]; then
-    args+=(-fork="$jobs" -ignore_crashes=0)
-  fi
-  echo "fuzz: $t for ${seconds}s / $runs runs in $jobs process(es)"
-  seeds=()
-  for d in "$root/test/fuzz/corpus/$t" "$root/test/fuzz/regressions/$t"; do
-    [ -d "$d" ] && seeds+=("$d")
-  done
-  ( cd "$build/logs" && "$build/bin/mla-fuzz-$t" "${args[@]}" "$corpus" "${seeds[@]}" ) \
-    > "$log" 2>&1 || status=1
-  grep -E "stat::|Done|SUMMARY|ERROR|fuzz defect|#[0-9]+.*DONE" "$log" | tail -12
+  [ "$t" = plan ] || seed_ir "$build/corpus/$t"
 done
-exit $status
+if [ "$bundle" = 1 ]; then
+  # The targets, this script's runner, the corpora grown so far and the
+  # project's seeds, for a machine without compilers (its libc and
+  # libstdc++ suffice: LLVM, MLIR and the sanitizer runtimes are linked in).
+  stage=$(mktemp -d)
+  mkdir -p "$stage/mla-fuzz/bin" "$stage/mla-fuzz/work/corpus" "$stage/mla-fuzz/seeds"
+  for t in "${targets[@]}"; do
+    strip --strip-debug -o "$stage/mla-fuzz/bin/mla-fuzz-$t" "$build/bin/mla-fuzz-$t"
+    cp -r "$build/corpus/$t" "$stage/mla-fuzz/work/corpus/"
+  done
+  cp -r "$root/test/fuzz/corpus" "$root/test/fuzz/regressions" "$stage/mla-fuzz/seeds/"
+  cp "$root/scripts/fuzz-run.sh" "$stage/mla-fuzz/"
+  mkdir -p "$root/bundle"
+  tar -C "$stage" -cf - mla-fuzz | xz -T0 -6 > "$root/bundle/mla-fuzz.tar.xz"
+  rm -rf "$stage"
+  ls -l "$root/bundle/mla-fuzz.tar.xz"
+  exit 0
+fi
+exec bash "$root/scripts/fuzz-run.sh" "$build/bin" "$build" ${run_args[@]+"${run_args[@]}"} \
+  --seeds "$root/test/fuzz/corpus" --seeds "$root/test/fuzz/regressions" "${targets[@]}"
