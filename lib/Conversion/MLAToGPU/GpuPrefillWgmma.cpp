@@ -50,6 +50,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FragmentSoftmax.h"
 #include "PrefillTileBlock.h"
 #include "WgmmaEmitter.h"
 #include "mla/Target/WgmmaPrefillShape.h"
@@ -226,7 +227,10 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                                 e.mul(group, e.index(kBlockBytes)))),
               16, kAtomBytes);
           Value negInf = e.negInf(), fzero = e.f32(0.0);
-          Value scale = e.f32(scaleLog2);
+          // A warpgroup's 64 x 64 scores and 64 x Dv output, per warp.
+          const AccumulatorFragment sFragment{1, kTileKeys / 8};
+          const AccumulatorFragment oFragment{1, vDim / 8};
+          FragmentSoftmax softmax(e, sFragment, scaleLog2, quad);
           // Issues S = Q K^T of tile t (the first k-step overwrites the
           // accumulator); returns it, in flight until the next wait.
           auto issueScores = [&](Value t) {
@@ -296,47 +300,17 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
 
                   // 3. Scores masked on tiles crossing the warpgroup's
                   // diagonal or the end of the keys (past its last visible
-                  // key every score is masked: P = 0): s[4 j + 2 i + c] is
-                  // lane row i, key first + 8 j + 2 quad + c. The scale
-                  // (positive) is applied in the exponent.
+                  // key every score is masked: P = 0).
                   Value first = e.mul(t, e.index(kTileKeys));
                   SmallVector<Value> s(it.begin() + sAt, it.end());
-                  s = e.selectValues(
-                      e.lessThan(unmaskedEnd, e.add(first, one)), f32s,
-                      [&] {
-                        SmallVector<Value> m(s);
-                        Value key0 = e.add(first, e.mul(quad, e.index(2)));
-                        for (int64_t j = 0; j < kTileKeys / 8; ++j)
-                          for (int64_t c = 0; c < 2; ++c) {
-                            Value key = e.add(key0, e.index(8 * j + c));
-                            for (int64_t i = 0; i < 2; ++i) {
-                              int64_t at = 4 * j + 2 * i + c;
-                              m[at] = e.select(e.lessThan(key, rowEnd[i]),
-                                               m[at], negInf);
-                            }
-                          }
-                        return m;
-                      },
-                      [&] { return SmallVector<Value>(s); });
+                  softmax.maskWhere(e.lessThan(unmaskedEnd, e.add(first, one)),
+                                    s, first, rowEnd);
 
-                  // 4. Online softmax in base 2, p = exp2(s c - m); P to the
-                  // warpgroup's shared tile.
+                  // 4. Online softmax; P to the warpgroup's shared tile.
                   SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
                   SmallVector<Value, 2> alpha;
                   for (int64_t i = 0; i < 2; ++i) {
-                    SmallVector<Value> row;
-                    for (int64_t j = 0; j < kTileKeys / 8; ++j)
-                      for (int64_t c = 0; c < 2; ++c)
-                        row.push_back(s[4 * j + 2 * i + c]);
-                    MmaEmitter::OnlineMax step = e.onlineMax(
-                        it[i], e.mulf(e.quadMax(e.maxTree(row)), scale));
-                    Value shift = arith::NegFOp::create(b, l, step.safe);
-                    SmallVector<Value> p;
-                    for (int64_t j = 0; j < kTileKeys / 8; ++j) {
-                      Value p0 = e.exp2(e.fma(s[4 * j + 2 * i], scale, shift));
-                      Value p1 =
-                          e.exp2(e.fma(s[4 * j + 2 * i + 1], scale, shift));
-                      p.append({p0, p1});
+                    auto storeP = [&](int64_t, int64_t j, Value p0, Value p1) {
                       Value col =
                           e.add(e.index(8 * j), e.mul(quad, e.index(2)));
                       Value at =
@@ -346,14 +320,16 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                       vector::StoreOp::create(
                           b, l, e.pack(p0, p1), tiles, ValueRange{at},
                           /*nontemporal=*/false, llvm::MaybeAlign(4));
-                    }
-                    nextState[i] = step.max;
-                    nextState[2 + i] =
-                        e.fma(it[2 + i], step.alpha, e.sumTree(p));
-                    alpha.push_back(step.alpha);
+                    };
+                    FragmentSoftmax::RowStep row =
+                        softmax.step(s, i, it[i], it[2 + i], storeP);
+                    nextState[i] = row.max;
+                    nextState[2 + i] = row.sum;
+                    alpha.push_back(row.alpha);
                   }
-                  SmallVector<Value> scaledO =
-                      e.rescaleRows(ValueRange(it).slice(4, oRegs), alpha);
+                  SmallVector<Value> scaledO = FragmentSoftmax::rescale(
+                      e, ValueRange(it).slice(4, oRegs), oFragment, alpha,
+                      /*onlyIfMoved=*/true);
                   std::copy(scaledO.begin(), scaledO.end(),
                             nextState.begin() + 4);
                   e.sharedProxyFence();
