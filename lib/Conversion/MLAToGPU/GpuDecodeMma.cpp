@@ -41,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DecodeSplitBlock.h"
+#include "FragmentSoftmax.h"
 #include "mla/Target/MmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -142,6 +143,10 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           Value warpCol0 = e.mul(warp, e.index(warpColumns));
 
           Value negInf = e.negInf(), fzero = e.f32(0.0);
+          // The warp's 16 x 16 scores and its 16 x Lkv/4 of O.
+          const AccumulatorFragment sFragment{1, kWarpTokens / 8};
+          const AccumulatorFragment oFragment{1, warpNTiles};
+          FragmentSoftmax softmax(e, sFragment, scaleLog2, quad);
           SmallVector<Value> init{negInf, negInf, fzero, fzero};
           init.append(warpNTiles * 4, fzero);
           SmallVector<Value> state = e.forLoop(
@@ -184,29 +189,15 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 for (int64_t i = 0; i < 8; ++i)
                   acc.push_back(e.addf(sets[i], sets[8 + i]));
 
-                // Scaled, masked scores: acc[4 nt + 2 i + c] is row
-                // group + 8 i, token 16 w + 8 nt + 2 quad + c.
-                Value tokenBase =
-                    e.add(tile, e.add(e.mul(warp, e.index(kWarpTokens)),
-                                      e.mul(quad, e.index(2))));
-                Value scale = e.f32(scaleLog2);
-                SmallVector<Value> scores(8);
-                SmallVector<Value> localMax{negInf, negInf};
-                for (int64_t nt = 0; nt < 2; ++nt)
-                  for (int64_t c = 0; c < 2; ++c) {
-                    Value j = e.add(tokenBase, e.index(8 * nt + c));
-                    for (int64_t i = 0; i < 2; ++i) {
-                      int64_t at = 4 * nt + 2 * i + c;
-                      scores[at] = e.select(e.lessThan(j, laneRows[i].end),
-                                            e.mulf(acc[at], scale), negInf);
-                      localMax[i] = e.maxf(localMax[i], scores[at]);
-                    }
-                  }
+                // Masked scores (sFragment: column 8 nt + 2 quad + c is
+                // token 16 w + 8 nt + 2 quad + c of the tile).
+                softmax.mask(acc, e.add(tile, e.mul(warp, e.index(kWarpTokens))),
+                             {laneRows[0].end, laneRows[1].end});
                 // 3. Row maxima of the tile, across the warps.
                 Value leader = e.eqIndex(quad, 0);
                 SmallVector<Value> warpMax;
                 for (int64_t i = 0; i < 2; ++i)
-                  warpMax.push_back(e.quadMax(localMax[i]));
+                  warpMax.push_back(softmax.rowMax(acc, i));
                 Value slot = e.add(e.mul(warp, e.index(kTileRows)), group);
                 e.ifThen(leader, [&] {
                   for (int64_t i = 0; i < 2; ++i)
@@ -216,7 +207,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 });
                 e.barrier();
                 SmallVector<Value> next(it.begin(), it.end());
-                SmallVector<Value> alpha, rowMax;
+                SmallVector<OnlineMax, 2> rowSteps;
                 for (int64_t i = 0; i < 2; ++i) {
                   Value tileMax = negInf;
                   for (int64_t w = 0; w < kWarps; ++w)
@@ -226,27 +217,24 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                      ValueRange{e.add(
                                          group,
                                          e.index(w * kTileRows + 8 * i))}));
-                  MmaEmitter::OnlineMax step = e.onlineMax(it[i], tileMax);
-                  next[i] = step.max;
-                  rowMax.push_back(step.safe);
-                  alpha.push_back(step.alpha);
+                  rowSteps.push_back(softmax.advance(it[i], tileMax));
+                  next[i] = rowSteps.back().max;
                 }
-                // 4. P = exp2(S - m), the lane's partial sums, O rescaled.
-                SmallVector<Value> p(8);
+                // 4. P = exp2(c S - m), the lane's partial sums, O rescaled.
+                SmallVector<Value> p(8), alpha;
                 for (int64_t i = 0; i < 2; ++i) {
-                  Value sum = e.mulf(it[2 + i], alpha[i]);
-                  for (int64_t nt = 0; nt < 2; ++nt)
-                    for (int64_t c = 0; c < 2; ++c) {
-                      int64_t at = 4 * nt + 2 * i + c;
-                      p[at] = e.exp2(e.subf(scores[at], rowMax[i]));
-                      sum = e.addf(sum, p[at]);
-                    }
-                  next[2 + i] = sum;
+                  auto keepP = [&](int64_t, int64_t nt, Value p0, Value p1) {
+                    p[sFragment.at(0, nt, i, 0)] = p0;
+                    p[sFragment.at(0, nt, i, 1)] = p1;
+                  };
+                  next[2 + i] =
+                      softmax.exponentiate(acc, i, rowSteps[i], it[2 + i], keepP);
+                  alpha.push_back(rowSteps[i].alpha);
                 }
-                for (int64_t t = 0; t < warpNTiles; ++t)
-                  for (int64_t c = 0; c < 4; ++c)
-                    next[4 + 4 * t + c] =
-                        e.mulf(it[4 + 4 * t + c], alpha[c / 2]);
+                SmallVector<Value> scaledO = FragmentSoftmax::rescale(
+                    e, it.drop_front(4), oFragment, alpha,
+                    /*onlyIfMoved=*/false);
+                std::copy(scaledO.begin(), scaledO.end(), next.begin() + 4);
                 for (int64_t nt = 0; nt < 2; ++nt)
                   for (int64_t i = 0; i < 2; ++i) {
                     Value v = e.pack(p[4 * nt + 2 * i], p[4 * nt + 2 * i + 1]);
@@ -296,7 +284,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           });
           e.barrier();
           Value writesLse = e.andi(leader, e.eqIndex(warp, 0));
-          SmallVector<MmaEmitter::RowEnd, 2> ends;
+          SmallVector<FragmentRowEnd, 2> ends;
           for (int64_t i = 0; i < 2; ++i) {
             Value sum = fzero;
             for (int64_t w = 0; w < kWarps; ++w)
@@ -305,7 +293,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                                   b, l, sumS,
                                   ValueRange{e.add(
                                       group, e.index(w * kTileRows + 8 * i))}));
-            ends.push_back(e.finishRow(state[i], sum));
+            ends.push_back(FragmentSoftmax::finishRow(e, state[i], sum));
           }
           // O / l staged as f32 rows in the Q and KV tiles (every warp is
           // past its last P V), once for either destination; then the

@@ -67,6 +67,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DecodeSplitBlock.h"
+#include "FragmentSoftmax.h"
 #include "WgmmaEmitter.h"
 #include "mla/Target/WgmmaDecodeShape.h"
 
@@ -379,65 +380,61 @@ private:
         arith::IndexCastUIOp::create(b, l, b.getI64Type(),
                                      e.divui(bytes, 16)));
   }
-  /// Scales the scores in place and masks the tokens past a row's end
-  /// (s[4 j + 2 i + c] is lane row i, token `first` + 8 j + 2 quad + c);
-  /// returns the two rows' maxima over the quad.
-  SmallVector<Value> maskedRowMax(MutableArrayRef<Value> s, Value first) {
-    Value tokenBase = e.add(first, e.mul(thread.quad, e.index(2)));
-    Value scale = e.f32(scaleLog2);
-    SmallVector<Value> rowMax;
-    for (int64_t i = 0; i < 2; ++i) {
-      SmallVector<Value> row;
-      for (int64_t j = 0; j < static_cast<int64_t>(s.size()) / 4; ++j)
-        for (int64_t c = 0; c < 2; ++c) {
-          Value token = e.add(tokenBase, e.index(8 * j + c));
-          Value &v = s[4 * j + 2 * i + c];
-          v = e.select(e.lessThan(token, laneRows[i].end), e.mulf(v, scale),
-                       e.negInf());
-          row.push_back(v);
-        }
-      rowMax.push_back(e.quadMax(e.maxTree(row)));
-    }
-    return rowMax;
+  /// The online softmax of a tile of `tokens` scores a row (the
+  /// warpgroup's 64 rows, a warp's 16).
+  FragmentSoftmax softmaxOf(int64_t tokens) const {
+    return FragmentSoftmax(e, {1, tokens / 8}, scaleLog2, thread.quad);
   }
-  /// MmaEmitter::onlineMax for the lane's two rows.
+  /// Masks the tokens past a row's end in place (column 8 j + 2 quad + c
+  /// of the fragment is token `first` + 8 j + 2 quad + c); returns the two
+  /// rows' maxima over the quad (scaled, base 2).
+  SmallVector<Value> maskedRowMax(const FragmentSoftmax &softmax,
+                                  MutableArrayRef<Value> s, Value first) {
+    softmax.mask(s, first, {laneRows[0].end, laneRows[1].end});
+    return {softmax.rowMax(s, 0), softmax.rowMax(s, 1)};
+  }
+  /// FragmentSoftmax::advance for the lane's two rows.
   struct RowMaxima {
     SmallVector<Value> max, safe, alpha;
   };
-  RowMaxima onlineMaxRows(ArrayRef<Value> old, ArrayRef<Value> tileMax) {
+  RowMaxima onlineMaxRows(const FragmentSoftmax &softmax, ArrayRef<Value> old,
+                          ArrayRef<Value> tileMax) {
     RowMaxima rows;
     for (int64_t i = 0; i < 2; ++i) {
-      MmaEmitter::OnlineMax step = e.onlineMax(old[i], tileMax[i]);
+      OnlineMax step = softmax.advance(old[i], tileMax[i]);
       rows.max.push_back(step.max);
       rows.safe.push_back(step.safe);
       rows.alpha.push_back(step.alpha);
     }
     return rows;
   }
-  /// P = exp2(S - safe max) as bf16/f16 into the swizzled 64 x 64 tile at
-  /// byte offset `pTile` of the tile region, at columns `column0` + 8 j +
-  /// 2 quad + c; returns the two rows' sums `sums` * `alpha` + their P.
-  SmallVector<Value> exponentials(ArrayRef<Value> s, ArrayRef<Value> safeMax,
+  /// P as bf16/f16 into the swizzled 64 x 64 tile at byte offset `pTile`
+  /// of the tile region, at columns `column0` + 8 j + 2 quad + c; returns
+  /// the two rows' partial sums continued from `sums`.
+  SmallVector<Value> exponentials(const FragmentSoftmax &softmax,
+                                  ArrayRef<Value> s, const RowMaxima &rows,
                                   Value pTile, Value column0,
-                                  ArrayRef<Value> sums,
-                                  ArrayRef<Value> alpha) {
+                                  ArrayRef<Value> sums) {
     SmallVector<Value> out;
     for (int64_t i = 0; i < 2; ++i) {
-      SmallVector<Value> terms{e.mulf(sums[i], alpha[i])};
-      for (int64_t j = 0; j < static_cast<int64_t>(s.size()) / 4; ++j) {
-        Value p0 = e.exp2(e.subf(s[4 * j + 2 * i], safeMax[i]));
-        Value p1 = e.exp2(e.subf(s[4 * j + 2 * i + 1], safeMax[i]));
-        terms.append({p0, p1});
+      auto storeP = [&](int64_t, int64_t j, Value p0, Value p1) {
         Value col = e.add(column0, e.add(e.index(8 * j),
                                          e.mul(thread.quad, e.index(2))));
         Value at = e.add(e.divui(pTile, 2),
                          e.swizzled(laneRows[i].local, col, kTileRows));
         vector::StoreOp::create(b, l, e.pack(p0, p1), tiles, ValueRange{at},
                                 /*nontemporal=*/false, llvm::MaybeAlign(4));
-      }
-      out.push_back(e.sumTree(terms));
+      };
+      OnlineMax step{rows.max[i], rows.safe[i], rows.alpha[i]};
+      out.push_back(softmax.exponentiate(s, i, step, sums[i], storeP));
     }
     return out;
+  }
+  /// The warpgroup's output accumulators rescaled by their rows' alpha
+  /// (only where some row max of the warp moved).
+  SmallVector<Value> rescaleO(ValueRange o, ArrayRef<Value> alpha) {
+    return FragmentSoftmax::rescale(e, o, {1, halfColumns / 8}, alpha,
+                                    /*onlyIfMoved=*/true);
   }
   /// O += P V over the warpgroup's output columns: P (64 x 64) K-major,
   /// V N-major (descriptors from kMajor and groupV). Issued and committed;
@@ -522,16 +519,17 @@ SmallVector<Value> SplitBody::oneTileSchedule() {
                 kv, e.mul(thread.group, e.index(kHalfTokens * kRowBytes)))),
             kHalfTokens);
         Value column0 = e.mul(thread.group, e.index(kHalfTokens));
+        FragmentSoftmax softmax = softmaxOf(kHalfTokens);
         SmallVector<Value> groupMax =
-            maskedRowMax(s, e.add(tileStart(t), column0));
+            maskedRowMax(softmax, s, e.add(tileStart(t), column0));
         // 3. Row maxima of both halves.
         SmallVector<Value> tileMax = acrossGroups(maxS, groupMax, true);
-        RowMaxima rows = onlineMaxRows({it[0], it[1]}, tileMax);
+        RowMaxima rows = onlineMaxRows(softmax, {it[0], it[1]}, tileMax);
         // 4. P to shared memory, the group's sums, O rescaled.
-        SmallVector<Value> sums = exponentials(s, rows.safe, pTile, column0,
-                                               {it[2], it[3]}, rows.alpha);
+        SmallVector<Value> sums =
+            exponentials(softmax, s, rows, pTile, column0, {it[2], it[3]});
         SmallVector<Value> next{rows.max[0], rows.max[1], sums[0], sums[1]};
-        SmallVector<Value> o = e.rescaleRows(it.slice(4, oRegs), rows.alpha);
+        SmallVector<Value> o = rescaleO(it.slice(4, oRegs), rows.alpha);
         e.sharedProxyFence();
         e.barrier();
         // 5. O += P V over the group's columns.
@@ -772,16 +770,14 @@ SmallVector<Value> SplitBody::seesawSchedule() {
         SmallVector<Value> prevAlpha{fromA[2], fromA[3]};
         SmallVector<Value> alphaA = prevAlpha;
         // 3. Online softmax of the tile, P into its rope block.
+        FragmentSoftmax softmax = softmaxOf(kTileTokens);
         SmallVector<Value> tileMax = maskedRowMax(
-            s, tileStart(e.add(e.mul(j, e.index(2)), thread.group)));
-        RowMaxima rows = onlineMaxRows(prevMax, tileMax);
-        const SmallVector<Value> &max = rows.max, &safe = rows.safe,
-                                 &alpha = rows.alpha;
-        SmallVector<Value> sums =
-            exponentials(s, safe, ownP, zero,
-                         {e.mulf(it[2], prevAlpha[0]),
-                          e.mulf(it[3], prevAlpha[1])},
-                         alpha);
+            softmax, s, tileStart(e.add(e.mul(j, e.index(2)), thread.group)));
+        RowMaxima rows = onlineMaxRows(softmax, prevMax, tileMax);
+        const SmallVector<Value> &max = rows.max, &alpha = rows.alpha;
+        SmallVector<Value> sums = exponentials(
+            softmax, s, rows, ownP, zero,
+            {e.mulf(it[2], prevAlpha[0]), e.mulf(it[3], prevAlpha[1])});
         e.ifThenElse(
             isA,
             [&] {
@@ -799,7 +795,7 @@ SmallVector<Value> SplitBody::seesawSchedule() {
         // 4. O += P_A V_A, O scaled to A's max first; then this group's
         // part of the next A tile (see refillPart).
         SmallVector<Value> o =
-            pv(e.rescaleRows(it.slice(4, oRegs), pick(isA, alpha, alphaA)),
+            pv(rescaleO(it.slice(4, oRegs), pick(isA, alpha, alphaA)),
                fromQ(e.add(base, pA)), vA);
         e.ifThen(refills, [&] { refillPart(pairTile(j, 2), 0, kAReadBy0); });
         // 5. Group 0 waits for P_B.
@@ -813,7 +809,7 @@ SmallVector<Value> SplitBody::seesawSchedule() {
         SmallVector<Value> lastAlpha = pick(isA, alphaB, one);
         // 6. O += P_B V_B, O scaled to B's max first; then this group's
         // part of the next B tile.
-        o = pv(e.rescaleRows(o, pick(isA, alphaB, alpha)),
+        o = pv(rescaleO(o, pick(isA, alphaB, alpha)),
                fromQ(e.add(base, pB)), vB);
         e.ifThen(refills, [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
         SmallVector<Value> next{maxB[0], maxB[1],
@@ -832,9 +828,9 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
   for (int64_t i = 0; i < 2; ++i)
     groupSum.push_back(e.quadSum(state[2 + i]));
   SmallVector<Value> sums = acrossGroups(sumS, groupSum, /*max=*/false);
-  SmallVector<MmaEmitter::RowEnd, 2> ends;
+  SmallVector<FragmentRowEnd, 2> ends;
   for (int64_t i = 0; i < 2; ++i)
-    ends.push_back(e.finishRow(state[i], sums[i]));
+    ends.push_back(FragmentSoftmax::finishRow(e, state[i], sums[i]));
   // O / l staged as f32 rows in shared memory (the tiles are dead: every
   // thread is past the row-sum barrier, and the staging ends before the
   // sums), once for either destination; the block then copies the rows

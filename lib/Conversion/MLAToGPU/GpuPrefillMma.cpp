@@ -35,6 +35,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FragmentSoftmax.h"
 #include "PrefillTileBlock.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -206,16 +207,18 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
           Value kRow = e.add(half, lane8);
           Value vRow = e.add(odd, lane8);
 
-          Value negInf = e.negInf(), fzero = e.f32(0.0);
-          Value scale = e.f32(scaleLog2);
+          Value fzero = e.f32(0.0);
+          // The warp's 32 x 32 scores and 32 x Dv output.
+          const AccumulatorFragment sFragment{kWarpRowTiles, kKeyTiles};
+          const AccumulatorFragment oFragment{kWarpRowTiles, vTiles};
+          FragmentSoftmax softmax(e, sFragment, scaleLog2, quad);
           // State: the lane rows' maxima (base 2), their partial sums (the
-          // lane's columns only), then O: the element of lane row 2 m + i,
-          // column 8 t + 2 quad + c is at oAt(m, t, i, c).
+          // lane's columns only), then O in oFragment's order.
           constexpr int64_t laneRows = 2 * kWarpRowTiles;
           auto oAt = [&](int64_t m, int64_t t, int64_t i, int64_t c) {
-            return 2 * laneRows + (m * vTiles + t) * 4 + 2 * i + c;
+            return 2 * laneRows + oFragment.at(m, t, i, c);
           };
-          SmallVector<Value> init(laneRows, negInf);
+          SmallVector<Value> init(laneRows, e.negInf());
           init.append(laneRows, fzero);
           init.append(kWarpRowTiles * vTiles * 4, fzero);
           SmallVector<Value> state = e.forLoop(
@@ -239,10 +242,10 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
 
                 // S = Q K^T: per row tile, kKeyTiles n8 tiles of keys; each
                 // K fragment serves all the warp's row tiles, and the
-                // accumulations are independent of each other. s[sAt(m, nt,
-                // i, c)] is lane row 2 m + i, key first + 8 nt + 2 quad + c.
+                // accumulations are independent of each other (sFragment:
+                // column 8 nt + 2 quad + c is key first + 8 nt + 2 quad + c).
                 auto sAt = [&](int64_t m, int64_t nt, int64_t i, int64_t c) {
-                  return (m * kKeyTiles + nt) * 4 + 2 * i + c;
+                  return sFragment.at(m, nt, i, c);
                 };
                 // The k-steps are a loop (its body 8 mma) rather than
                 // unrolled here: LLVM unrolls it the same way, and the
@@ -271,57 +274,32 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                   }
                   return next;
                 });
-                for (Value &x : s)
-                  x = e.mulf(x, scale);
                 // Only tiles crossing the diagonal or the end of the keys
                 // are masked.
-                Value masked = e.lessThan(unmaskedEnd, e.add(first, e.index(1)));
-                SmallVector<Type> f32s(s.size(), b.getF32Type());
-                s = e.selectValues(
-                    masked, f32s,
-                    [&] {
-                      SmallVector<Value> m(s);
-                      Value key0 = e.add(first, e.mul(quad, e.index(2)));
-                      for (int64_t nt = 0; nt < kKeyTiles; ++nt)
-                        for (int64_t c = 0; c < 2; ++c) {
-                          Value j = e.add(key0, e.index(8 * nt + c));
-                          for (int64_t mt = 0; mt < kWarpRowTiles; ++mt)
-                            for (int64_t i = 0; i < 2; ++i) {
-                              int64_t at = sAt(mt, nt, i, c);
-                              m[at] = e.select(e.lessThan(j, rowEnd[2 * mt + i]),
-                                               m[at], negInf);
-                            }
-                        }
-                      return m;
-                    },
-                    [&] { return SmallVector<Value>(s); });
+                softmax.maskWhere(
+                    e.lessThan(unmaskedEnd, e.add(first, e.index(1))), s,
+                    first, rowEnd);
 
-                // Online softmax over each lane row's new scores.
+                // Online softmax over each lane row's new scores; P stays
+                // in registers, in S's fragment.
                 SmallVector<Value> nextState(it.begin(), it.end());
-                SmallVector<Value> p(s.size());
-                for (int64_t m = 0; m < kWarpRowTiles; ++m)
-                  for (int64_t i = 0; i < 2; ++i) {
-                    int64_t row = 2 * m + i;
-                    Value tileMax = e.negInf();
-                    for (int64_t nt = 0; nt < kKeyTiles; ++nt)
-                      for (int64_t c = 0; c < 2; ++c)
-                        tileMax = e.maxf(tileMax, s[sAt(m, nt, i, c)]);
-                    MmaEmitter::OnlineMax step =
-                        e.onlineMax(it[row], e.quadMax(tileMax));
-                    Value sum = e.mulf(it[laneRows + row], step.alpha);
-                    for (int64_t nt = 0; nt < kKeyTiles; ++nt)
-                      for (int64_t c = 0; c < 2; ++c) {
-                        int64_t at = sAt(m, nt, i, c);
-                        p[at] = e.exp2(e.subf(s[at], step.safe));
-                        sum = e.addf(sum, p[at]);
-                      }
-                    nextState[row] = step.max;
-                    nextState[laneRows + row] = sum;
-                    for (int64_t t = 0; t < vTiles; ++t)
-                      for (int64_t c = 0; c < 2; ++c)
-                        nextState[oAt(m, t, i, c)] =
-                            e.mulf(it[oAt(m, t, i, c)], step.alpha);
-                  }
+                SmallVector<Value> p(s.size()), alpha;
+                for (int64_t row = 0; row < laneRows; ++row) {
+                  auto keepP = [&](int64_t m, int64_t j, Value p0, Value p1) {
+                    p[sFragment.at(m, j, row % 2, 0)] = p0;
+                    p[sFragment.at(m, j, row % 2, 1)] = p1;
+                  };
+                  FragmentSoftmax::RowStep step = softmax.step(
+                      s, row, it[row], it[laneRows + row], keepP);
+                  nextState[row] = step.max;
+                  nextState[laneRows + row] = step.sum;
+                  alpha.push_back(step.alpha);
+                }
+                SmallVector<Value> scaledO = FragmentSoftmax::rescale(
+                    e, ValueRange(it).drop_front(2 * laneRows), oFragment,
+                    alpha, /*onlyIfMoved=*/false);
+                std::copy(scaledO.begin(), scaledO.end(),
+                          nextState.begin() + 2 * laneRows);
 
                 // O += P V: P's A fragment for keys [16 kk, 16 kk + 16) is
                 // the S fragments of n8 tiles 2 kk and 2 kk + 1; each V
@@ -373,7 +351,7 @@ void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
             maxes.push_back(state[row]);
             sums.push_back(e.quadSum(state[laneRows + row]));
           }
-          SmallVector<MmaEmitter::RowEnd, 4> ends =
+          SmallVector<FragmentRowEnd, 4> ends =
               block.finishRows(maxes, sums, rowOf, accumulate);
           // Without accumulate lse is stored now; with it past the next
           // barrier, after every lane's read of the entry LSEs.

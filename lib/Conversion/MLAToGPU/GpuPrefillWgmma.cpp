@@ -370,7 +370,7 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
               entry.pieces =
                   e.loadEntryPieces(kBlockRows, vDim, thread.tid, kThreads,
                                     realRow, outRow, block.out);
-            SmallVector<MmaEmitter::RowEnd, 4> ends = block.finishRows(
+            SmallVector<FragmentRowEnd, 4> ends = block.finishRows(
                 {state[0], state[1]},
                 {e.quadSum(state[2]), e.quadSum(state[3])}, rowOf, accumulate);
             // lse now, as every prefill did before accumulate existed (moving

@@ -171,24 +171,6 @@ Value MmaEmitter::warpAny(Value pred) {
       NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::any));
 }
 
-MmaEmitter::OnlineMax MmaEmitter::onlineMax(Value old, Value tileMax) {
-  Value m = maxf(old, tileMax);
-  Value safe = select(isNegInf(m), f32(0.0), m);
-  return {m, safe, exp2(subf(old, safe))};
-}
-
-MmaEmitter::RowEnd MmaEmitter::finishRow(Value max, Value sum) {
-  // The running maximum is in log2 units.
-  LoopBuilder::RowEnd end = rowEnd(mulf(max, f32(M_LN2)), sum);
-  return {end.inverse, end.lse, Value()};
-}
-
-MmaEmitter::RowEnd MmaEmitter::mergeIntoEntry(const RowEnd &end,
-                                              Value entryLse) {
-  MergeWeights w = mergeWeights(entryLse, end.lse);
-  return {mulf(end.inverse, w.suffix), w.lse, w.prefix};
-}
-
 Value MmaEmitter::commitCopies() {
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});

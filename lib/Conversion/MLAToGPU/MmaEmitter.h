@@ -86,31 +86,6 @@ public:
                 int64_t warps = kBlockWarps, const SharedIndex &at = {},
                 int64_t firstVector = 0);
 
-  /// One online-softmax step of a row in base 2: from the running max
-  /// `old` and the tile's `tileMax`, the new max (-inf while nothing was
-  /// seen), the max to subtract (0 instead of -inf, so that exp2(-inf - m)
-  /// is 0, never NaN) and exp2(old - safe), the factor rescaling earlier
-  /// sums and outputs.
-  struct OnlineMax {
-    mlir::Value max, safe, alpha;
-  };
-  OnlineMax onlineMax(mlir::Value old, mlir::Value tileMax);
-
-  /// A row's end from its max (base 2) and sum: 1 / l (0 when l = 0) and
-  /// lse = m ln 2 + log(l) (-inf when l = 0), as every attention kernel
-  /// writes them.
-  struct RowEnd {
-    mlir::Value inverse, lse;
-    /// With a merge into an entry state (mergeIntoEntry): the weight of the
-    /// entry output (0 for an empty entry state, whose output is not read).
-    mlir::Value entryWeight;
-  };
-  RowEnd finishRow(mlir::Value max, mlir::Value sum);
-  /// `end` merged into the state with LSE `entryLse` that out and lse hold
-  /// on entry (mla.prefill_attention's accumulate): the row's output scale
-  /// takes its merge weight and the LSE becomes the merged one.
-  RowEnd mergeIntoEntry(const RowEnd &end, mlir::Value entryLse);
-
   /// Commits the copies issued so far as a group (possibly empty); returns
   /// its token.
   mlir::Value commitCopies();

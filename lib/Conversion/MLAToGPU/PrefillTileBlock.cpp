@@ -136,12 +136,12 @@ void launchPrefillTiles(PrefillAttentionOp op, OpBuilder &host,
                         op->getOperands(), sharedBytes);
 }
 
-SmallVector<MmaEmitter::RowEnd, 4>
+SmallVector<FragmentRowEnd, 4>
 PrefillTileBlock::finishRows(ValueRange maxes, ValueRange sums, ValueRange rows,
                              bool accumulate) {
-  SmallVector<MmaEmitter::RowEnd, 4> ends;
+  SmallVector<FragmentRowEnd, 4> ends;
   for (auto [max, sum, row] : llvm::zip_equal(maxes, sums, rows)) {
-    MmaEmitter::RowEnd end = e.finishRow(max, sum);
+    FragmentRowEnd end = FragmentSoftmax::finishRow(e, max, sum);
     if (accumulate) {
       Value entryLse = e.selectValues(
           e.lessThan(row, sq), {e.builder().getF32Type()},
@@ -150,14 +150,14 @@ PrefillTileBlock::finishRows(ValueRange maxes, ValueRange sums, ValueRange rows,
                 e.loadF32(lse, {head, e.add(qBegin, row)})};
           },
           [&] { return SmallVector<Value>{e.negInf()}; })[0];
-      end = e.mergeIntoEntry(end, entryLse);
+      end = FragmentSoftmax::mergeIntoEntry(e, end, entryLse);
     }
     ends.push_back(end);
   }
   return ends;
 }
 
-void PrefillTileBlock::storeEntryWeights(ArrayRef<MmaEmitter::RowEnd> ends,
+void PrefillTileBlock::storeEntryWeights(ArrayRef<FragmentRowEnd> ends,
                                          ValueRange rows, Value quad,
                                          Value entryWeights) {
   Value leader = e.eqIndex(quad, 0);
@@ -167,7 +167,7 @@ void PrefillTileBlock::storeEntryWeights(ArrayRef<MmaEmitter::RowEnd> ends,
     });
 }
 
-void PrefillTileBlock::storeLse(ArrayRef<MmaEmitter::RowEnd> ends,
+void PrefillTileBlock::storeLse(ArrayRef<FragmentRowEnd> ends,
                                 ValueRange rows, Value quad) {
   Value leader = e.eqIndex(quad, 0);
   for (auto [end, row] : llvm::zip_equal(ends, rows))

@@ -35,7 +35,7 @@
 #define MLA_LIB_CONVERSION_MLATOGPU_PREFILLTILEBLOCK_H
 
 #include "GpuKernels.h"
-#include "MmaEmitter.h"
+#include "FragmentSoftmax.h"
 
 namespace mla::gpu {
 
@@ -80,20 +80,20 @@ public:
   /// (base 2) and sums over the quad. With `accumulate` each is merged into
   /// the state out and lse hold on entry (its LSE read here, by every lane
   /// of the quad; padding rows read none).
-  llvm::SmallVector<MmaEmitter::RowEnd, 4> finishRows(mlir::ValueRange maxes,
+  llvm::SmallVector<FragmentRowEnd, 4> finishRows(mlir::ValueRange maxes,
                                                       mlir::ValueRange sums,
                                                       mlir::ValueRange rows,
                                                       bool accumulate);
   /// With accumulate: the quads' leaders write their rows' entry-output
   /// weights to their tile rows of `entryWeights` (a shared f32 [tileRows]
   /// view), for copyStagedRows.
-  void storeEntryWeights(llvm::ArrayRef<MmaEmitter::RowEnd> ends,
+  void storeEntryWeights(llvm::ArrayRef<FragmentRowEnd> ends,
                          mlir::ValueRange rows, mlir::Value quad,
                          mlir::Value entryWeights);
   /// Writes the LSEs of the real ones among `rows`, by the quads' leaders.
   /// With accumulate, only past a block barrier that follows finishRows
   /// (the entry LSEs are read there, in place).
-  void storeLse(llvm::ArrayRef<MmaEmitter::RowEnd> ends, mlir::ValueRange rows,
+  void storeLse(llvm::ArrayRef<FragmentRowEnd> ends, mlir::ValueRange rows,
                 mlir::Value quad);
 
   /// The L2 bytes a head group's K and V may take together: below the

@@ -129,26 +129,6 @@ Value WgmmaEmitter::mma(Value acc, Value descA, Value descB, int64_t n,
       NVVM::MMAIntOverflowAttr());
 }
 
-SmallVector<Value> WgmmaEmitter::rescaleRows(ValueRange acc,
-                                             ArrayRef<Value> alpha) {
-  Value moved;
-  for (Value a : alpha) {
-    Value m = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, a,
-                                    f32(1.0));
-    moved = moved ? arith::OrIOp::create(b, loc, moved, m) : m;
-  }
-  SmallVector<Type> types(acc.size(), b.getF32Type());
-  return selectValues(
-      warpAny(moved), types,
-      [&] {
-        SmallVector<Value> out;
-        for (auto [r, v] : llvm::enumerate(acc))
-          out.push_back(mulf(v, alpha[(r % 4) / 2]));
-        return out;
-      },
-      [&] { return SmallVector<Value>(acc.begin(), acc.end()); });
-}
-
 Value WgmmaEmitter::issueProductNMajorB(Value acc, Value descA, Value descB,
                                         int64_t depth, int64_t n) {
   fence();

@@ -72,14 +72,6 @@ public:
   mlir::Value toAccumulator(llvm::ArrayRef<mlir::Value> values);
   llvm::SmallVector<mlir::Value> fromAccumulator(mlir::Value acc, int64_t n);
 
-  /// Accumulator registers `acc` (lane row (r % 4) / 2 for register r)
-  /// times their rows' online-softmax factors `alpha` (two, one a lane
-  /// row), skipped in a warp none of whose rows' max moved (alpha 1): after
-  /// a row's first tiles it rarely does, and the rescale is a multiply a
-  /// register.
-  llvm::SmallVector<mlir::Value> rescaleRows(mlir::ValueRange acc,
-                                             llvm::ArrayRef<mlir::Value> alpha);
-
   /// D (64 x n, f32) = A (64 x 16) B (16 x n) + (accumulate ? D : 0), A
   /// K-major, B K-major or (`transposeB`) N-major, both through
   /// descriptors. Returns the new accumulator struct.
