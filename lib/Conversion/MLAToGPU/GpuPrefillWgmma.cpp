@@ -81,19 +81,391 @@ bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
                    target.maxSharedBytesPerBlock());
 }
 
+namespace {
+
+/// The lane's two rows of its warpgroup's tile (16 w + g and + 8): their
+/// row in the tile of the warpgroup, in the block's tile and the keys each
+/// sees.
+struct LaneRows {
+  SmallVector<Value, 2> local, ofBlock, end;
+};
+
+/// One block of the wgmma prefill (see the file comment): the shared
+/// memory, the producer's copies, the consumers' tile steps and results.
+/// Values are created in the order the steps run, as the kernel's code.
+class WgmmaPrefillBlock {
+public:
+  WgmmaPrefillBlock(WgmmaEmitter &e, PrefillTileBlock &block,
+                    PrefillAttentionOp op, const SharedLayout &layout,
+                    const WgmmaEmitter::WarpgroupThread &thread, Value zero,
+                    Value one);
+
+  /// The mbarriers, initialized before any copy or wait; then the third
+  /// warpgroup produces, the first two consume.
+  void run();
+
+private:
+  WgmmaEmitter &e;
+  OpBuilder &b;
+  Location l;
+  PrefillTileBlock &block;
+  const SharedLayout &layout;
+  const WgmmaEmitter::WarpgroupThread &thread;
+  const int64_t qkDim, vDim, stages, sRegs, oRegs, qTileBytes;
+  const bool accumulate;
+  const AccumulatorFragment sFragment, oFragment;
+  const FragmentSoftmax softmax;
+  const Value zero, one;
+  Value raw, pad, base, tiles, blockKeys, groupRow0, unmaskedEnd,
+      numTiles, producerWarp, qLanded, descQ, descP;
+  // q, k and v are 16-byte aligned (checked before the launch): the tiles
+  // are copied in 16-byte vectors only.
+  const Value aligned = {};
+
+  /// The producer's mbarriers: stage s's "landed" (its 128 threads' copies
+  /// of a tile), stage s's "read" (every consumer thread past the tile),
+  /// Q's landed. Each completes a phase per use: tile t is use t / stages
+  /// of its stage.
+  Value barrierAt(Value slot) {
+    return e.add(base,
+                 e.add(e.index(layout.barriers), e.mul(slot, e.index(8))));
+  }
+  Value landed(Value t) { return barrierAt(e.remui(t, stages)); }
+  Value read(Value t) {
+    return barrierAt(e.add(e.remui(t, stages), e.index(stages)));
+  }
+  /// Tile t landed, and made visible to wgmma.
+  void waitLanded(Value t) {
+    e.waitBarrierPhase(landed(t), e.phaseParity(e.divui(t, stages)));
+    e.sharedProxyFence();
+  }
+  /// The consumers' own barrier (the producer takes no part; named
+  /// barriers 1 and 2 are the warpgroups').
+  void consumersBarrier() {
+    e.namedBarrier(1 + kWarpgroups, kThreads, /*wait=*/true);
+  }
+  /// Element offsets of (row, col) in the swizzled tiles: Q as two 64-row
+  /// tiles, K and V of a stage.
+  SmallVector<Value, 2> qAt(Value row, Value col) {
+    Value tile = e.divui(row, kGroupRows);
+    return {e.add(e.mul(tile, e.index(qTileBytes / 2)),
+                  e.swizzled(e.remui(row, kGroupRows), col, kGroupRows))};
+  }
+  Value stageAt(Value t, int64_t offset) {
+    return e.add(e.index(layout.kv + offset),
+                 e.mul(e.remui(t, stages), e.index(layout.stage)));
+  }
+
+  void copyKeys(Value t);
+  void produce();
+  Value issueScores(Value t);
+  SmallVector<Value> firstScores();
+  LaneRows laneRows();
+  SmallVector<Value> tileStep(Value t, ValueRange it, const LaneRows &rows);
+  void consume();
+  void writeResults(ArrayRef<Value> state, const LaneRows &rows);
+};
+
+WgmmaPrefillBlock::WgmmaPrefillBlock(WgmmaEmitter &e, PrefillTileBlock &block,
+                                     PrefillAttentionOp op,
+                                     const SharedLayout &layout,
+                                     const WgmmaEmitter::WarpgroupThread &thread,
+                                     Value zero, Value one)
+    : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
+      thread(thread), qkDim(op.getQkHeadDim()), vDim(op.getVHeadDim()),
+      stages(layout.stages), sRegs(kGroupRows * kTileKeys / 128),
+      oRegs(kGroupRows * vDim / 128), qTileBytes(kGroupRows * qkDim * 2),
+      accumulate(op.getAccumulate()),
+      // A warpgroup's 64 x 64 scores and 64 x Dv output, per warp.
+      sFragment{1, kTileKeys / 8}, oFragment{1, vDim / 8},
+      // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
+      softmax(e, sFragment,
+              op.getSoftmaxScale().convertToDouble() * M_LOG2E, thread.quad),
+      zero(zero), one(one) {
+  raw = e.dynamicShared();
+  WgmmaEmitter::AlignedShared aligned1k = e.alignedShared(raw);
+  pad = aligned1k.offset;
+  base = aligned1k.address;
+  tiles = e.sharedView(raw, pad, {(layout.bytes - kAtomBytes) / 2},
+                       e.element);
+  // Keys the block loads (its last row's) and the keys all rows of the
+  // warpgroup see (tiles below need no mask).
+  blockKeys = block.keyRange(zero, kBlockRows).first;
+  groupRow0 = e.mul(thread.group, e.index(kGroupRows));
+  Value groupShared = block.keyRange(groupRow0, kGroupRows).second;
+  unmaskedEnd = e.mul(e.divui(groupShared, kTileKeys), e.index(kTileKeys));
+  numTiles = e.ceilDiv(blockKeys, kTileKeys);
+  // The producer's warps copy: warp w of the block is its w - 8.
+  producerWarp = e.sub(thread.warp, e.index(kThreads / kWarpSize));
+  qLanded = barrierAt(e.index(2 * stages));
+  descQ = e.descriptor(
+      e.add(base,
+            e.add(e.index(layout.q), e.mul(thread.group, e.index(qTileBytes)))),
+      16, kAtomBytes);
+  descP = e.descriptor(
+      e.add(base, e.add(e.index(layout.p),
+                        e.mul(thread.group, e.index(kBlockBytes)))),
+      16, kAtomBytes);
+}
+
+/// The producer's copies of the K and V rows of tile t (keys from 64 t).
+void WgmmaPrefillBlock::copyKeys(Value t) {
+  const int64_t producerWarps = kProducerThreads / kWarpSize;
+  Value first = e.mul(t, e.index(kTileKeys));
+  auto source = [&](Value row) {
+    return block.keyRow(e.add(first, row), blockKeys);
+  };
+  for (auto [src, dim, offset] :
+       {std::tuple{block.k, qkDim, int64_t(0)},
+        std::tuple{block.v, vDim, layout.vOffset}}) {
+    Value tileBase = e.divui(stageAt(t, offset), 2);
+    e.copyTile(aligned, tiles, src, kTileKeys, dim / kCopyElems, producerWarp,
+               thread.lane, source, producerWarps, [&](Value row, Value col) {
+                 return SmallVector<Value, 2>{
+                     e.add(tileBase, e.swizzled(row, col, kTileKeys))};
+               });
+  }
+}
+
+/// The producer: Q, then every tile, each into its stage once the
+/// consumers have released the stage's previous tile.
+void WgmmaPrefillBlock::produce() {
+  const int64_t producerWarps = kProducerThreads / kWarpSize;
+  e.copyTile(
+      aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems, producerWarp,
+      thread.lane, [&](Value row) { return block.queryRow(row); },
+      producerWarps, [&](Value row, Value col) { return qAt(row, col); });
+  e.arriveWhenCopiesLand(qLanded);
+  e.forLoop(zero, numTiles, 1, [&](Value t) {
+    // Use u of a stage (tile t = u stages + s) waits for the consumers'
+    // release of use u - 1: phase u - 1, whose parity is u + 1's.
+    e.ifThen(e.lessThan(e.index(stages - 1), t), [&] {
+      e.waitBarrierPhase(read(t),
+                         e.phaseParity(e.add(e.divui(t, stages), one)));
+    });
+    copyKeys(t);
+    e.arriveWhenCopiesLand(landed(t));
+  });
+  // No thread leaves with its copies in flight.
+  e.waitAllCopies();
+}
+
+/// Issues S = Q K^T of tile t (the first k-step overwrites the
+/// accumulator); returns it, in flight until the next wait.
+Value WgmmaPrefillBlock::issueScores(Value t) {
+  Value descK = e.descriptor(e.add(base, stageAt(t, 0)), 16, kAtomBytes);
+  Value acc = e.unsetAccumulator(sRegs);
+  e.fence();
+  for (int64_t k = 0; k < qkDim / 16; ++k) {
+    int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
+    acc = e.mma(acc, e.advance(descQ, offset), e.advance(descK, offset),
+                kTileKeys, k > 0, false);
+  }
+  e.commit();
+  return acc;
+}
+
+/// The first tile's scores (zeros where the block has no keys).
+SmallVector<Value> WgmmaPrefillBlock::firstScores() {
+  SmallVector<Type> f32s(sRegs, b.getF32Type());
+  return e.selectValues(
+      e.lessThan(zero, numTiles), f32s,
+      [&] {
+        e.waitBarrierPhase(qLanded, e.phaseParity(zero));
+        waitLanded(zero);
+        Value acc = issueScores(zero);
+        e.wait(0);
+        return e.fromAccumulator(acc, sRegs);
+      },
+      [&] { return SmallVector<Value>(sRegs, e.f32(0.0)); });
+}
+
+LaneRows WgmmaPrefillBlock::laneRows() {
+  LaneRows rows;
+  for (int64_t i = 0; i < 2; ++i) {
+    rows.local.push_back(e.add(e.mul(thread.groupWarp, e.index(16)),
+                               e.add(thread.laneGroup, e.index(8 * i))));
+    rows.ofBlock.push_back(
+        e.add(block.row0, e.add(groupRow0, rows.local[i])));
+    rows.end.push_back(block.keysOf(rows.ofBlock[i]));
+  }
+  return rows;
+}
+
+/// Tile t of the consumers' loop. `it`: the lane rows' maxima (base 2),
+/// their partial sums (the lane's columns), O (accumulator order), then
+/// tile t's scores; returns the same for tile t + 1.
+SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
+                                               const LaneRows &rows) {
+  const int64_t sAt = 4 + oRegs;
+  // 1. Tile t + 1 in shared memory for every thread (stages - 3 later ones
+  // may be in flight), and every thread past tile t - 1, whose stage takes
+  // tile t + stages - 1.
+  Value next = e.add(t, one);
+
+  // 2. The next tile's scores run on the tensor cores while this tile's
+  // softmax runs (past the last tile: none).
+  Value hasNext = e.lessThan(next, numTiles);
+  Value unset = e.unsetAccumulator(sRegs);
+  Value nextAcc = e.selectValues(
+      hasNext, {unset.getType()},
+      [&] {
+        waitLanded(next);
+        return SmallVector<Value>{issueScores(next)};
+      },
+      [&] { return SmallVector<Value>{unset}; })[0];
+
+  // 3. Scores masked on tiles crossing the warpgroup's diagonal or the end
+  // of the keys (past its last visible key every score is masked: P = 0).
+  Value first = e.mul(t, e.index(kTileKeys));
+  SmallVector<Value> s(it.begin() + sAt, it.end());
+  softmax.maskWhere(e.lessThan(unmaskedEnd, e.add(first, one)), s, first,
+                    rows.end);
+
+  // 4. Online softmax; P to the warpgroup's shared tile.
+  SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
+  SmallVector<Value, 2> alpha;
+  for (int64_t i = 0; i < 2; ++i) {
+    auto storeP = [&](int64_t, int64_t j, Value p0, Value p1) {
+      Value col = e.add(e.index(8 * j), e.mul(thread.quad, e.index(2)));
+      Value at = e.add(e.add(e.index(layout.p / 2),
+                             e.mul(thread.group, e.index(kBlockBytes / 2))),
+                       e.swizzled(rows.local[i], col, kGroupRows));
+      vector::StoreOp::create(b, l, e.pack(p0, p1), tiles, ValueRange{at},
+                              /*nontemporal=*/false, llvm::MaybeAlign(4));
+    };
+    FragmentSoftmax::RowStep row = softmax.step(s, i, it[i], it[2 + i], storeP);
+    nextState[i] = row.max;
+    nextState[2 + i] = row.sum;
+    alpha.push_back(row.alpha);
+  }
+  SmallVector<Value> scaledO = FragmentSoftmax::rescale(
+      e, ValueRange(it).slice(4, oRegs), oFragment, alpha,
+      /*onlyIfMoved=*/true);
+  std::copy(scaledO.begin(), scaledO.end(), nextState.begin() + 4);
+  e.sharedProxyFence();
+  e.warpgroupBarrier(thread.group);
+
+  // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key atoms 1 KiB
+  // apart. Both groups are waited for after step 6.
+  Value descV = e.descriptor(e.add(base, stageAt(t, layout.vOffset)),
+                             kBlockBytes, kAtomBytes);
+  Value o = e.issueProductNMajorB(
+      e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)), descP, descV,
+      kTileKeys, vDim);
+  // 6. Tile t's stage goes back to the producer once P V is done (its K was
+  // last read by the scores waited for in the previous iteration).
+  e.wait(0);
+  e.arrive(read(t));
+  SmallVector<Value> out = e.fromAccumulator(o, oRegs);
+  std::copy(out.begin(), out.end(), nextState.begin() + 4);
+  nextState.append(e.fromAccumulator(nextAcc, sRegs));
+  return nextState;
+}
+
+/// The two warpgroups of rows: their scores, softmax and P V over the
+/// block's tiles, then the results.
+void WgmmaPrefillBlock::consume() {
+  SmallVector<Value> scores0 = firstScores();
+  LaneRows rows = laneRows();
+  Value negInf = e.negInf(), fzero = e.f32(0.0);
+  SmallVector<Value> init{negInf, negInf, fzero, fzero};
+  init.append(oRegs, fzero);
+  init.append(scores0);
+  SmallVector<Value> state = e.forLoop(
+      zero, numTiles, e.index(1), init,
+      [&](Value t, ValueRange it) { return tileStep(t, it, rows); });
+  writeResults(state, rows);
+}
+
+/// out = O / l and lse, merged into the entry state with accumulate.
+void WgmmaPrefillBlock::writeResults(ArrayRef<Value> state,
+                                     const LaneRows &rows) {
+  const int64_t elementBytes = 2;
+  // Tile row r is out row (qBegin + row0 + r, head).
+  auto realRow = [&](Value r) {
+    return e.lessThan(e.add(block.row0, r), block.sq);
+  };
+  auto outRow = [&](Value r) {
+    return SmallVector<Value, 4>{e.add(block.qBegin, e.add(block.row0, r)),
+                                 block.head};
+  };
+  // With accumulate, the entry state is read now, under the row ends and
+  // the staging: the pieces of out this thread merges into and the rows'
+  // LSEs.
+  GpuEmitter::EntryState entry;
+  if (accumulate)
+    entry.pieces = e.loadEntryPieces(kBlockRows, vDim, thread.tid, kThreads,
+                                     realRow, outRow, block.out);
+  SmallVector<FragmentRowEnd, 4> ends = block.finishRows(
+      {state[0], state[1]}, {e.quadSum(state[2]), e.quadSum(state[3])},
+      rows.ofBlock, accumulate);
+  // lse now, as every prefill did before accumulate existed (moving this
+  // store made the non-causal loop 5% slower on the H100); with accumulate
+  // past the staging barrier, after every lane's read of the entry LSEs.
+  if (!accumulate)
+    block.storeLse(ends, rows.ofBlock, thread.quad);
+
+  // out = O / l staged as out's rows in the KV stages (dead once both
+  // warpgroups are past the loop: the last tile's V was there), rows
+  // padded by 8 elements so that a warp's 4-byte stores hit distinct banks;
+  // then the block copies the real rows out (copyStagedRows). O value
+  // 4 j + 2 i + c of the lane is row i, column 8 j + 2 quad + c. With
+  // accumulate, the rows' entry weights follow the staged rows.
+  const int64_t stride = vDim + 8;
+  consumersBarrier();
+  Value stagingAt = e.add(pad, e.index(layout.kv));
+  Value staging =
+      e.sharedView(raw, stagingAt, {kBlockRows, stride}, e.element);
+  if (accumulate) {
+    entry.weights = e.sharedView(
+        raw, e.add(stagingAt, e.index(kBlockRows * stride * elementBytes)),
+        {kBlockRows}, b.getF32Type());
+    block.storeEntryWeights(ends, rows.ofBlock, thread.quad, entry.weights);
+  }
+  for (int64_t i = 0; i < 2; ++i)
+    e.stageFragmentRow(staging, e.add(groupRow0, rows.local[i]), e.index(0),
+                       thread.quad, vDim / 8, [&](int64_t j, int64_t c) {
+                         return e.mulf(state[4 + 4 * j + 2 * i + c],
+                                       ends[i].inverse);
+                       });
+  consumersBarrier();
+  if (accumulate)
+    block.storeLse(ends, rows.ofBlock, thread.quad);
+  e.copyStagedRows(staging, kBlockRows, vDim, thread.tid, kThreads, realRow,
+                   outRow, block.out, Value(), accumulate ? &entry : nullptr);
+}
+
+void WgmmaPrefillBlock::run() {
+  e.ifThen(e.eqIndex(thread.tid, 0), [&] {
+    for (int64_t s = 0; s < stages; ++s) {
+      e.initBarrier(landed(e.index(s)), kProducerThreads);
+      e.initBarrier(read(e.index(s)), kThreads);
+    }
+    e.initBarrier(qLanded, kProducerThreads);
+  });
+  e.barrier();
+  e.ifThenElse(
+      e.lessThan(thread.tid, e.index(kThreads)),
+      [&] {
+        e.setMaxRegisters(kConsumerRegisters, /*increase=*/true);
+        consume();
+      },
+      [&] {
+        e.setMaxRegisters(kProducerRegisters, /*increase=*/false);
+        produce();
+      });
+}
+
+} // namespace
+
 void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                        OpBuilder &host) {
   const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
-  // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
-  const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   const int64_t stages =
       stagesFor(qkDim, vDim, kernels.target().maxSharedBytesPerBlock());
   const SharedLayout layout(qkDim, vDim, stages);
-  const int64_t sRegs = kGroupRows * kTileKeys / 128;
-  const int64_t oRegs = kGroupRows * vDim / 128;
-  const int64_t qTileBytes = kGroupRows * qkDim * 2;
-  const bool accumulate = op.getAccumulate();
   // The results are staged in the KV stages: rows of vDim + 8 elements,
   // then (accumulate) an f32 entry weight a row.
   const int64_t elementBytes = 2;
@@ -105,335 +477,11 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
       "prefill_attention_wgmma", op->getOperandTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
-        OpBuilder &b = e.builder();
-        Location l = e.location();
         PrefillTileBlock block(e, op, a, kBlockRows);
         Value zero = e.index(0), one = e.index(1);
-
         WgmmaEmitter::WarpgroupThread thread = e.warpgroupThread();
-        Value warp = thread.warp, lane = thread.lane, group = thread.group,
-              groupWarp = thread.groupWarp, laneGroup = thread.laneGroup,
-              quad = thread.quad;
-
         block.run([&] {
-          Value raw = e.dynamicShared();
-          // Values, not structured bindings: lambdas capture them (C++17).
-          WgmmaEmitter::AlignedShared aligned1k = e.alignedShared(raw);
-          Value pad = aligned1k.offset, base = aligned1k.address;
-          Value tiles = e.sharedView(raw, pad, {(layout.bytes - kAtomBytes) / 2},
-                                     element);
-
-          // Keys the block loads (its last row's) and the keys all rows of
-          // the warpgroup see (tiles below need no mask).
-          Value blockKeys = block.keyRange(zero, kBlockRows).first;
-          Value groupRow0 = e.mul(group, e.index(kGroupRows));
-          Value groupShared = block.keyRange(groupRow0, kGroupRows).second;
-          Value unmaskedEnd =
-              e.mul(e.divui(groupShared, kTileKeys), e.index(kTileKeys));
-          Value numTiles = e.ceilDiv(blockKeys, kTileKeys);
-          // q, k and v are 16-byte aligned (checked before the launch):
-          // the tiles are copied in 16-byte vectors only.
-          Value aligned;
-          // The producer's warps copy: warp w of the block is its w - 8.
-          const int64_t producerWarps = kProducerThreads / kWarpSize;
-          Value producerWarp = e.sub(warp, e.index(kThreads / kWarpSize));
-
-          // The producer's mbarriers: stage s's "landed" (its 128 threads'
-          // copies of a tile), stage s's "read" (every consumer thread
-          // past the tile), Q's landed. Each completes a phase per use:
-          // tile t is use t / stages of its stage.
-          auto barrierAt = [&](Value slot) {
-            return e.add(
-                base, e.add(e.index(layout.barriers), e.mul(slot, e.index(8))));
-          };
-          auto landed = [&](Value t) { return barrierAt(e.remui(t, stages)); };
-          auto read = [&](Value t) {
-            return barrierAt(e.add(e.remui(t, stages), e.index(stages)));
-          };
-          Value qLanded = barrierAt(e.index(2 * stages));
-          // Tile t landed, and made visible to wgmma.
-          auto waitLanded = [&](Value t) {
-            e.waitBarrierPhase(landed(t), e.phaseParity(e.divui(t, stages)));
-            e.sharedProxyFence();
-          };
-          // The consumers' own barrier (the producer takes no part; named
-          // barriers 1 and 2 are the warpgroups').
-          auto consumersBarrier = [&] {
-            e.namedBarrier(1 + kWarpgroups, kThreads, /*wait=*/true);
-          };
-
-          // Element offsets of (row, col) in the swizzled tiles: Q as two
-          // 64-row tiles, K and V of a stage.
-          auto qAt = [&](Value row, Value col) {
-            Value tile = e.divui(row, kGroupRows);
-            return SmallVector<Value, 2>{
-                e.add(e.mul(tile, e.index(qTileBytes / 2)),
-                      e.swizzled(e.remui(row, kGroupRows), col, kGroupRows))};
-          };
-          auto stageAt = [&](Value t, int64_t offset) {
-            return e.add(e.index(layout.kv + offset),
-                         e.mul(e.remui(t, stages), e.index(layout.stage)));
-          };
-          // The producer's copies of the K and V rows of tile t (keys from
-          // 64 t).
-          auto copyKeys = [&](Value t) {
-            Value first = e.mul(t, e.index(kTileKeys));
-            auto source = [&](Value row) {
-              return block.keyRow(e.add(first, row), blockKeys);
-            };
-            for (auto [src, dim, offset] :
-                 {std::tuple{block.k, qkDim, int64_t(0)},
-                  std::tuple{block.v, vDim, layout.vOffset}}) {
-              Value tileBase = e.divui(stageAt(t, offset), 2);
-              e.copyTile(aligned, tiles, src, kTileKeys, dim / kCopyElems,
-                         producerWarp, lane, source, producerWarps,
-                         [&](Value row, Value col) {
-                           return SmallVector<Value, 2>{e.add(
-                               tileBase, e.swizzled(row, col, kTileKeys))};
-                         });
-            }
-          };
-
-          // The producer: Q, then every tile, each into its stage once the
-          // consumers have released the stage's previous tile.
-          auto produce = [&] {
-            e.copyTile(
-                aligned, tiles, block.q, kBlockRows, qkDim / kCopyElems,
-                producerWarp, lane,
-                [&](Value row) { return block.queryRow(row); }, producerWarps,
-                qAt);
-            e.arriveWhenCopiesLand(qLanded);
-            e.forLoop(zero, numTiles, 1, [&](Value t) {
-              // Use u of a stage (tile t = u stages + s) waits for the
-              // consumers' release of use u - 1: phase u - 1, whose parity
-              // is u + 1's.
-              e.ifThen(e.lessThan(e.index(stages - 1), t), [&] {
-                e.waitBarrierPhase(
-                    read(t), e.phaseParity(e.add(e.divui(t, stages), one)));
-              });
-              copyKeys(t);
-              e.arriveWhenCopiesLand(landed(t));
-            });
-            // No thread leaves with its copies in flight.
-            e.waitAllCopies();
-          };
-
-          Value descQ = e.descriptor(
-              e.add(base, e.add(e.index(layout.q),
-                                e.mul(group, e.index(qTileBytes)))),
-              16, kAtomBytes);
-          Value descP = e.descriptor(
-              e.add(base, e.add(e.index(layout.p),
-                                e.mul(group, e.index(kBlockBytes)))),
-              16, kAtomBytes);
-          Value negInf = e.negInf(), fzero = e.f32(0.0);
-          // A warpgroup's 64 x 64 scores and 64 x Dv output, per warp.
-          const AccumulatorFragment sFragment{1, kTileKeys / 8};
-          const AccumulatorFragment oFragment{1, vDim / 8};
-          FragmentSoftmax softmax(e, sFragment, scaleLog2, quad);
-          // Issues S = Q K^T of tile t (the first k-step overwrites the
-          // accumulator); returns it, in flight until the next wait.
-          auto issueScores = [&](Value t) {
-            Value descK = e.descriptor(e.add(base, stageAt(t, 0)), 16,
-                                       kAtomBytes);
-            Value acc = e.unsetAccumulator(sRegs);
-            e.fence();
-            for (int64_t k = 0; k < qkDim / 16; ++k) {
-              int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
-              acc = e.mma(acc, e.advance(descQ, offset),
-                          e.advance(descK, offset), kTileKeys, k > 0, false);
-            }
-            e.commit();
-            return acc;
-          };
-
-          // The two warpgroups of rows: their scores, softmax and P V over
-          // the block's tiles, then the results.
-          auto consume = [&] {
-            SmallVector<Type> f32s(sRegs, b.getF32Type());
-            SmallVector<Value> firstScores = e.selectValues(
-                e.lessThan(zero, numTiles), f32s,
-                [&] {
-                  e.waitBarrierPhase(qLanded, e.phaseParity(zero));
-                  waitLanded(zero);
-                  Value acc = issueScores(zero);
-                  e.wait(0);
-                  return e.fromAccumulator(acc, sRegs);
-                },
-                [&] { return SmallVector<Value>(sRegs, fzero); });
-
-            // The lane's two rows of its warpgroup's tile: 16 w + g and + 8.
-            SmallVector<Value, 2> localRow, rowOf, rowEnd;
-            for (int64_t i = 0; i < 2; ++i) {
-              localRow.push_back(e.add(e.mul(groupWarp, e.index(16)),
-                                       e.add(laneGroup, e.index(8 * i))));
-              rowOf.push_back(e.add(block.row0, e.add(groupRow0, localRow[i])));
-              rowEnd.push_back(block.keysOf(rowOf[i]));
-            }
-
-            // State: the lane rows' maxima (base 2), their partial sums (the
-            // lane's columns), O (accumulator order), then this tile's
-            // scores.
-            SmallVector<Value> init{negInf, negInf, fzero, fzero};
-            init.append(oRegs, fzero);
-            init.append(firstScores);
-            const int64_t sAt = 4 + oRegs;
-            SmallVector<Value> state = e.forLoop(
-                zero, numTiles, e.index(1), init,
-                [&](Value t, ValueRange it) -> SmallVector<Value> {
-                  // 1. Tile t + 1 in shared memory for every thread (stages
-                  // - 3 later ones may be in flight), and every thread past
-                  // tile t - 1, whose stage takes tile t + stages - 1.
-                  Value next = e.add(t, one);
-
-                  // 2. The next tile's scores run on the tensor cores while
-                  // this tile's softmax runs (past the last tile: none).
-                  Value hasNext = e.lessThan(next, numTiles);
-                  Value unset = e.unsetAccumulator(sRegs);
-                  Value nextAcc = e.selectValues(
-                      hasNext, {unset.getType()},
-                      [&] {
-                        waitLanded(next);
-                        return SmallVector<Value>{issueScores(next)};
-                      },
-                      [&] { return SmallVector<Value>{unset}; })[0];
-
-                  // 3. Scores masked on tiles crossing the warpgroup's
-                  // diagonal or the end of the keys (past its last visible
-                  // key every score is masked: P = 0).
-                  Value first = e.mul(t, e.index(kTileKeys));
-                  SmallVector<Value> s(it.begin() + sAt, it.end());
-                  softmax.maskWhere(e.lessThan(unmaskedEnd, e.add(first, one)),
-                                    s, first, rowEnd);
-
-                  // 4. Online softmax; P to the warpgroup's shared tile.
-                  SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
-                  SmallVector<Value, 2> alpha;
-                  for (int64_t i = 0; i < 2; ++i) {
-                    auto storeP = [&](int64_t, int64_t j, Value p0, Value p1) {
-                      Value col =
-                          e.add(e.index(8 * j), e.mul(quad, e.index(2)));
-                      Value at =
-                          e.add(e.add(e.index(layout.p / 2),
-                                      e.mul(group, e.index(kBlockBytes / 2))),
-                                e.swizzled(localRow[i], col, kGroupRows));
-                      vector::StoreOp::create(
-                          b, l, e.pack(p0, p1), tiles, ValueRange{at},
-                          /*nontemporal=*/false, llvm::MaybeAlign(4));
-                    };
-                    FragmentSoftmax::RowStep row =
-                        softmax.step(s, i, it[i], it[2 + i], storeP);
-                    nextState[i] = row.max;
-                    nextState[2 + i] = row.sum;
-                    alpha.push_back(row.alpha);
-                  }
-                  SmallVector<Value> scaledO = FragmentSoftmax::rescale(
-                      e, ValueRange(it).slice(4, oRegs), oFragment, alpha,
-                      /*onlyIfMoved=*/true);
-                  std::copy(scaledO.begin(), scaledO.end(),
-                            nextState.begin() + 4);
-                  e.sharedProxyFence();
-                  e.warpgroupBarrier(group);
-
-                  // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key
-                  // atoms 1 KiB apart. Both groups are waited for after step 6.
-                  Value descV =
-                      e.descriptor(e.add(base, stageAt(t, layout.vOffset)),
-                                   kBlockBytes, kAtomBytes);
-                  Value o = e.issueProductNMajorB(
-                      e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
-                      descP, descV, kTileKeys, vDim);
-                  // 6. Tile t's stage goes back to the producer once P V is
-                  // done (its K was last read by the scores waited for in
-                  // the previous iteration).
-                  e.wait(0);
-                  e.arrive(read(t));
-                  SmallVector<Value> out = e.fromAccumulator(o, oRegs);
-                  std::copy(out.begin(), out.end(), nextState.begin() + 4);
-                  nextState.append(e.fromAccumulator(nextAcc, sRegs));
-                  return nextState;
-                });
-
-            // Tile row r is out row (qBegin + row0 + r, head).
-            auto realRow = [&](Value r) {
-              return e.lessThan(e.add(block.row0, r), block.sq);
-            };
-            auto outRow = [&](Value r) {
-              return SmallVector<Value, 4>{
-                  e.add(block.qBegin, e.add(block.row0, r)), block.head};
-            };
-            // With accumulate, the entry state is read now, under the row
-            // ends and the staging: the pieces of out this thread merges
-            // into and the rows' LSEs.
-            GpuEmitter::EntryState entry;
-            if (accumulate)
-              entry.pieces =
-                  e.loadEntryPieces(kBlockRows, vDim, thread.tid, kThreads,
-                                    realRow, outRow, block.out);
-            SmallVector<FragmentRowEnd, 4> ends = block.finishRows(
-                {state[0], state[1]},
-                {e.quadSum(state[2]), e.quadSum(state[3])}, rowOf, accumulate);
-            // lse now, as every prefill did before accumulate existed (moving
-            // this store made the non-causal loop 5% slower on the H100);
-            // with accumulate past the staging barrier, after every lane's
-            // read of the entry LSEs.
-            if (!accumulate)
-              block.storeLse(ends, rowOf, quad);
-
-            // out = O / l staged as out's rows in the KV stages (dead once
-            // both warpgroups are past the loop: the last tile's V was
-            // there), rows padded by 8 elements so that a warp's 4-byte
-            // stores hit distinct banks; then the block copies the real rows
-            // out (copyStagedRows). O value 4 j + 2 i + c of the lane is row
-            // i, column 8 j + 2 quad + c. With accumulate, the rows' entry
-            // weights follow the staged rows.
-            const int64_t stride = vDim + 8;
-            consumersBarrier();
-            Value stagingAt = e.add(pad, e.index(layout.kv));
-            Value staging =
-                e.sharedView(raw, stagingAt, {kBlockRows, stride}, element);
-            if (accumulate) {
-              entry.weights = e.sharedView(
-                  raw,
-                  e.add(stagingAt, e.index(kBlockRows * stride * elementBytes)),
-                  {kBlockRows}, b.getF32Type());
-              block.storeEntryWeights(ends, rowOf, quad, entry.weights);
-            }
-            for (int64_t i = 0; i < 2; ++i)
-              e.stageFragmentRow(staging, e.add(groupRow0, localRow[i]),
-                                 e.index(0), quad, vDim / 8,
-                                 [&](int64_t j, int64_t c) {
-                                   return e.mulf(state[4 + 4 * j + 2 * i + c],
-                                                 ends[i].inverse);
-                                 });
-            consumersBarrier();
-            if (accumulate)
-              block.storeLse(ends, rowOf, quad);
-            e.copyStagedRows(staging, kBlockRows, vDim, thread.tid, kThreads,
-                             realRow, outRow, block.out, Value(),
-                             accumulate ? &entry : nullptr);
-          };
-
-          // The mbarriers, initialized before any copy or wait; then the
-          // third warpgroup produces, the first two consume.
-          e.ifThen(e.eqIndex(thread.tid, 0), [&] {
-            for (int64_t s = 0; s < stages; ++s) {
-              e.initBarrier(landed(e.index(s)), kProducerThreads);
-              e.initBarrier(read(e.index(s)), kThreads);
-            }
-            e.initBarrier(qLanded, kProducerThreads);
-          });
-          e.barrier();
-          e.ifThenElse(
-              e.lessThan(thread.tid, e.index(kThreads)),
-              [&] {
-                e.setMaxRegisters(kConsumerRegisters, /*increase=*/true);
-                consume();
-              },
-              [&] {
-                e.setMaxRegisters(kProducerRegisters, /*increase=*/false);
-                produce();
-              });
+          WgmmaPrefillBlock(e, block, op, layout, thread, zero, one).run();
         });
       },
       kKernelThreads);
