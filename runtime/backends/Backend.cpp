@@ -57,8 +57,9 @@ const char *boolStr(bool value) { return value ? "true" : "false"; }
 /// The fields in one tuple, so equality and hashing cannot miss one.
 auto fields(const AttentionConfig &c) {
   return std::make_tuple(c.device, c.capability.major, c.capability.minor,
-                         c.dtype, c.kvCacheDType, c.blockSize, c.numHeads,
-                         c.kvLoraRank, c.ropeDim, c.qkNopeHeadDim, c.vHeadDim,
+                         c.dtype, c.kvCacheDType, c.blockSize, c.dims.numHeads,
+                         c.dims.kvLoraRank, c.dims.ropeDim,
+                         c.dims.qkNopeHeadDim, c.dims.vHeadDim,
                          c.maxQueryLen, c.needsDecodeLse, c.wantsCudaGraphs);
 }
 
@@ -71,11 +72,11 @@ std::string AttentionConfig::str() const {
   return "{device=" + device + ", dtype=" + std::string(name(dtype)) +
          ", kv_cache_dtype=" + std::string(name(kvCacheDType)) +
          ", block_size=" + std::to_string(blockSize) +
-         ", num_heads=" + std::to_string(numHeads) +
-         ", kv_lora_rank=" + std::to_string(kvLoraRank) +
-         ", rope_dim=" + std::to_string(ropeDim) +
-         ", qk_nope_head_dim=" + std::to_string(qkNopeHeadDim) +
-         ", v_head_dim=" + std::to_string(vHeadDim) +
+         ", num_heads=" + std::to_string(dims.numHeads) +
+         ", kv_lora_rank=" + std::to_string(dims.kvLoraRank) +
+         ", rope_dim=" + std::to_string(dims.ropeDim) +
+         ", qk_nope_head_dim=" + std::to_string(dims.qkNopeHeadDim) +
+         ", v_head_dim=" + std::to_string(dims.vHeadDim) +
          ", max_query_len=" + std::to_string(maxQueryLen) +
          ", decode_lse=" + boolStr(needsDecodeLse) +
          ", cuda_graphs=" + boolStr(wantsCudaGraphs) + "}";
@@ -121,7 +122,7 @@ std::string dtypeList(const std::vector<DType> &dtypes) {
 }
 
 /// "num heads 8 not supported (supports multiples of 16 in 16..128)".
-std::string headsReason(const Backend &b, int numHeads) {
+std::string headsReason(const Backend &b, int64_t numHeads) {
   std::string range = std::to_string(b.minHeads) + ".." +
                       (b.maxHeads ? std::to_string(*b.maxHeads) : "");
   std::string supports =
@@ -133,8 +134,8 @@ std::string headsReason(const Backend &b, int numHeads) {
 }
 
 /// Checks one MLA dim against a fixed value (0: any) and the alignment.
-void checkDim(std::vector<std::string> &reasons, const char *dimName, int value,
-              int required, int multipleOf) {
+void checkDim(std::vector<std::string> &reasons, const char *dimName,
+              int64_t value, int64_t required, int64_t multipleOf) {
   std::string prefix = std::string(dimName) + " " + std::to_string(value);
   if (value < 1)
     reasons.push_back(prefix + " invalid (must be positive)");
@@ -191,16 +192,17 @@ std::vector<std::string> Backend::validate(const AttentionConfig &c) const {
                       " not supported (requires " + accepted + ")");
   }
 
-  if (c.numHeads < minHeads || (maxHeads && c.numHeads > *maxHeads) ||
-      c.numHeads % headsMultipleOf != 0)
-    reasons.push_back(headsReason(*this, c.numHeads));
+  const MlaDims &d = c.dims;
+  if (d.numHeads < minHeads || (maxHeads && d.numHeads > *maxHeads) ||
+      d.numHeads % headsMultipleOf != 0)
+    reasons.push_back(headsReason(*this, d.numHeads));
 
-  checkDim(reasons, "kv_lora_rank", c.kvLoraRank, dims.kvLoraRank,
+  checkDim(reasons, "kv_lora_rank", d.kvLoraRank, dims.kvLoraRank,
            dims.multipleOf);
-  checkDim(reasons, "rope dim", c.ropeDim, dims.ropeDim, dims.multipleOf);
-  checkDim(reasons, "qk_nope_head_dim", c.qkNopeHeadDim, dims.qkNopeHeadDim,
+  checkDim(reasons, "rope dim", d.ropeDim, dims.ropeDim, dims.multipleOf);
+  checkDim(reasons, "qk_nope_head_dim", d.qkNopeHeadDim, dims.qkNopeHeadDim,
            dims.multipleOf);
-  checkDim(reasons, "v_head_dim", c.vHeadDim, dims.vHeadDim, dims.multipleOf);
+  checkDim(reasons, "v_head_dim", d.vHeadDim, dims.vHeadDim, dims.multipleOf);
 
   if (c.maxQueryLen < 1)
     reasons.push_back("max query length " + std::to_string(c.maxQueryLen) +

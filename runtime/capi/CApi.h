@@ -4,8 +4,9 @@
 // Errors.cpp (status, last error, version), Tensors.cpp, Runtime.cpp
 // (runtime and device memory), Config.cpp (layer configuration and backend
 // selection), Layer.cpp (layer, plans, forward), DecodeGraph.cpp, Kernel.cpp.
-// This header holds what they share: the handles behind the opaque C types,
-// and the conversions and checks between C descriptors and the C++ runtime.
+// This header, implemented in CApi.cpp, holds what they share: the handles
+// behind the opaque C types, and the conversions and checks between C
+// descriptors and the C++ runtime.
 //
 // Every entry point runs its body through `guarded`, which turns any C++
 // exception into a status (these files are compiled with exceptions on), and

@@ -2,25 +2,18 @@
 
 #include "mla/Runtime/Runtime.h"
 
-#include "mla/Builders/KernelBuilders.h"
-#include "mla/Pipelines/Pipelines.h"
-#include "mla/Runtime/ContextPool.h"
-#include "mla/Runtime/CpuKernel.h"
-#include "mla/Runtime/CudaDevice.h"
+#include "RuntimeState.h"
+
 #include "mla/Runtime/GpuKernel.h"
+#include "mla/Runtime/JitObject.h"
+#include "mla/Runtime/RuntimeCompile.h"
 #include "mla/Support/Diagnostics.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/Support/Format.h"
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 namespace mla::runtime {
@@ -28,112 +21,8 @@ namespace mla::runtime {
 Kernel::~Kernel() = default;
 
 namespace {
-
-class CpuRuntimeKernel : public Kernel {
-public:
-  explicit CpuRuntimeKernel(std::unique_ptr<CpuKernel> kernel)
-      : kernel(std::move(kernel)) {}
-  llvm::Error run(const std::vector<BufferView> &args,
-                  Stream) const override {
-    return kernel->run(args);
-  }
-  const std::vector<ArgumentSpec> &signature() const override {
-    return kernel->signature();
-  }
-  const CompileEvent &compileEvent() const override {
-    return kernel->compileEvent();
-  }
-
-private:
-  std::unique_ptr<CpuKernel> kernel;
-};
-
-class GpuRuntimeKernel : public Kernel {
-public:
-  explicit GpuRuntimeKernel(std::unique_ptr<GpuKernel> kernel)
-      : kernel(std::move(kernel)) {}
-  llvm::Error run(const std::vector<BufferView> &args,
-                  Stream stream) const override {
-    return kernel->run(args, static_cast<cuda::CUstream>(stream));
-  }
-  const std::vector<ArgumentSpec> &signature() const override {
-    return kernel->signature();
-  }
-  const CompileEvent &compileEvent() const override {
-    return kernel->compileEvent();
-  }
-
-private:
-  std::unique_ptr<GpuKernel> kernel;
-};
-
 constexpr size_t kAlignment = 256;
-
 } // namespace
-
-struct Runtime::State {
-  RuntimeOptions options;
-  std::unique_ptr<cuda::Device> device; // null on the CPU
-  std::optional<GpuTarget> target;
-  int64_t sharedMemoryPerSm = 0; ///< 0 on the CPU
-  std::unique_ptr<KernelCache> cache;
-  ContextPool contexts;
-
-  /// Guards what follows.
-  std::mutex mutex;
-  /// Kernels of this process by key digest.
-  llvm::StringMap<std::shared_ptr<Kernel>> kernels;
-  /// Digests being compiled now: a second request for one waits for the
-  /// first rather than compiling and loading the same module again.
-  llvm::StringSet<> compiling;
-  std::condition_variable compiled;
-  std::vector<CompileEvent> events;
-  /// Requests answered with a kernel of `kernels` (memory hits the kernel
-  /// cache never sees).
-  uint64_t heldKernelHits = 0;
-
-  /// The GPU target with `strategy`, or the CPU (nullopt).
-  llvm::Expected<std::optional<GpuTarget>>
-  targetFor(std::optional<KernelStrategy> strategy) const {
-    if (!device)
-      return std::optional<GpuTarget>();
-    GpuTarget chosen = *target;
-    if (strategy)
-      chosen.strategy = *strategy;
-    // A strategy the device's chip cannot run (wgmma off sm_90a).
-    if (llvm::Error error = chosen.checkStrategy())
-      return std::move(error);
-    return std::optional<GpuTarget>(chosen);
-  }
-
-  /// The kernel this process holds for `digest`, waiting while another
-  /// thread compiles it; null when there is none and no compile running,
-  /// after which the caller compiles it (and must call `finish`).
-  std::shared_ptr<Kernel> heldOrClaim(llvm::StringRef digest) {
-    std::unique_lock<std::mutex> lock(mutex);
-    compiled.wait(lock, [&] { return !compiling.contains(digest); });
-    if (auto found = kernels.find(digest); found != kernels.end()) {
-      ++heldKernelHits;
-      return found->second;
-    }
-    compiling.insert(digest);
-    return nullptr;
-  }
-
-  /// Ends the compile `heldOrClaim` handed out: records `kernel` (null when
-  /// the compile failed) and wakes those waiting for it.
-  void finish(llvm::StringRef digest, std::shared_ptr<Kernel> kernel) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      compiling.erase(digest);
-      if (kernel) {
-        events.push_back(kernel->compileEvent());
-        kernels[digest] = std::move(kernel);
-      }
-    }
-    compiled.notify_all();
-  }
-};
 
 //===----------------------------------------------------------------------===//
 // Creation and the device
@@ -246,98 +135,14 @@ llvm::Expected<Selection> Runtime::selectBackend(const AttentionConfig &config,
 //===----------------------------------------------------------------------===//
 
 llvm::Expected<std::shared_ptr<Kernel>>
-Runtime::compile(ModuleBuilder build, llvm::StringRef entry,
-                 std::optional<KernelStrategy> strategy) {
-  auto gpuTarget = state->targetFor(strategy);
-  if (!gpuTarget)
-    return gpuTarget.takeError();
-  ContextPool::Lease lease(state->contexts);
-  mlir::OwningOpRef<mlir::ModuleOp> module = build(lease.context());
-  if (!module)
-    return makeError("the kernel module could not be built");
-  CompileRecipe recipe =
-      *gpuTarget ? gpuCompileRecipe(**gpuTarget) : cpuCompileRecipe();
-  std::string digest = kernelKeyFor(*module, recipe).digest() + ":" + entry.str();
-  if (std::shared_ptr<Kernel> held = state->heldOrClaim(digest))
-    return held;
-
-  std::shared_ptr<Kernel> kernel;
-  llvm::Error error = llvm::Error::success();
-  if (state->device) {
-    auto compiled = GpuKernel::compile(std::move(module), entry, *state->device,
-                                       *gpuTarget, state->cache.get());
-    if (compiled)
-      kernel = std::make_shared<GpuRuntimeKernel>(std::move(*compiled));
-    else
-      error = compiled.takeError();
-  } else {
-    auto compiled = CpuKernel::compile(std::move(module), entry, {},
-                                       state->cache.get());
-    if (compiled)
-      kernel = std::make_shared<CpuRuntimeKernel>(std::move(*compiled));
-    else
-      error = compiled.takeError();
-  }
-  state->finish(digest, kernel);
-  if (error)
-    return std::move(error);
-  const CompileEvent &event = kernel->compileEvent();
-  std::string ms;
-  llvm::raw_string_ostream(ms) << llvm::format("%.1f", event.milliseconds);
-  log("kernel " + event.entryName + ": " + std::string(event.source()) +
-      ", " + ms + " ms");
-  return kernel;
-}
-
-size_t compileThreads() {
-  if (const char *text = std::getenv("MLA_COMPILE_THREADS")) {
-    char *end = nullptr;
-    long threads = std::strtol(text, &end, 10);
-    if (end != text && *end == '\0' && threads >= 1)
-      return size_t(threads);
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-llvm::Expected<std::vector<std::shared_ptr<Kernel>>>
-Runtime::compileAll(llvm::ArrayRef<CompileRequest> requests) {
-  std::vector<std::optional<llvm::Expected<std::shared_ptr<Kernel>>>> results(
-      requests.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < requests.size();)
-      results[i].emplace(
-          compile(requests[i].build, requests[i].entry, requests[i].strategy));
-  };
-  size_t workers = std::min<size_t>(requests.size(), compileThreads());
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w)
-    threads.emplace_back(work);
-  work();
-  for (std::thread &thread : threads)
-    thread.join();
-
-  std::vector<std::shared_ptr<Kernel>> kernels;
-  llvm::Error errors = llvm::Error::success();
-  for (auto &result : results) {
-    if (*result)
-      kernels.push_back(std::move(**result));
-    else
-      errors = llvm::joinErrors(std::move(errors), result->takeError());
-  }
-  if (errors)
-    return std::move(errors);
-  return kernels;
-}
-
-llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compileSource(llvm::StringRef source, llvm::StringRef entry) {
   std::string diagnostics;
   // MLIR's lexer stops at a NUL after the text, reading past the end of a
   // StringRef that has none: it parses a terminated copy (found by the IR
   // fuzzer, test/fuzz).
   std::string terminated = source.str();
-  auto kernel = compile(
+  auto kernel = runtime::compile(
+      *this,
       [&](mlir::MLIRContext &ctx) {
         DiagnosticCollector collector(&ctx);
         auto module =

@@ -6,6 +6,8 @@
 #include "StepMetadata.h"
 
 #include "mla/Runtime/GpuKernel.h"
+#include "mla/Runtime/MlaLayerKernels.h"
+#include "mla/Runtime/RuntimeCompile.h"
 #include "mla/Support/Diagnostics.h"
 #include "mla/Target/GpuTarget.h"
 
@@ -37,11 +39,7 @@ AttentionConfig MlaLayerConfig::selectionKey() const {
   c.dtype = activation;
   c.kvCacheDType = cacheDType;
   c.blockSize = static_cast<int>(blockSize);
-  c.numHeads = static_cast<int>(dims.numHeads);
-  c.kvLoraRank = static_cast<int>(dims.kvLoraRank);
-  c.ropeDim = static_cast<int>(dims.ropeDim);
-  c.qkNopeHeadDim = static_cast<int>(dims.qkNopeHeadDim);
-  c.vHeadDim = static_cast<int>(dims.vHeadDim);
+  c.dims = dims;
   c.maxQueryLen = static_cast<int>(decodeThreshold);
   c.needsDecodeLse = needsDecodeLse;
   c.wantsCudaGraphs = wantsCudaGraphs;
@@ -126,46 +124,12 @@ MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
   return layer;
 }
 
-std::vector<Runtime::CompileRequest>
-layerKernelModules(const MlaLayerConfig &config,
-                   std::optional<KernelStrategy> strategy) {
-  // Captured by value: the requests may outlive `config`.
-  MlaLayerConfig c = config;
-  MlaDims d = c.dims;
-  float scale = c.effectiveScale();
-  auto request = [&](auto build) {
-    return Runtime::CompileRequest{build, kKernelEntry, strategy};
-  };
-  return {
-      request([=](mlir::MLIRContext &ctx) {
-        return buildConcatAndCache(ctx, {d.kvLoraRank, d.ropeDim, c.blockSize,
-                                         c.activation, c.cacheDType});
-      }),
-      request([=](mlir::MLIRContext &ctx) {
-        return buildChunkedPrefill(
-            ctx, {d, c.activation, c.cacheDType, c.blockSize, scale});
-      }),
-      request([=](mlir::MLIRContext &ctx) {
-        return buildDecodeQuery(ctx, {d, c.activation});
-      }),
-      request([=](mlir::MLIRContext &ctx) {
-        DecodeAttentionSpec spec{d,           c.activation,     c.cacheDType,
-                                 c.blockSize, /*causal=*/true, scale};
-        spec.withSplitPlan = true;
-        return buildDecodeAttention(ctx, spec);
-      }),
-      request([=](mlir::MLIRContext &ctx) {
-        return buildVUpProj(ctx, {d, c.activation});
-      }),
-  };
-}
-
 llvm::Error MlaLayer::compileKernels() {
   // In the order layerKernelModules lists them.
   std::shared_ptr<Kernel> *slots[] = {&cacheWrite, &prefill, &decodeQuery,
                                       &decode, &vUpProj};
-  auto kernels = runtime.compileAll(
-      layerKernelModules(layerConfig, chosen.backend->kernelStrategy));
+  auto kernels = compileAll(
+      runtime, layerKernelModules(layerConfig, chosen.backend->kernelStrategy));
   if (!kernels)
     return kernels.takeError();
   for (size_t i = 0; i < std::size(slots); ++i)

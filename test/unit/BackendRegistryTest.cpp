@@ -84,7 +84,7 @@ TEST(BackendValidate, GenericGpuAcceptsItsRange) {
         c.dtype = act;
         c.kvCacheDType = cache;
         c.blockSize = 7;
-        c.numHeads = 1;
+        c.dims.numHeads = 1;
         c.maxQueryLen = 4;
         c.needsDecodeLse = true;
         EXPECT_EQ(b.validate(c), Reasons()) << c.str();
@@ -112,11 +112,11 @@ TEST(BackendValidate, GenericGpuReasons) {
                     "bf16)"});
   EXPECT_EQ(reasons([](auto &c) { c.blockSize = 0; }),
             Reasons{"block size 0 invalid (must be positive)"});
-  EXPECT_EQ(reasons([](auto &c) { c.numHeads = 256; }),
+  EXPECT_EQ(reasons([](auto &c) { c.dims.numHeads = 256; }),
             Reasons{"num heads 256 not supported (supports 1..128)"});
-  EXPECT_EQ(reasons([](auto &c) { c.numHeads = 0; }),
+  EXPECT_EQ(reasons([](auto &c) { c.dims.numHeads = 0; }),
             Reasons{"num heads 0 not supported (supports 1..128)"});
-  EXPECT_EQ(reasons([](auto &c) { c.kvLoraRank = 0; }),
+  EXPECT_EQ(reasons([](auto &c) { c.dims.kvLoraRank = 0; }),
             Reasons{"kv_lora_rank 0 invalid (must be positive)"});
   EXPECT_EQ(reasons([](auto &c) { c.maxQueryLen = 0; }),
             Reasons{"max query length 0 invalid (must be at least 1)"});
@@ -131,7 +131,7 @@ TEST(BackendValidate, GenericGpuReasons) {
   EXPECT_EQ(reasons([](auto &c) {
               c.capability = {7, 0};
               c.kvCacheDType = DType::I32;
-              c.numHeads = 129;
+              c.dims.numHeads = 129;
             }),
             (Reasons{"compute capability 7.0 below minimum 8.0",
                      "kv-cache dtype i32 not supported (supports f32, f16, "
@@ -154,8 +154,8 @@ TEST(BackendValidate, CpuJitReasons) {
 
   c.dtype = DType::I64;
   c.kvCacheDType = DType::I32;
-  c.numHeads = 200;
-  c.ropeDim = -1;
+  c.dims.numHeads = 200;
+  c.dims.ropeDim = -1;
   EXPECT_EQ(b.validate(c),
             (Reasons{"activation dtype i64 not supported (supports f32, f16, "
                      "bf16)",
@@ -182,8 +182,8 @@ TEST(BackendValidate, TcSm80Reasons) {
   AttentionConfig c = AttentionConfig::cuda(7, 5);
   c.dtype = DType::F32;
   c.kvCacheDType = DType::F32;
-  c.qkNopeHeadDim = 100;
-  c.numHeads = 129;
+  c.dims.qkNopeHeadDim = 100;
+  c.dims.numHeads = 129;
   EXPECT_EQ(b.validate(c),
             (Reasons{"compute capability 7.5 below minimum 8.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
@@ -200,7 +200,7 @@ TEST(BackendValidate, TcSm90aReasons) {
   AttentionConfig c = AttentionConfig::cuda(9, 0);
   EXPECT_TRUE(b.validate(c).empty());
   // 16 heads in f16 over 16-token pages take the wgmma decode too.
-  c.numHeads = 16;
+  c.dims.numHeads = 16;
   c.dtype = c.kvCacheDType = DType::F16;
   c.blockSize = 16;
   EXPECT_TRUE(b.validate(c).empty());
@@ -208,10 +208,10 @@ TEST(BackendValidate, TcSm90aReasons) {
   c.capability = {8, 0};
   c.dtype = DType::F32;
   c.kvCacheDType = DType::F32;
-  c.numHeads = 8;
-  c.kvLoraRank = 256;
-  c.ropeDim = 32;
-  c.qkNopeHeadDim = 100;
+  c.dims.numHeads = 8;
+  c.dims.kvLoraRank = 256;
+  c.dims.ropeDim = 32;
+  c.dims.qkNopeHeadDim = 100;
   EXPECT_EQ(b.validate(c),
             (Reasons{"compute capability 8.0 below minimum 9.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
@@ -301,7 +301,7 @@ TEST_F(BackendSelection, Sm90PicksTcSm90aOrSaysWhyNot) {
 
   // 8 heads (a 16-way tensor-parallel shard): the 16-row mma.sync decode.
   AttentionConfig shard = AttentionConfig::cuda(9, 0);
-  shard.numHeads = 8;
+  shard.dims.numHeads = 8;
   auto sm80 = BackendRegistry::builtin().select(shard);
   ASSERT_TRUE(static_cast<bool>(sm80)) << errorText(sm80);
   EXPECT_EQ(sm80->backend->name, "TC_SM80");
@@ -399,7 +399,7 @@ TEST_F(BackendSelection, ApiChoiceHonoured) {
 
 TEST_F(BackendSelection, ApiChoiceRefusedWithReasons) {
   AttentionConfig c = AttentionConfig::cuda(9, 0);
-  c.numHeads = 8;
+  c.dims.numHeads = 8;
   auto s = BackendRegistry::builtin().select(c, "TC_SM90A");
   std::string text = errorText(s);
   EXPECT_TRUE(contains(text, "attention backend TC_SM90A (requested) cannot "
@@ -431,7 +431,7 @@ TEST_F(BackendSelection, EnvironmentChoice) {
   {
     ScopedEnv env("TC_SM90A");
     AttentionConfig shard = c;
-    shard.numHeads = 8;
+    shard.dims.numHeads = 8;
     auto s = BackendRegistry::builtin().select(shard);
     std::string text = errorText(s);
     EXPECT_TRUE(contains(text, "attention backend TC_SM90A (named by "
@@ -477,7 +477,7 @@ TEST_F(BackendSelection, UnknownNameListsValidNames) {
 
 TEST_F(BackendSelection, NothingFitsListsEveryBackend) {
   AttentionConfig c = AttentionConfig::cuda(9, 0);
-  c.numHeads = 256;
+  c.dims.numHeads = 256;
   auto s = BackendRegistry::builtin().select(c);
   EXPECT_EQ(errorText(s),
             "no attention backend fits " + c.str() +
@@ -561,11 +561,11 @@ fieldChanges() {
       {"dtype", [](AttentionConfig &c) { c.dtype = DType::F16; }},
       {"kvCacheDType", [](AttentionConfig &c) { c.kvCacheDType = DType::F16; }},
       {"blockSize", [](AttentionConfig &c) { c.blockSize = 16; }},
-      {"numHeads", [](AttentionConfig &c) { c.numHeads = 16; }},
-      {"kvLoraRank", [](AttentionConfig &c) { c.kvLoraRank = 256; }},
-      {"ropeDim", [](AttentionConfig &c) { c.ropeDim = 32; }},
-      {"qkNopeHeadDim", [](AttentionConfig &c) { c.qkNopeHeadDim = 64; }},
-      {"vHeadDim", [](AttentionConfig &c) { c.vHeadDim = 64; }},
+      {"numHeads", [](AttentionConfig &c) { c.dims.numHeads = 16; }},
+      {"kvLoraRank", [](AttentionConfig &c) { c.dims.kvLoraRank = 256; }},
+      {"ropeDim", [](AttentionConfig &c) { c.dims.ropeDim = 32; }},
+      {"qkNopeHeadDim", [](AttentionConfig &c) { c.dims.qkNopeHeadDim = 64; }},
+      {"vHeadDim", [](AttentionConfig &c) { c.dims.vHeadDim = 64; }},
       {"maxQueryLen", [](AttentionConfig &c) { c.maxQueryLen = 2; }},
       {"needsDecodeLse", [](AttentionConfig &c) { c.needsDecodeLse = true; }},
       {"wantsCudaGraphs", [](AttentionConfig &c) { c.wantsCudaGraphs = true; }},
@@ -598,10 +598,10 @@ TEST(BackendCache, KeyedByEveryField) {
   strict.dtypes = {base.dtype};
   strict.kvCacheDTypes = {base.kvCacheDType};
   strict.blockSizes = {BlockSizeRule::exactly(base.blockSize)};
-  strict.minHeads = base.numHeads;
-  strict.maxHeads = base.numHeads;
-  strict.dims = {base.kvLoraRank, base.ropeDim, base.qkNopeHeadDim,
-                 base.vHeadDim, 1};
+  strict.minHeads = base.dims.numHeads;
+  strict.maxHeads = base.dims.numHeads;
+  strict.dims = {base.dims.kvLoraRank, base.dims.ropeDim,
+                 base.dims.qkNopeHeadDim, base.dims.vHeadDim, 1};
   strict.supportsMultiTokenQuery = false;
   strict.returnsDecodeLse = false;
   strict.cudaGraphs = CudaGraphSupport::NEVER;

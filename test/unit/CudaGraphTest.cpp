@@ -18,6 +18,7 @@
 #include "mla/Runtime/MetadataBuffers.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Runtime/Runtime.h"
+#include "mla/Runtime/RuntimeCompile.h"
 
 using namespace mla;
 using namespace mla::runtime;
@@ -44,7 +45,8 @@ TEST(CudaGraph, DecodeStepReplaysWithNewLengths) {
   const float scale = 0.1f;
   DecodeAttentionSpec spec{d, DType::BF16, DType::BF16, page, true, scale};
   spec.withSplitPlan = true;
-  auto kernel = rt.compile(
+  auto kernel = runtime::compile(
+      rt,
       [&](mlir::MLIRContext &ctx) { return buildDecodeAttention(ctx, spec); },
       kKernelEntry);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());

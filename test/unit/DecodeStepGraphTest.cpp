@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostTensor.h"
 #include "RuntimeTestSupport.h"
 #include "TestSupport.h"
 
@@ -17,7 +18,6 @@
 #include "mla/Runtime/CudaGraph.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
-#include "mla/Support/HostTensor.h"
 
 #include <cmath>
 #include <set>

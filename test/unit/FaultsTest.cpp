@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuTestSupport.h"
+#include "HostTensor.h"
 #include "RuntimeTestSupport.h"
 #include "TestSupport.h"
 
@@ -25,7 +26,6 @@
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
-#include "mla/Support/HostTensor.h"
 
 #include <cmath>
 #include <limits>

@@ -7,11 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ServingStep.h"
 #include "TestSupport.h"
 
+#include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/MlaLayer.h"
+#include "mla/Runtime/MlaLayerKernels.h"
 #include "mla/Runtime/Runtime.h"
-#include "mla/Workload/ServingStep.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -195,7 +197,7 @@ TEST_F(LayerTest, ModulesCompileAtOnceAndEqualOnesOnce) {
   MlaLayerConfig config;
   config.dims = smallDims();
   config.blockSize = 16;
-  std::vector<Runtime::CompileRequest> requests =
+  std::vector<CompileRequest> requests =
       layerKernelModules(config, std::nullopt);
   ASSERT_EQ(requests.size(), 5u);
   // The decode module asked for twice, and one module that cannot build.
@@ -204,7 +206,7 @@ TEST_F(LayerTest, ModulesCompileAtOnceAndEqualOnesOnce) {
                         return mlir::OwningOpRef<mlir::ModuleOp>();
                       },
                       kKernelEntry, std::nullopt});
-  auto failed = runtime->compileAll(requests);
+  auto failed = compileAll(*runtime, requests);
   ASSERT_FALSE(bool(failed));
   EXPECT_NE(llvm::toString(failed.takeError()).find("could not be built"),
             std::string::npos);
@@ -212,7 +214,7 @@ TEST_F(LayerTest, ModulesCompileAtOnceAndEqualOnesOnce) {
   // come from memory.
   EXPECT_EQ(runtime->cacheStats().compiles, 5u);
   requests.pop_back();
-  auto kernels = runtime->compileAll(requests);
+  auto kernels = compileAll(*runtime, requests);
   ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
   ASSERT_EQ(kernels->size(), 6u);
   EXPECT_EQ((*kernels)[3], (*kernels)[5]);

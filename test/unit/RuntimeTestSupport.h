@@ -9,8 +9,9 @@
 #ifndef MLA_TEST_UNIT_RUNTIMETESTSUPPORT_H
 #define MLA_TEST_UNIT_RUNTIMETESTSUPPORT_H
 
+#include "HostTensor.h"
+
 #include "mla/Runtime/Runtime.h"
-#include "mla/Support/HostTensor.h"
 
 #include <memory>
 #include <vector>

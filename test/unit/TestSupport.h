@@ -9,10 +9,11 @@
 #ifndef MLA_TEST_UNIT_TESTSUPPORT_H
 #define MLA_TEST_UNIT_TESTSUPPORT_H
 
+#include "HostTensor.h"
+
 #include "mla/Runtime/BufferView.h"
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Runtime/HostBufferKernel.h"
-#include "mla/Support/HostTensor.h"
 #include "mla/Target/GpuTarget.h"
 
 #include "mlir/IR/MLIRContext.h"

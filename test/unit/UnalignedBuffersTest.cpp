@@ -17,6 +17,7 @@
 #include "MlaReference.h"
 #include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/Runtime.h"
+#include "mla/Runtime/RuntimeCompile.h"
 
 using namespace mla;
 using namespace mla::runtime;
@@ -54,7 +55,8 @@ TEST(MergeUnaligned, MisalignedOutputTakesTheElementPath) {
   auto rt = makeTestRuntime();
   ASSERT_TRUE(rt);
   const int64_t tokens = 7, heads = 4, dim = 128;
-  auto kernel = rt->compile(
+  auto kernel = runtime::compile(
+      *rt,
       [&](mlir::MLIRContext &ctx) {
         return buildMergeAttnStates(ctx, {heads, dim, DType::BF16, true});
       },
@@ -90,7 +92,8 @@ TEST(GatherCacheUnaligned, MisalignedCacheAndWorkspace) {
   auto rt = makeTestRuntime();
   ASSERT_TRUE(rt);
   const int64_t entry = 576, page = 16, numBlocks = 6, maxBlocks = 3;
-  auto kernel = rt->compile(
+  auto kernel = runtime::compile(
+      *rt,
       [&](mlir::MLIRContext &ctx) {
         return buildGatherCache(ctx, {entry, page, DType::BF16, DType::BF16});
       },
@@ -134,7 +137,8 @@ TEST(DecodeGridLimit, SplitCapacityBeyondCudaLimitIsAClearError) {
   const int64_t splits = 70000, page = 16;
   DecodeAttentionSpec spec{d, DType::BF16, DType::BF16, page, true, 0.1f};
   spec.withSplitPlan = true;
-  auto kernel = rt->compile(
+  auto kernel = runtime::compile(
+      *rt,
       [&](mlir::MLIRContext &ctx) { return buildDecodeAttention(ctx, spec); },
       kKernelEntry, KernelStrategy::Generic);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());

@@ -20,6 +20,7 @@
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Runtime/MlaLayer.h"
+#include "mla/Runtime/MlaLayerKernels.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -149,7 +150,7 @@ struct FillItem {
   /// Empty for the host CPU.
   std::optional<GpuTarget> target;
   std::string backend;
-  std::vector<Runtime::CompileRequest> modules;
+  std::vector<CompileRequest> modules;
 };
 
 /// The backend and kernel strategy a runtime on `chip` would pick for
@@ -195,7 +196,7 @@ static Expected<FillItem> planFill(StringRef chip, const MlaLayerConfig &config)
 
 /// Compiles one module of `item` into `cache` in a leased context.
 static Expected<CompileEvent> fillModule(const FillItem &item,
-                                         const Runtime::CompileRequest &request,
+                                         const CompileRequest &request,
                                          ContextPool &contexts,
                                          KernelCache &cache) {
   ContextPool::Lease lease(contexts);

@@ -6,11 +6,11 @@
 // found in the kernel cache), then runs serving steps with growing contexts,
 // each checked against the float64 reference, with per-phase timings. Run
 // it twice: the second run loads its kernels from the disk cache. The work
-// itself lives in the library (mla/Workload/ServingStep.h).
+// itself lives in tools/support (ServingStep.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla/Workload/ServingStep.h"
+#include "ServingStep.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"

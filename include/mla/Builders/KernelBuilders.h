@@ -12,24 +12,12 @@
 #define MLA_BUILDERS_KERNELBUILDERS_H
 
 #include "mla/Support/DType.h"
+#include "mla/Support/MlaDims.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
 namespace mla {
-
-/// The MLA dimensions of a model (DeepSeek-V2/V3/R1 defaults) and the
-/// head count one device sees.
-struct MlaDims {
-  int64_t numHeads = 128;
-  int64_t kvLoraRank = 512;    ///< Lkv
-  int64_t qkNopeHeadDim = 128; ///< P
-  int64_t ropeDim = 64;        ///< R
-  int64_t vHeadDim = 128;      ///< V
-
-  int64_t qkHeadDim() const { return qkNopeHeadDim + ropeDim; }
-  int64_t cacheEntry() const { return kvLoraRank + ropeDim; }
-};
 
 /// Name of the function every builder creates.
 inline constexpr const char *kKernelEntry = "kernel";

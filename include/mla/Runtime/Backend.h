@@ -16,6 +16,7 @@
 #define MLA_RUNTIME_BACKEND_H
 
 #include "mla/Support/DType.h"
+#include "mla/Support/MlaDims.h"
 #include "mla/Target/KernelStrategy.h"
 
 #include <cstddef>
@@ -85,13 +86,8 @@ struct AttentionConfig {
   DType dtype = DType::BF16;        ///< activations (q, outputs)
   DType kvCacheDType = DType::BF16; ///< the latent KV cache
   int blockSize = 64;               ///< tokens per KV-cache block
-  int numHeads = 128;               ///< heads on this device
-
-  // MLA dims (DeepSeek-V2/V3/R1 defaults).
-  int kvLoraRank = 512;
-  int ropeDim = 64;
-  int qkNopeHeadDim = 128;
-  int vHeadDim = 128;
+  /// Heads on this device and the MLA dims (DeepSeek-V2/V3/R1 defaults).
+  MlaDims dims;
 
   /// The most query tokens one request has in a decode step: 1, or
   /// 1 + the number of speculative tokens.
@@ -132,12 +128,12 @@ struct BlockSizeRule {
 
 /// MLA dims a backend's kernels are written for; 0 accepts any value.
 struct MlaDimsRule {
-  int kvLoraRank = 0;
-  int ropeDim = 0;
-  int qkNopeHeadDim = 0;
-  int vHeadDim = 0;
+  int64_t kvLoraRank = 0;
+  int64_t ropeDim = 0;
+  int64_t qkNopeHeadDim = 0;
+  int64_t vHeadDim = 0;
   /// Every dim must be a multiple of this (tensor-core tiles).
-  int multipleOf = 1;
+  int64_t multipleOf = 1;
 };
 
 /// One attention backend: a name and a declaration of what it supports.
@@ -166,9 +162,9 @@ struct Backend {
   /// Any one rule accepting the block size is enough; empty accepts any.
   std::vector<BlockSizeRule> blockSizes;
 
-  int minHeads = 1;
-  std::optional<int> maxHeads;
-  int headsMultipleOf = 1;
+  int64_t minHeads = 1;
+  std::optional<int64_t> maxHeads;
+  int64_t headsMultipleOf = 1;
 
   MlaDimsRule dims;
 

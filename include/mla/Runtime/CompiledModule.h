@@ -15,6 +15,7 @@
 #ifndef MLA_RUNTIME_COMPILEDMODULE_H
 #define MLA_RUNTIME_COMPILEDMODULE_H
 
+#include "mla/Runtime/CompileEvent.h"
 #include "mla/Runtime/EntryPoint.h"
 #include "mla/Runtime/JitObject.h"
 #include "mla/Runtime/KernelCache.h"
@@ -45,46 +46,6 @@ struct CompileRecipe {
   HostCode hostCode = HostCode::Native;
   /// What a failed lowering is reported as.
   std::string failureMessage = "lowering failed";
-};
-
-/// Where one module's artifact came from, for logs and reports.
-struct CompileEvent {
-  /// The cache entry's readable name (KernelKey::entryName).
-  std::string entryName;
-  runtime::CacheOutcome outcome = runtime::CacheOutcome::Compiled;
-  /// Wall time from the module to a loaded object (for GPU kernels: to
-  /// kernels loaded on the device).
-  double milliseconds = 0;
-  /// Where that time went, in order: "lower" (MLIR pipeline, kernels to
-  /// PTX), "host code" (LLVM to an object file) and, with a cache, "cache
-  /// write"; or, on a cache hit, "cache read"; then "link" (in memory) and,
-  /// for GPU kernels, "load" (the driver compiles their PTX, one module
-  /// after another, and loads it).
-  std::vector<std::pair<std::string, double>> phases;
-
-  /// One kernel module's compile by the driver, started as soon as its PTX
-  /// existed (GPU modules compiled here, not read from a cache).
-  struct DriverCompile {
-    std::string module;
-    /// From the start of the compile, and until the module was loaded
-    /// (the driver's module loads compile one at a time, so for those
-    /// this includes the wait for the others).
-    double startMs = 0, durationMs = 0;
-    /// Compiled by the driver's JIT linker (at once with the others, as
-    /// relocatable code) rather than by a module load.
-    bool linked = false;
-  };
-  /// In the order the modules were announced.
-  std::vector<DriverCompile> driverCompiles;
-
-  /// "lower 812 ms, host code 64 ms, ...": the phases in words.
-  std::string describePhases() const;
-  /// "decode_attention_combine_3 at 180 + 95 ms linked, ...": the driver's
-  /// compiles in words; empty when there were none.
-  std::string describeDriverCompiles() const;
-
-  /// "compiled", "memory cache" or "disk cache".
-  std::string_view source() const;
 };
 
 /// A module compiled to host object code and linked into this process,

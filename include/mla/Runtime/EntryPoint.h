@@ -10,6 +10,7 @@
 #ifndef MLA_RUNTIME_ENTRYPOINT_H
 #define MLA_RUNTIME_ENTRYPOINT_H
 
+#include "mla/Runtime/ArgumentSpec.h"
 #include "mla/Runtime/BufferView.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -20,16 +21,6 @@
 #include <vector>
 
 namespace mla {
-
-/// What one entry argument must look like.
-struct ArgumentSpec {
-  DType dtype;
-  /// Static sizes, or -1 where the size is dynamic.
-  std::vector<int64_t> shape;
-  /// Static strides in elements, -1 where dynamic, -2 for "row-major
-  /// contiguous" (identity layouts).
-  std::vector<int64_t> strides;
-};
 
 /// Checks that `view` is a contiguous `dtype` buffer of `shape` (-1: any
 /// size; with `minRows` >= 0, dimension 0 at least that) with data, naming

@@ -25,16 +25,19 @@
 // Calls of one layer must be ordered (one stream, or synchronized): the
 // layer reuses its metadata and scratch buffers between steps.
 //
+// This header includes no MLIR header (the kernel modules a layer compiles
+// are in MlaLayerKernels.h).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef MLA_RUNTIME_MLALAYER_H
 #define MLA_RUNTIME_MLALAYER_H
 
-#include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/Metadata.h"
 #include "mla/Runtime/MetadataChunkedContext.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Runtime/Runtime.h"
+#include "mla/Support/MlaDims.h"
 
 #include <memory>
 #include <optional>
@@ -75,14 +78,6 @@ struct MlaLayerConfig {
   /// The selection key of this layer on `runtime`'s device.
   AttentionConfig attentionConfig(const Runtime &runtime) const;
 };
-
-/// The kernel modules a layer of `config` compiles, for `strategy` (the
-/// backend's): the cache write, the chunked prefill, the decode query, the
-/// decode attention and the V up-projection. The layer compiles them at
-/// once; `mla-cache fill` compiles the same modules ahead of time.
-std::vector<Runtime::CompileRequest>
-layerKernelModules(const MlaLayerConfig &config,
-                   std::optional<KernelStrategy> strategy);
 
 /// The layer's weights, in the runtime device's memory, in the activation
 /// dtype, contiguous. They are referenced, not copied.

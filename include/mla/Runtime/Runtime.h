@@ -7,13 +7,16 @@
 //   Runtime::create  -> the device (GPU when present, else CPU, or as asked)
 //   selectBackend    -> which attention backend runs a configuration, and
 //                       why each one above it in priority does not
-//   compile          -> a kernel for a module of mla ops: from this
-//                       process's kernels, the disk cache, or the compiler
+//   compileSource    -> a kernel for a module of mla ops given as text:
+//                       from this process's kernels, the disk cache, or the
+//                       compiler (modules built in MLIR: RuntimeCompile.h)
 //   allocate/upload  -> memory on the runtime's device, for engines and
 //                       layers that have none of their own
 //
 // The MLA attention layer built on it is in MlaLayer.h; the C interface over
-// both in mla/mla.h.
+// both in mla/mla.h. This header and MlaLayer.h include no MLIR header; the
+// compile of modules built in MLIR (for compiler-side users: tools, tests,
+// the layer's own kernels) is in RuntimeCompile.h.
 //
 // Thread safety: every member function may be called from several threads.
 // Compiles run concurrently, each in an MLIR context of its own; two
@@ -24,15 +27,13 @@
 #ifndef MLA_RUNTIME_RUNTIME_H
 #define MLA_RUNTIME_RUNTIME_H
 
+#include "mla/Runtime/ArgumentSpec.h"
 #include "mla/Runtime/BackendRegistry.h"
 #include "mla/Runtime/BufferView.h"
-#include "mla/Runtime/CompiledModule.h"
+#include "mla/Runtime/CompileEvent.h"
 #include "mla/Runtime/KernelCache.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <functional>
@@ -40,16 +41,16 @@
 #include <string>
 #include <vector>
 
-namespace mlir {
-class MLIRContext;
-} // namespace mlir
-
 namespace mla {
 namespace cuda {
 class Device;
 } // namespace cuda
 
 namespace runtime {
+
+namespace detail {
+struct RuntimeAccess;
+} // namespace detail
 
 /// Where a runtime runs its kernels.
 enum class DevicePreference : uint8_t {
@@ -114,11 +115,6 @@ private:
   size_t bytes = 0;
 };
 
-/// How many modules Runtime::compileAll compiles at once: MLA_COMPILE_THREADS
-/// when set to a positive number (1 compiles one after another), else the
-/// hardware threads.
-size_t compileThreads();
-
 class Runtime {
 public:
   /// Opens the device `options` asks for. With Auto, a missing driver or GPU
@@ -151,30 +147,8 @@ public:
                                           llvm::StringRef choice = {}) const;
   const BackendRegistry &backends() const;
 
-  /// A kernel for the module `build` creates (in the runtime's context),
-  /// entry `entry`: the one this process already compiled for the same
-  /// module, else from the kernel cache, else compiled. On a GPU,
-  /// `strategy` is the kernel strategy (a backend's kernelStrategy; none:
-  /// generic); the CPU ignores it.
-  using ModuleBuilder =
-      llvm::function_ref<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)>;
-  llvm::Expected<std::shared_ptr<Kernel>>
-  compile(ModuleBuilder build, llvm::StringRef entry,
-          std::optional<KernelStrategy> strategy = std::nullopt);
-  /// One module to compile: what `compile` takes.
-  struct CompileRequest {
-    std::function<mlir::OwningOpRef<mlir::ModuleOp>(mlir::MLIRContext &)>
-        build;
-    std::string entry;
-    std::optional<KernelStrategy> strategy;
-  };
-  /// The kernels of `requests`, in order, compiled at the same time on up
-  /// to compileThreads() threads (a layer's modules: its creation then
-  /// takes about as long as its slowest module). Every failure is
-  /// returned, joined.
-  llvm::Expected<std::vector<std::shared_ptr<Kernel>>>
-  compileAll(llvm::ArrayRef<CompileRequest> requests);
-  /// A kernel for a module written in MLIR's textual form.
+  /// A kernel for a module written in MLIR's textual form, entry `entry`:
+  /// as compile (RuntimeCompile.h) with a module parsed from `source`.
   llvm::Expected<std::shared_ptr<Kernel>> compileSource(llvm::StringRef source,
                                                         llvm::StringRef entry);
 
@@ -216,6 +190,8 @@ public:
 
 private:
   friend class DeviceAllocation;
+  /// The compile path (RuntimeCompile.h) reaches the state through it.
+  friend struct detail::RuntimeAccess;
   struct State;
   explicit Runtime(std::unique_ptr<State> state);
   void release(void *pointer) const;

@@ -1,4 +1,4 @@
-//===- DecodeSplits.cpp - Split-KV plan for decode ------------------------===//
+//===- MetadataDecodeSplits.cpp - Split-KV plan for decode ----------------===//
 
 #include "MetadataSupport.h"
 

@@ -1,4 +1,4 @@
-//===- Support.cpp - What the C interface's files share -------------------===//
+//===- CApi.cpp - What the C interface's files share ----------------------===//
 
 #include "CApi.h"
 

@@ -1,4 +1,4 @@
-//===- CommonMetadata.cpp - Building and validating batch metadata --------===//
+//===- Metadata.cpp - Building and validating batch metadata --------------===//
 
 #include "MetadataSupport.h"
 

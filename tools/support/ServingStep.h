@@ -11,12 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_WORKLOAD_SERVINGSTEP_H
-#define MLA_WORKLOAD_SERVINGSTEP_H
+#ifndef MLA_TOOLS_SUPPORT_SERVINGSTEP_H
+#define MLA_TOOLS_SUPPORT_SERVINGSTEP_H
 
-#include "mla/Builders/KernelBuilders.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
+#include "mla/Support/MlaDims.h"
 
 #include "llvm/Support/Error.h"
 
@@ -132,4 +132,4 @@ runServingSteps(const ServingStepConfig &config, runtime::Runtime &runtime,
 
 } // namespace mla
 
-#endif // MLA_WORKLOAD_SERVINGSTEP_H
+#endif // MLA_TOOLS_SUPPORT_SERVINGSTEP_H

@@ -1,6 +1,6 @@
 //===- HostTensor.cpp - An owned host buffer of one dtype -----------------===//
 
-#include "mla/Support/HostTensor.h"
+#include "HostTensor.h"
 #include "mla/Support/Float16.h"
 
 #include "llvm/Support/ErrorHandling.h"

@@ -1,10 +1,10 @@
 //===- ServingStep.cpp - DeepSeek-shaped MLA serving steps ----------------===//
 
-#include "mla/Workload/ServingStep.h"
+#include "ServingStep.h"
 
+#include "HostTensor.h"
 #include "MlaReference.h"
 #include "mla/Support/Diagnostics.h"
-#include "mla/Support/HostTensor.h"
 
 #include <algorithm>
 #include <chrono>

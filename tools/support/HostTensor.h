@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_SUPPORT_HOSTTENSOR_H
-#define MLA_SUPPORT_HOSTTENSOR_H
+#ifndef MLA_TOOLS_SUPPORT_HOSTTENSOR_H
+#define MLA_TOOLS_SUPPORT_HOSTTENSOR_H
 
 #include "mla/Runtime/BufferView.h"
 
@@ -53,4 +53,4 @@ private:
 
 } // namespace mla
 
-#endif // MLA_SUPPORT_HOSTTENSOR_H
+#endif // MLA_TOOLS_SUPPORT_HOSTTENSOR_H

@@ -1,4 +1,4 @@
-//===- ChunkedContext.cpp - Chunks of cached context for prefills ---------===//
+//===- MetadataChunkedContext.cpp - Context chunks for prefills -----------===//
 
 #include "MetadataSupport.h"
 

@@ -1,4 +1,4 @@
-//===- DecodeBuffers.cpp - Fixed-capacity decode metadata -----------------===//
+//===- MetadataBuffers.cpp - Fixed-capacity decode metadata ---------------===//
 
 #include "MetadataSupport.h"
 
