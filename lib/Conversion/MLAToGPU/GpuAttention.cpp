@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuDecode.h"
+#include "KernelDispatch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -169,6 +169,8 @@ void emitRowOutput(GpuEmitter &e, const RowState &state, int64_t vDim,
   e.ifThen(first, [&] { storeLse(lse); });
 }
 
+} // namespace
+
 /// The CUDA-core prefill kernel, a warp per (token, head) row, launched
 /// from `host`.
 void lowerGenericPrefill(PrefillAttentionOp op, KernelFactory &kernels,
@@ -245,31 +247,6 @@ void lowerGenericPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                         op->getOperands());
 }
 
-} // namespace
-
-void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {
-  OpBuilder host(op);
-  const GpuTarget &target = kernels.target();
-  if (useWgmmaPrefill(op, target)) {
-    // The wgmma kernel copies q, k and v in 16-byte vectors only: the host
-    // launches the generic kernel instead where one of them is not 16-byte
-    // aligned (rare), compiled at its first launch. An element-by-element
-    // path inside the kernel doubled its code and compile time.
-    GpuEmitter h(host, op.getLoc());
-    return h.ifThenElse(
-        h.vectorAligned({op.getQ(), op.getK(), op.getV()}),
-        [&] { lowerWgmmaPrefill(op, kernels, host); },
-        [&] {
-          KernelFactory::RarelyLaunched rare(kernels);
-          lowerGenericPrefill(op, kernels, host);
-        });
-  }
-  // The mma.sync kernel keeps its element-by-element path: without it
-  // ptxas's allocation of its 255 registers spills on sm_90a.
-  if (useMmaPrefill(op, target))
-    return lowerMmaPrefill(op, kernels, host);
-  lowerGenericPrefill(op, kernels, host);
-}
 
 Value DecodeSchedule::activeSplits(GpuEmitter &e, Value numSplits, Value req,
                                    Value capacity) const {
@@ -299,8 +276,6 @@ std::pair<Value, Value> DecodeSchedule::tokenRange(GpuEmitter &e, Value split,
   Value pageSize = e.index(page);
   return {e.mul(firstBlock, pageSize), e.mul(endBlock, pageSize)};
 }
-
-namespace {
 
 /// The CUDA-core split kernel of `op` (a warp per (row, head), four heads a
 /// block), launched from `host` on grid (B * Sq, ceil(N / 4), splits) with
@@ -381,8 +356,6 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                         splitArgs);
 }
 
-} // namespace
-
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
   int64_t heads = op.getNumHeads(), latent = op.getKvLoraRank(),
           page = op.getBlockSize();
@@ -429,30 +402,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
                                op.getSeqLens()};
   llvm::append_range(splitArgs, plan);
   splitArgs.append({partial, partialLse, op.getOut(), op.getLse()});
-  if (useWgmmaDecodeSplit(op, kernels.target())) {
-    // Hopper: 64 head rows of a request share each KV tile. The kernel
-    // copies q and the cache in 16-byte vectors or tensor copies only:
-    // where it cannot (operands not 16-byte aligned, rare) the host
-    // launches the generic kernel, which follows the same schedule and
-    // writes the same partials, compiled at its first launch.
-    GpuEmitter h(host, loc);
-    h.ifThenElse(
-        h.vectorAligned({op.getQ(), op.getKvCache()}),
-        [&] {
-          launchWgmmaDecodeSplit(op, kernels, schedule, host, splitArgs,
-                                 splits);
-        },
-        [&] {
-          KernelFactory::RarelyLaunched rare(kernels);
-          launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs,
-                                   splits);
-        });
-  } else if (useMmaDecodeSplit(op, kernels.target())) {
-    // Tensor cores: the head rows of a request share each KV tile.
-    launchMmaDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
-  } else {
-    launchGenericDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
-  }
+  launchDecodeSplit(op, kernels, schedule, host, splitArgs, splits);
 
   // The combine merges the requests of several splits (those of one got
   // their results from the split kernel).

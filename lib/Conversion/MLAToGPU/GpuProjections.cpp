@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PerHeadProduct.h"
+#include "KernelDispatch.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -43,6 +43,8 @@ void storeColumn(GpuEmitter &e, ValueRange a,
   e.ifThenElse(e.lessThan(c, e.index(o.first + o.count)), store,
                [&] { storeColumn(e, a, outputs.drop_front(), t, h, c, v); });
 }
+
+} // namespace
 
 void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
                          KernelFactory &kernels, StringRef name) {
@@ -108,14 +110,7 @@ void emitCudaCoreProduct(Operation *op, const PerHeadProduct &p,
       op->getOperands());
 }
 
-void lowerProduct(Operation *op, const PerHeadProduct &p,
-                  KernelFactory &kernels, StringRef name) {
-  if (useWgmmaProduct(p, op, kernels.target()))
-    return lowerWgmmaProduct(p, op, kernels, (name + "_wgmma").str());
-  if (useMmaProduct(p, op, kernels.target()))
-    return lowerMmaProduct(p, op, kernels, (name + "_mma").str());
-  emitCudaCoreProduct(op, p, kernels, name);
-}
+namespace {
 
 /// x [T, N, >= depth], W [N, depth, width], out [T, N, >= width]: the
 /// product of q_absorb and v_up_proj (operands x, W, out).
