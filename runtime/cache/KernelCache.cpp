@@ -1,16 +1,16 @@
 //===- KernelCache.cpp - On-disk cache of compiled kernels ----------------===//
 //
 // The invariants this file keeps (see KernelCache.h for the layout):
-//  - Only a holder of an entry's lock writes or removes files in the entry
-//    directory. Readers take no lock on the fast path; they rely on renames
-//    being atomic and on validating what they read.
+//  - Only a holder of an entry's lock (EntryLock.h) writes or removes files
+//    in the entry directory. Readers take no lock on the fast path; they
+//    rely on renames being atomic (AtomicFiles.h) and on validating what
+//    they read (EntryCheck.h).
 //  - A writer renames the payload before the manifest; a reader reads the
 //    manifest before the payload. A reader that races a writer may still see
 //    an old manifest beside a new payload, so anything that fails validation
 //    is checked again under the lock before it is called corrupt.
-//  - Lock files live outside entry directories and are never removed:
-//    removing a lock file while someone waits on it would let a newcomer lock
-//    a fresh inode and write beside the waiter.
+//  - Lock files live outside entry directories and are never removed
+//    (EntryLock.h says why).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,31 +20,28 @@
 // BuildIdentity.cmake.
 #include "BuildIdentity.inc"
 
+#include "AtomicFiles.h"
+#include "EntryCheck.h"
+#include "EntryLock.h"
+#include "Manifest.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/BLAKE3.h"
-#include "llvm/Support/Errc.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
-#include <thread>
 #include <vector>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 extern char **environ;
 
@@ -54,15 +51,7 @@ namespace fs = llvm::sys::fs;
 namespace path = llvm::sys::path;
 using llvm::StringRef;
 using llvm::Twine;
-
-/// Names the manifest layout; a reader rejects any other.
-static constexpr StringRef kManifestFormat = "mla-kernel-cache-manifest/1";
-/// Marks temporary files, so a writer can clear what a crashed one left.
-static constexpr StringRef kTempMarker = ".tmp-";
-/// How long a wait for an entry lock stays silent before it is logged: long
-/// enough that a wait behind a store is quiet, short enough that a wait
-/// behind a compile is explained before a user suspects a hang.
-static constexpr std::chrono::milliseconds kQuietWait(500);
+using namespace detail;
 
 //===----------------------------------------------------------------------===//
 // Key
@@ -92,12 +81,6 @@ std::string codegenEnvironment(llvm::ArrayRef<StringRef> extraNames) {
   llvm::sort(lines);
   lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
   return llvm::join(lines, "\n");
-}
-
-static std::string blake3Hex(StringRef data) {
-  llvm::BLAKE3 hasher;
-  hasher.update(data);
-  return llvm::toHex(hasher.final(), /*LowerCase=*/true);
 }
 
 std::string hashText(StringRef text) { return blake3Hex(text); }
@@ -147,350 +130,6 @@ std::string KernelKey::entryName() const {
     name[0] = '-';
   return name;
 }
-
-//===----------------------------------------------------------------------===//
-// Files
-//===----------------------------------------------------------------------===//
-
-static std::error_code lastError() {
-  return std::error_code(errno, std::generic_category());
-}
-
-static bool isNotFound(std::error_code ec) {
-  return ec == std::errc::no_such_file_or_directory;
-}
-
-/// Writes `data` to `fd` and flushes it to the device: a rename must never
-/// publish a file whose blocks are not yet on disk.
-static std::error_code writeAllAndSync(int fd, StringRef data) {
-  while (!data.empty()) {
-    ssize_t written = ::write(fd, data.data(), data.size());
-    if (written < 0) {
-      if (errno == EINTR)
-        continue;
-      return lastError();
-    }
-    data = data.drop_front(static_cast<size_t>(written));
-  }
-  if (::fsync(fd) != 0)
-    return lastError();
-  return {};
-}
-
-/// Makes the renames in `dir` durable. Best effort: some filesystems refuse
-/// fsync on a directory, and validation on read covers what a crash loses.
-static void syncDirectory(const Twine &dir) {
-  llvm::SmallString<256> storage;
-  int fd = ::open(dir.toNullTerminatedStringRef(storage).data(),
-                  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  (void)::fsync(fd);
-  ::close(fd);
-}
-
-/// Writes `content` to a unique temporary file in `dir`, then renames it to
-/// `dir/name`: a reader sees the old file or the complete new one.
-static llvm::Error writeFileAtomically(StringRef dir, StringRef name,
-                                       StringRef content) {
-  llvm::SmallString<256> finalPath(dir);
-  path::append(finalPath, name);
-  llvm::SmallString<256> tempPath;
-  int fd = -1;
-  if (std::error_code ec = fs::createUniqueFile(
-          finalPath + kTempMarker + "%%%%%%%%%%%%", fd, tempPath))
-    return llvm::createFileError(finalPath, ec);
-  std::error_code ec = writeAllAndSync(fd, content);
-  if (::close(fd) != 0 && !ec)
-    ec = lastError();
-  if (!ec)
-    ec = fs::rename(tempPath, finalPath);
-  if (ec) {
-    (void)fs::remove(tempPath);
-    return llvm::createFileError(finalPath, ec);
-  }
-  return llvm::Error::success();
-}
-
-/// The file's bytes, std::nullopt if it does not exist. Read, not mapped:
-/// the file may be replaced while it is in use.
-static llvm::Expected<std::optional<std::string>> readFile(const Twine &file) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false,
-                                  /*IsVolatile=*/true);
-  if (!buffer) {
-    if (isNotFound(buffer.getError()))
-      return std::nullopt;
-    return llvm::createFileError(file, buffer.getError());
-  }
-  return (*buffer)->getBuffer().str();
-}
-
-/// Removes what crashed writers left in `dir`. Only the lock holder may call
-/// it: another writer's temporary files would otherwise vanish under it.
-static void removeTempFiles(StringRef dir) {
-  std::error_code ec;
-  std::vector<std::string> stale;
-  for (fs::directory_iterator it(dir, ec), end; it != end && !ec;
-       it.increment(ec))
-    if (path::filename(it->path()).contains(kTempMarker))
-      stale.push_back(it->path());
-  for (const std::string &file : stale)
-    (void)fs::remove(file);
-}
-
-//===----------------------------------------------------------------------===//
-// Manifest
-//===----------------------------------------------------------------------===//
-
-static std::string utf8(StringRef text) {
-  // llvm::json insists on UTF-8; key fields are informational in the
-  // manifest (the digest is what is checked), so a lossy copy is fine.
-  return llvm::json::isUTF8(text) ? text.str() : llvm::json::fixUTF8(text);
-}
-
-static std::string manifestText(const KernelKey &key, StringRef digest,
-                                StringRef payload) {
-  llvm::json::Object keyFields{
-      {"op", utf8(key.op)},
-      {"specialization", utf8(key.specialization)},
-      {"target", utf8(key.target)},
-      {"irHash", utf8(key.irHash)},
-      {"options", utf8(key.options)},
-      {"environment", utf8(key.environment)},
-      {"compilerIdentity", utf8(key.compilerIdentity)},
-  };
-  llvm::json::Object manifest{
-      {"format", kManifestFormat},
-      {"entry", key.entryName()},
-      {"digest", digest},
-      {"key", std::move(keyFields)},
-      {"payload",
-       llvm::json::Object{
-           {"size", static_cast<int64_t>(payload.size())},
-           {"blake3", blake3Hex(payload)},
-       }},
-  };
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
-  return text;
-}
-
-namespace {
-
-/// What an entry directory holds, as far as one key is concerned.
-struct Probe {
-  enum class State { Valid, Absent, Corrupt };
-  State state = State::Absent;
-  /// The artifact, when Valid.
-  std::string payload;
-  /// What is wrong, when Corrupt.
-  std::string reason;
-
-  static Probe corrupt(const Twine &reason) {
-    return {State::Corrupt, {}, reason.str()};
-  }
-};
-
-} // namespace
-
-namespace {
-/// What a manifest says, once it parsed and has every field.
-struct Manifest {
-  std::string digest;
-  int64_t payloadSize = 0;
-  std::string payloadChecksum;
-  KernelKey key;
-};
-} // namespace
-
-/// Parses a manifest's text; the error says what is wrong with it.
-static llvm::Expected<Manifest> parseManifest(StringRef text) {
-  auto wrong = [](const Twine &why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
-  };
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
-  if (!parsed)
-    return wrong("manifest does not parse: " +
-                 llvm::toString(parsed.takeError()));
-  const llvm::json::Object *manifest = parsed->getAsObject();
-  if (!manifest)
-    return wrong("manifest is not a JSON object");
-  std::optional<StringRef> format = manifest->getString("format");
-  if (!format || *format != kManifestFormat)
-    return wrong("manifest format is not " + kManifestFormat);
-  std::optional<StringRef> digest = manifest->getString("digest");
-  const llvm::json::Object *payloadInfo = manifest->getObject("payload");
-  std::optional<int64_t> size =
-      payloadInfo ? payloadInfo->getInteger("size") : std::nullopt;
-  std::optional<StringRef> checksum =
-      payloadInfo ? payloadInfo->getString("blake3") : std::nullopt;
-  if (!digest || !size || !checksum)
-    return wrong("manifest lacks digest, payload.size or payload.blake3");
-  Manifest result{digest->str(), *size, checksum->str(), {}};
-  // The key's fields are informational for a lookup (the digest decides),
-  // but a listing reads them.
-  if (const llvm::json::Object *key = manifest->getObject("key")) {
-    auto field = [&](StringRef name) {
-      return key->getString(name).value_or("").str();
-    };
-    result.key.op = field("op");
-    result.key.specialization = field("specialization");
-    result.key.target = field("target");
-    result.key.irHash = field("irHash");
-    result.key.options = field("options");
-    result.key.environment = field("environment");
-    result.key.compilerIdentity = field("compilerIdentity");
-  }
-  return result;
-}
-
-/// Why `payload` is not the one `manifest` describes, or "" when it is.
-static std::string payloadProblem(const Manifest &manifest, StringRef payload) {
-  std::string expectedSize = std::to_string(manifest.payloadSize);
-  std::string actualSize = std::to_string(payload.size());
-  if (actualSize != expectedSize)
-    return "payload has " + actualSize + " bytes, the manifest says " +
-           expectedSize;
-  if (blake3Hex(payload) != manifest.payloadChecksum)
-    return "payload checksum does not match the manifest";
-  return "";
-}
-
-/// Reads and validates the entry in `dir` for the key with `digest`.
-static llvm::Expected<Probe> probeEntry(StringRef dir, StringRef digest) {
-  llvm::SmallString<256> manifestPath(dir), payloadPath(dir);
-  path::append(manifestPath, KernelCache::kManifestFile);
-  path::append(payloadPath, KernelCache::kPayloadFile);
-
-  // Manifest first: a writer publishes it last, so a manifest that is there
-  // vouches for a payload that was complete when it was written.
-  llvm::Expected<std::optional<std::string>> manifestText =
-      readFile(manifestPath);
-  if (!manifestText)
-    return manifestText.takeError();
-  if (!*manifestText) {
-    if (fs::exists(payloadPath))
-      return Probe::corrupt("payload without a manifest");
-    return Probe{};
-  }
-  llvm::Expected<Manifest> manifest = parseManifest(**manifestText);
-  if (!manifest)
-    return Probe::corrupt(llvm::toString(manifest.takeError()));
-  // Entry names carry only 16 hex digits of the digest; the manifest carries
-  // all of them, so a foreign or colliding entry is caught here.
-  if (manifest->digest != digest)
-    return Probe::corrupt("manifest names digest " +
-                          StringRef(manifest->digest).take_front(16) +
-                          "..., this key is " + digest.take_front(16) + "...");
-
-  llvm::Expected<std::optional<std::string>> payload = readFile(payloadPath);
-  if (!payload)
-    return payload.takeError();
-  if (!*payload)
-    return Probe::corrupt("manifest without a payload");
-  std::string problem = payloadProblem(*manifest, **payload);
-  if (!problem.empty())
-    return Probe::corrupt(problem);
-  return Probe{Probe::State::Valid, std::move(**payload), {}};
-}
-
-static void removeEntryFiles(StringRef dir) {
-  llvm::SmallString<256> manifestPath(dir), payloadPath(dir);
-  path::append(manifestPath, KernelCache::kManifestFile);
-  path::append(payloadPath, KernelCache::kPayloadFile);
-  // Manifest first, for the same reason it is written last.
-  (void)fs::remove(manifestPath);
-  (void)fs::remove(payloadPath);
-  removeTempFiles(dir);
-}
-
-//===----------------------------------------------------------------------===//
-// Entry locks
-//===----------------------------------------------------------------------===//
-
-/// The in-process mutex for `name`, shared by every KernelCache object in
-/// the process. It keeps threads apart without depending on how the file
-/// lock treats two descriptors of one process (flock separates them, fcntl
-/// locks would not).
-static std::mutex &processMutex(StringRef name) {
-  static std::mutex registryMutex;
-  // Leaked on purpose: caches may still be used from static destructors.
-  static auto *registry = new llvm::StringMap<std::unique_ptr<std::mutex>>;
-  std::lock_guard<std::mutex> guard(registryMutex);
-  std::unique_ptr<std::mutex> &slot = (*registry)[name];
-  if (!slot)
-    slot = std::make_unique<std::mutex>();
-  return *slot;
-}
-
-namespace {
-
-/// Exclusive ownership of one cache entry, first within the process, then
-/// (optionally) across processes through a lock file.
-class EntryLock {
-public:
-  /// Blocks until no other thread of this process holds `name`; calls
-  /// `onWait` once if that takes longer than kQuietWait.
-  EntryLock(StringRef name, llvm::function_ref<void()> onWait)
-      : guard(processMutex(name), std::defer_lock) {
-    // Polling rather than std::timed_mutex::try_lock_for: ThreadSanitizer
-    // (clang 14, gcc 12) does not see a lock taken through
-    // pthread_mutex_clocklock and reports every later unlock.
-    auto deadline = std::chrono::steady_clock::now() + kQuietWait;
-    while (!guard.try_lock()) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        onWait();
-        waited = true;
-        guard.lock();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  EntryLock(const EntryLock &) = delete;
-  EntryLock &operator=(const EntryLock &) = delete;
-  ~EntryLock() {
-    // The file lock goes before the mutex, so a thread of this process that
-    // gets the mutex next does not find its own process holding the file.
-    if (fd >= 0) {
-      (void)fs::unlockFile(fd);
-      ::close(fd);
-    }
-  }
-
-  /// Takes the lock file `lockPath` (created if needed), blocking while
-  /// another process holds it. flock locks die with their process, so a
-  /// crashed compiler leaves no stale lock.
-  llvm::Error lockFile(StringRef lockPath, llvm::function_ref<void()> onWait) {
-    if (std::error_code ec =
-            fs::create_directories(path::parent_path(lockPath)))
-      return llvm::createFileError(path::parent_path(lockPath), ec);
-    int newFd = -1;
-    if (std::error_code ec = fs::openFileForReadWrite(
-            lockPath, newFd, fs::CD_OpenAlways, fs::OF_None))
-      return llvm::createFileError(lockPath, ec);
-    if (fs::tryLockFile(newFd, kQuietWait)) {
-      if (!waited)
-        onWait();
-      if (std::error_code ec = fs::lockFile(newFd)) {
-        ::close(newFd);
-        return llvm::createFileError(lockPath, ec);
-      }
-    }
-    fd = newFd;
-    return llvm::Error::success();
-  }
-
-private:
-  std::unique_lock<std::mutex> guard;
-  int fd = -1;
-  bool waited = false;
-};
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // KernelCache
@@ -800,70 +439,6 @@ llvm::Expected<std::string> KernelCache::getOrCompile(
 
 bool CacheEntryInfo::madeByThisCompiler() const {
   return compilerIdentity == compilerBuildIdentity();
-}
-
-/// What a listing says of the entry directory `dir` named `name`.
-static CacheEntryInfo describeEntry(StringRef dir, StringRef name,
-                                    bool readPayloads) {
-  CacheEntryInfo info;
-  info.name = name.str();
-  llvm::SmallString<256> manifestPath(dir), payloadPath(dir);
-  path::append(manifestPath, KernelCache::kManifestFile);
-  path::append(payloadPath, KernelCache::kPayloadFile);
-  fs::file_status manifestStatus, payloadStatus;
-  bool hasManifest = !fs::status(manifestPath, manifestStatus) &&
-                     fs::exists(manifestStatus);
-  bool hasPayload =
-      !fs::status(payloadPath, payloadStatus) && fs::exists(payloadStatus);
-  if (hasManifest) {
-    info.bytes += manifestStatus.getSize();
-    info.written = manifestStatus.getLastModificationTime();
-  }
-  if (hasPayload)
-    info.bytes += payloadStatus.getSize();
-  if (!hasManifest) {
-    info.incomplete = true;
-    info.problem = hasPayload ? "payload without a manifest"
-                              : "no manifest, no payload";
-    return info;
-  }
-  llvm::Expected<std::optional<std::string>> text = readFile(manifestPath);
-  if (!text || !*text) {
-    info.problem = text ? "manifest vanished while listed"
-                        : llvm::toString(text.takeError());
-    return info;
-  }
-  llvm::Expected<Manifest> manifest = parseManifest(**text);
-  if (!manifest) {
-    info.problem = llvm::toString(manifest.takeError());
-    return info;
-  }
-  info.op = manifest->key.op;
-  info.specialization = manifest->key.specialization;
-  info.target = manifest->key.target;
-  info.compilerIdentity = manifest->key.compilerIdentity;
-  // The key's fields must hash to the digest and name this directory: an
-  // entry edited or moved by hand is no longer what its name promises.
-  if (manifest->key.digest() != manifest->digest)
-    info.problem = "the manifest's key fields do not hash to its digest";
-  else if (manifest->key.entryName() != name)
-    info.problem = "the manifest names entry " + manifest->key.entryName();
-  else if (!hasPayload)
-    info.problem = "manifest without a payload";
-  else if (!readPayloads &&
-           int64_t(payloadStatus.getSize()) != manifest->payloadSize)
-    info.problem = "payload has " + std::to_string(payloadStatus.getSize()) +
-                   " bytes, the manifest says " +
-                   std::to_string(manifest->payloadSize);
-  if (!info.problem.empty() || !readPayloads)
-    return info;
-  llvm::Expected<std::optional<std::string>> payload = readFile(payloadPath);
-  if (!payload || !*payload)
-    info.problem = payload ? "payload vanished while listed"
-                           : llvm::toString(payload.takeError());
-  else
-    info.problem = payloadProblem(*manifest, **payload);
-  return info;
 }
 
 llvm::Expected<std::vector<CacheEntryInfo>>

@@ -16,13 +16,20 @@
 namespace mla {
 
 /// How kernels are written for a target. `Generic` uses CUDA cores only
-/// (any sm_80+ chip). `TensorCore` ("mma-sync") writes the kernels that
-/// have a tensor-core form with warp-level mma.sync (sm_80+; the bf16/f16
-/// decode split kernel, prefill attention and up-projections) and the
-/// others as `Generic`
-/// does. `Warpgroup` ("wgmma", sm_90a only) writes the kernels that have a
-/// Hopper form with warpgroup-level wgmma (the decode split kernel for 16
-/// and more heads) and the others as `TensorCore` does.
+/// (any sm_80+ chip). `TensorCore` ("mma-sync", sm_80+) writes with
+/// warp-level m16n8k16 mma.sync the kernels that have that form for bf16
+/// or f16 operands: the decode split kernel, the prefill attention (the
+/// chunked prefill's too) and the up-projections (q_absorb, v_up_proj,
+/// kv_up_proj); the others (the decode's combine, merge, gather,
+/// concat_and_cache) as `Generic` does. `Warpgroup` ("wgmma", sm_90a only)
+/// writes with warpgroup-level wgmma the decode split kernel (16 or more
+/// heads over a latent cache it takes), the prefill attention (head dims
+/// in whole 64-column blocks) and the prefill-sized up-projection (the
+/// chunked prefill's kv_up_proj); the decode-sized up-projections
+/// (q_absorb, v_up_proj), the shapes those wgmma kernels do not take, and
+/// the others as `TensorCore` does. Where q, k, v or the cache is not
+/// 16-byte aligned, the wgmma decode and prefill launch the generic kernel
+/// instead.
 enum class KernelStrategy { Generic, TensorCore, Warpgroup };
 
 /// "generic", "mma-sync" or "wgmma".
