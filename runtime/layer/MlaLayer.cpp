@@ -150,9 +150,7 @@ DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
   shape.sameTwoByteTypes =
       c.activation == c.cacheDType &&
       (c.activation == DType::BF16 || c.activation == DType::F16);
-  shape.numHeads = c.dims.numHeads;
-  shape.kvLoraRank = c.dims.kvLoraRank;
-  shape.ropeDim = c.dims.ropeDim;
+  shape.dims = c.dims;
   shape.queryLen = queryLen;
   shape.blockSize = c.blockSize;
   shape.numSms = runtime.parallelism();

@@ -200,18 +200,19 @@ DecodeSplitConfig wgmmaDecodeSchedule(int64_t numSms, int64_t numHeads,
 }
 
 DecodeSplitConfig decodeScheduleFor(const DecodeKernelShape &s) {
+  const MlaDims &d = s.dims;
   if (s.strategy == KernelStrategy::Warpgroup &&
-      wgmma_decode::runsOn(s.sameTwoByteTypes, s.numHeads, s.kvLoraRank,
-                           s.ropeDim, s.maxSharedBytesPerBlock))
-    return wgmmaDecodeSchedule(s.numSms, s.numHeads, s.queryLen, s.blockSize);
+      wgmma_decode::runsOn(s.sameTwoByteTypes, d.numHeads, d.kvLoraRank,
+                           d.ropeDim, s.maxSharedBytesPerBlock))
+    return wgmmaDecodeSchedule(s.numSms, d.numHeads, s.queryLen, s.blockSize);
   if (s.strategy != KernelStrategy::Generic &&
-      mma_decode::runsOn(s.sameTwoByteTypes, s.kvLoraRank, s.ropeDim,
+      mma_decode::runsOn(s.sameTwoByteTypes, d.kvLoraRank, d.ropeDim,
                          s.maxSharedBytesPerBlock)) {
-    int64_t perBlock = mmaDecodeSharedBytes(s.kvLoraRank, s.ropeDim, 2);
+    int64_t perBlock = mmaDecodeSharedBytes(d.kvLoraRank, d.ropeDim, 2);
     return mmaDecodeSchedule(s.numSms, s.sharedBytesPerSm / perBlock,
-                             s.numHeads, s.queryLen, s.blockSize);
+                             d.numHeads, s.queryLen, s.blockSize);
   }
-  return genericDecodeSchedule(s.numSms, s.numHeads, s.queryLen, s.blockSize);
+  return genericDecodeSchedule(s.numSms, d.numHeads, s.queryLen, s.blockSize);
 }
 
 } // namespace mla::runtime

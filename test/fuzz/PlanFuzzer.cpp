@@ -289,9 +289,9 @@ void planGpuSplits(ByteReader &in, llvm::ArrayRef<int32_t> seqLens) {
   shape.strategy = KernelStrategy(in.range(0, 2));
   shape.sameTwoByteTypes = in.flag();
   const int64_t heads[] = {1, 4, 16, 32, 64, 128};
-  shape.numHeads = heads[in.range(0, 5)];
-  shape.kvLoraRank = 512;
-  shape.ropeDim = 64;
+  shape.dims.numHeads = heads[in.range(0, 5)];
+  shape.dims.kvLoraRank = 512;
+  shape.dims.ropeDim = 64;
   shape.queryLen = in.range(1, 4);
   shape.blockSize = in.flag() ? 64 : 16;
   bool hopper = in.flag();

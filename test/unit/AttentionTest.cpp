@@ -1117,9 +1117,9 @@ TEST(DecodeTiming, MmaVersusGeneric) {
           runtime::DecodeKernelShape kernelShape;
           kernelShape.strategy = strategy;
           kernelShape.sameTwoByteTypes = true;
-          kernelShape.numHeads = n;
-          kernelShape.kvLoraRank = latent;
-          kernelShape.ropeDim = rope;
+          kernelShape.dims.numHeads = n;
+          kernelShape.dims.kvLoraRank = latent;
+          kernelShape.dims.ropeDim = rope;
           kernelShape.queryLen = sq;
           kernelShape.blockSize = block;
           kernelShape.numSms = device.multiprocessorCount();

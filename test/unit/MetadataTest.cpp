@@ -756,9 +756,9 @@ TEST(MetadataDecodeSplits, ScheduleFollowsTheKernelTheStrategyPicks) {
   DecodeKernelShape shape;
   shape.strategy = mla::KernelStrategy::Warpgroup;
   shape.sameTwoByteTypes = true;
-  shape.numHeads = 128;
-  shape.kvLoraRank = 512;
-  shape.ropeDim = 64;
+  shape.dims.numHeads = 128;
+  shape.dims.kvLoraRank = 512;
+  shape.dims.ropeDim = 64;
   shape.blockSize = 64;
   shape.numSms = 132;
   shape.sharedBytesPerSm = 233472;
@@ -770,12 +770,12 @@ TEST(MetadataDecodeSplits, ScheduleFollowsTheKernelTheStrategyPicks) {
   // wgmma: 64 rows a CTA, one CTA an SM; also with one KV stage (rope 128).
   EXPECT_EQ(rowsAndCtas(decodeScheduleFor(shape)), Pair(64, 1));
   DecodeKernelShape wideRope = shape;
-  wideRope.ropeDim = 128;
+  wideRope.dims.ropeDim = 128;
   EXPECT_EQ(rowsAndCtas(decodeScheduleFor(wideRope)), Pair(64, 1));
   // Fewer heads than the wgmma kernel takes: mma-sync's 16 rows, two
   // 96,256-byte CTAs an SM.
   DecodeKernelShape few = shape;
-  few.numHeads = 8;
+  few.dims.numHeads = 8;
   EXPECT_EQ(rowsAndCtas(decodeScheduleFor(few)), Pair(16, 2));
   // mma-sync, and with too little shared memory a block for its kernel.
   DecodeKernelShape mma = shape;

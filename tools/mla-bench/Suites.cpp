@@ -73,9 +73,8 @@ void benchDecode(mlir::MLIRContext &ctx) {
         runtime::DecodeKernelShape shape;
         shape.strategy = strategy;
         shape.sameTwoByteTypes = true;
-        shape.numHeads = heads;
-        shape.kvLoraRank = spec.dims.kvLoraRank;
-        shape.ropeDim = spec.dims.ropeDim;
+        shape.dims = spec.dims;
+        shape.dims.numHeads = heads;
         shape.blockSize = page;
         shape.numSms = device->multiprocessorCount();
         shape.sharedBytesPerSm = sharedPerSm;

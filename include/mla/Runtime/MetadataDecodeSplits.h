@@ -14,6 +14,7 @@
 #ifndef MLA_RUNTIME_METADATADECODESPLITS_H
 #define MLA_RUNTIME_METADATADECODESPLITS_H
 
+#include "mla/Support/MlaDims.h"
 #include "mla/Target/KernelStrategy.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -136,7 +137,7 @@ struct DecodeKernelShape {
   KernelStrategy strategy = KernelStrategy::Generic;
   /// q and the cache both bf16 or both f16.
   bool sameTwoByteTypes = false;
-  int64_t numHeads = 0, kvLoraRank = 0, ropeDim = 0;
+  MlaDims dims; ///< the heads, latent and rope dims matter
   int64_t queryLen = 1, blockSize = 0;
   int64_t numSms = 0, sharedBytesPerSm = 0, maxSharedBytesPerBlock = 0;
 };
