@@ -68,6 +68,337 @@ using mma_decode::SharedLayout;
 static_assert(kBlockWarps == kWarps,
               "the shared layout counts one row-statistics slot per warp");
 constexpr int64_t kWarpTokens = kTileTokens / kWarps;
+
+/// The thread's lane and warp, and its place in the mma fragments: group
+/// lane / 4 (the rows it holds) and quad lane % 4 (their columns).
+struct WarpLane {
+  explicit WarpLane(MmaEmitter &e) {
+    Value tid = e.threadId();
+    lane = e.remui(tid, kWarpSize);
+    warp = e.divui(tid, kWarpSize);
+    group = e.divui(lane, 4);
+    quad = e.remui(lane, 4);
+  }
+  Value lane, warp, group, quad;
+};
+
+/// The kernel of a split the request uses (inside DecodeSplitBlock::run),
+/// one method a step of the file comment. The constructor views the shared
+/// memory, finds the lane's rows and its ldmatrix addresses and starts the
+/// Q tile's copy.
+class SplitBody {
+public:
+  SplitBody(MmaEmitter &e, DecodeSplitBlock &block, DecodeAttentionOp op,
+            const SharedLayout &layout, const WarpLane &thread)
+      : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
+        thread(thread), latent(op.getKvLoraRank()),
+        qkDim(latent + op.getRopeDim()), vectorsPerRow(qkDim / kCopyElems),
+        warpColumns(latent / kWarps), warpNTiles(warpColumns / 8),
+        // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
+        scaleLog2(op.getSoftmaxScale().convertToDouble() * M_LOG2E),
+        sFragment{1, kWarpTokens / 8}, oFragment{1, warpNTiles} {
+    viewSharedMemory();
+    // The lane's two rows: group and group + 8 of the tile.
+    for (int64_t i = 0; i < 2; ++i)
+      laneRows.push_back(block.laneRow(e.add(thread.group, e.index(8 * i))));
+    copyQ();
+    ldmatrixLanes();
+    negInf = e.negInf();
+    fzero = e.f32(0.0);
+  }
+
+  /// The loop over the split's KV tiles; returns the lane's state: its two
+  /// rows' maxima (base 2) and partial sums, then O in oFragment's order.
+  SmallVector<Value> walkTiles();
+  /// out = O / l and lse, to the split partials or the final outputs.
+  void writeResults(ArrayRef<Value> state);
+
+private:
+  MmaEmitter &e;
+  OpBuilder &b;
+  Location l;
+  DecodeSplitBlock &block;
+  const SharedLayout &layout;
+  const WarpLane &thread;
+  const int64_t latent, qkDim, vectorsPerRow;
+  const int64_t warpColumns; ///< O columns of a warp
+  const int64_t warpNTiles;  ///< its n8 tiles
+  const double scaleLog2;
+  /// The warp's 16 x 16 scores and its 16 x Lkv/4 of O.
+  const AccumulatorFragment sFragment, oFragment;
+  Value raw, qS, kvS, pS, maxS, sumS;
+  SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
+  Value lane16, half, odd, kRow, vRow, warpCol0;
+  Value negInf, fzero;
+
+  /// Views of the shared memory: the Q, KV and P tiles and the warps' row
+  /// maxima and sums.
+  void viewSharedMemory() {
+    raw = e.dynamicShared();
+    qS = e.sharedView(raw, layout.q, {kTileRows, layout.rowStride}, e.element);
+    kvS = e.sharedView(raw, layout.kv, {kTileTokens, layout.rowStride},
+                       e.element);
+    pS = e.sharedView(raw, layout.p, {kTileRows, layout.pStride}, e.element);
+    maxS = e.sharedView(raw, layout.max, {kWarps * kTileRows}, b.getF32Type());
+    sumS = e.sharedView(raw, layout.sum, {kWarps * kTileRows}, b.getF32Type());
+  }
+  /// The Q tile (padding rows zero).
+  void copyQ() {
+    e.copyTile(block.aligned, qS, block.q, kTileRows, vectorsPerRow,
+               thread.warp, thread.lane,
+               [&](Value row) { return block.queryRow(row); });
+  }
+  /// Lane addresses of the ldmatrix operands.
+  void ldmatrixLanes() {
+    lane16 = e.remui(thread.lane, 16);
+    Value lane8 = e.remui(thread.lane, 8);
+    half = e.mul(e.divui(thread.lane, 16), e.index(8)); // 0 or 8
+    odd = e.mul(e.remui(e.divui(thread.lane, 8), 2), e.index(8));
+    // A (Q or P): row lane % 16, column + (lane / 16) * 8.
+    // B of S (K rows): token 16w + (lane / 16) * 8 + lane % 8,
+    // column + ((lane / 8) % 2) * 8.
+    kRow = e.add(e.mul(thread.warp, e.index(kWarpTokens)), e.add(half, lane8));
+    // B of O (V, transposed): token ((lane / 8) % 2) * 8 + lane % 8,
+    // column + (lane / 16) * 8.
+    vRow = e.add(odd, lane8);
+    warpCol0 = e.mul(thread.warp, e.index(warpColumns));
+  }
+  /// The online softmax of the warp's scores.
+  FragmentSoftmax softmaxOf() const {
+    return FragmentSoftmax(e, sFragment, scaleLog2, thread.quad);
+  }
+
+  /// One KV tile starting at token `tile`: steps 1 to 5 of the file
+  /// comment, from the state `it` to the one returned.
+  SmallVector<Value> kvTile(Value tile, ValueRange it);
+  /// 1. The KV tile, copied by the block and waited for; a barrier.
+  void copyKv(Value tile) {
+    e.copyTile(block.aligned, kvS, block.cache, kTileTokens, vectorsPerRow,
+               thread.warp, thread.lane,
+               [&](Value row) { return block.cacheRow(tile, row); });
+    e.waitAllCopies();
+    e.barrier();
+  }
+  /// 2. S = Q K^T for the warp's 16 tokens: two n8 tiles, accumulated in
+  /// two sets (even and odd k16 steps) so that consecutive mma.sync do not
+  /// wait on each other, then added.
+  SmallVector<Value> scores();
+  /// One k16 step of scores() at column `k` into the accumulators `c` of
+  /// both n8 tiles.
+  void scoreStep(Value k, MutableArrayRef<Value> c) {
+    SmallVector<Value> qa = e.ldmatrix(qS, {lane16, e.add(k, half)}, 4, false);
+    SmallVector<Value> kb = e.ldmatrix(kvS, {kRow, e.add(k, odd)}, 4, false);
+    e.mma(qa, kb[0], kb[1], c.slice(0, 4));
+    e.mma(qa, kb[2], kb[3], c.slice(4, 4));
+  }
+  /// 3. The lane rows' running maxima `it` advanced by the tile's row
+  /// maxima across the warps.
+  SmallVector<OnlineMax, 2> advanceMaxima(const FragmentSoftmax &softmax,
+                                          ArrayRef<Value> s, ValueRange it);
+  /// 4. P = exp2(c S - m) of the lane's rows: returned in sFragment's
+  /// order, with their partial sums continued from `it` and O rescaled into
+  /// `next`.
+  SmallVector<Value> exponentials(const FragmentSoftmax &softmax,
+                                  ArrayRef<Value> s, ArrayRef<OnlineMax> rows,
+                                  ValueRange it, MutableArrayRef<Value> next);
+  /// P to shared memory in the input type, the warp's 16 token columns;
+  /// a barrier.
+  void storeP(ArrayRef<Value> p);
+  /// 5. O += P V over the warp's columns (`o` in oFragment's order).
+  void addPv(MutableArrayRef<Value> o);
+
+  /// The lane rows' values `perRow` to this warp's slot of `buffer` (f32
+  /// [warp * 16 + row]), stored by the quads' leaders (`leader`); a
+  /// barrier.
+  void publishRows(Value leader, Value buffer, ArrayRef<Value> perRow) {
+    Value slot = e.add(e.mul(thread.warp, e.index(kTileRows)), thread.group);
+    e.ifThen(leader, [&] {
+      for (int64_t i = 0; i < 2; ++i)
+        memref::StoreOp::create(b, l, perRow[i], buffer,
+                                ValueRange{e.add(slot, e.index(8 * i))});
+    });
+    e.barrier();
+  }
+  /// Warp `w`'s value of lane row `i` in `buffer` (see publishRows).
+  Value warpValue(Value buffer, int64_t w, int64_t i) {
+    return memref::LoadOp::create(
+        b, l, buffer,
+        ValueRange{e.add(thread.group, e.index(w * kTileRows + 8 * i))});
+  }
+  /// O / l staged as f32 rows over the Q and KV tiles, for the block's
+  /// copy; returns the staging view.
+  Value stageOutput(ArrayRef<Value> state, ArrayRef<FragmentRowEnd> ends);
+};
+
+SmallVector<Value> SplitBody::walkTiles() {
+  SmallVector<Value> init{negInf, negInf, fzero, fzero};
+  init.append(warpNTiles * 4, fzero);
+  return e.forLoop(block.first, block.kvEnd, e.index(kTileTokens), init,
+                   [&](Value tile, ValueRange it) -> SmallVector<Value> {
+                     return kvTile(tile, it);
+                   });
+}
+
+SmallVector<Value> SplitBody::kvTile(Value tile, ValueRange it) {
+  copyKv(tile);
+  SmallVector<Value> s = scores();
+  // Masked scores (sFragment: column 8 nt + 2 quad + c is token 16 w + 8 nt
+  // + 2 quad + c of the tile).
+  FragmentSoftmax softmax = softmaxOf();
+  softmax.mask(s, e.add(tile, e.mul(thread.warp, e.index(kWarpTokens))),
+               {laneRows[0].end, laneRows[1].end});
+  SmallVector<OnlineMax, 2> rows = advanceMaxima(softmax, s, it);
+  SmallVector<Value> next(it.begin(), it.end());
+  for (int64_t i = 0; i < 2; ++i)
+    next[i] = rows[i].max;
+  SmallVector<Value> p = exponentials(softmax, s, rows, it, next);
+  storeP(p);
+  addPv(MutableArrayRef<Value>(next).drop_front(4));
+  // The next tile overwrites the KV and P tiles.
+  e.barrier();
+  return next;
+}
+
+SmallVector<Value> SplitBody::scores() {
+  const int64_t steps = qkDim / 16;
+  SmallVector<Value> sets = e.forLoop(
+      e.index(0), e.index(steps / 2 * 32), 32, SmallVector<Value>(16, fzero),
+      [&](Value k, ValueRange c) -> SmallVector<Value> {
+        SmallVector<Value> next(c.begin(), c.end());
+        MutableArrayRef<Value> all(next);
+        scoreStep(k, all.slice(0, 8));
+        scoreStep(e.add(k, e.index(16)), all.slice(8, 8));
+        return next;
+      });
+  if (steps % 2)
+    scoreStep(e.index(qkDim - 16), MutableArrayRef<Value>(sets).slice(0, 8));
+  SmallVector<Value> acc;
+  for (int64_t i = 0; i < 8; ++i)
+    acc.push_back(e.addf(sets[i], sets[8 + i]));
+  return acc;
+}
+
+SmallVector<OnlineMax, 2>
+SplitBody::advanceMaxima(const FragmentSoftmax &softmax, ArrayRef<Value> s,
+                         ValueRange it) {
+  // Row maxima over the quads, then across the warps through shared
+  // memory.
+  Value leader = e.eqIndex(thread.quad, 0);
+  SmallVector<Value> warpMax;
+  for (int64_t i = 0; i < 2; ++i)
+    warpMax.push_back(softmax.rowMax(s, i));
+  publishRows(leader, maxS, warpMax);
+  SmallVector<OnlineMax, 2> rows;
+  for (int64_t i = 0; i < 2; ++i) {
+    Value tileMax = negInf;
+    for (int64_t w = 0; w < kWarps; ++w)
+      tileMax = e.maxf(tileMax, warpValue(maxS, w, i));
+    rows.push_back(softmax.advance(it[i], tileMax));
+  }
+  return rows;
+}
+
+SmallVector<Value> SplitBody::exponentials(const FragmentSoftmax &softmax,
+                                           ArrayRef<Value> s,
+                                           ArrayRef<OnlineMax> rows,
+                                           ValueRange it,
+                                           MutableArrayRef<Value> next) {
+  SmallVector<Value> p(8), alpha;
+  for (int64_t i = 0; i < 2; ++i) {
+    auto keepP = [&](int64_t, int64_t nt, Value p0, Value p1) {
+      p[sFragment.at(0, nt, i, 0)] = p0;
+      p[sFragment.at(0, nt, i, 1)] = p1;
+    };
+    next[2 + i] = softmax.exponentiate(s, i, rows[i], it[2 + i], keepP);
+    alpha.push_back(rows[i].alpha);
+  }
+  SmallVector<Value> scaledO = FragmentSoftmax::rescale(
+      e, it.drop_front(4), oFragment, alpha, /*onlyIfMoved=*/false);
+  std::copy(scaledO.begin(), scaledO.end(), next.begin() + 4);
+  return p;
+}
+
+void SplitBody::storeP(ArrayRef<Value> p) {
+  for (int64_t nt = 0; nt < 2; ++nt)
+    for (int64_t i = 0; i < 2; ++i) {
+      Value v = e.pack(p[4 * nt + 2 * i], p[4 * nt + 2 * i + 1]);
+      Value col = e.add(e.mul(thread.warp, e.index(kWarpTokens)),
+                        e.add(e.index(8 * nt), e.mul(thread.quad, e.index(2))));
+      vector::StoreOp::create(
+          b, l, v, pS, ValueRange{e.add(thread.group, e.index(8 * i)), col},
+          /*nontemporal=*/false, llvm::MaybeAlign(4));
+    }
+  e.barrier();
+}
+
+void SplitBody::addPv(MutableArrayRef<Value> o) {
+  for (int64_t kk = 0; kk < kTileTokens / 16; ++kk) {
+    SmallVector<Value> pa =
+        e.ldmatrix(pS, {lane16, e.add(e.index(16 * kk), half)}, 4, false);
+    for (int64_t t = 0; t < warpNTiles; t += 2) {
+      SmallVector<Value> vb =
+          e.ldmatrix(kvS,
+                     {e.add(vRow, e.index(16 * kk)),
+                      e.add(warpCol0, e.add(e.index(8 * t), half))},
+                     4, true);
+      e.mma(pa, vb[0], vb[1], o.slice(oFragment.at(0, t, 0, 0), 4));
+      e.mma(pa, vb[2], vb[3], o.slice(oFragment.at(0, t + 1, 0, 0), 4));
+    }
+  }
+}
+
+void SplitBody::writeResults(ArrayRef<Value> state) {
+  // Row sums across the warps.
+  Value leader = e.eqIndex(thread.quad, 0);
+  SmallVector<Value> warpSum;
+  for (int64_t i = 0; i < 2; ++i)
+    warpSum.push_back(e.quadSum(state[2 + i]));
+  publishRows(leader, sumS, warpSum);
+  Value writesLse = e.andi(leader, e.eqIndex(thread.warp, 0));
+  SmallVector<FragmentRowEnd, 2> ends;
+  for (int64_t i = 0; i < 2; ++i) {
+    Value sum = fzero;
+    for (int64_t w = 0; w < kWarps; ++w)
+      sum = e.addf(sum, warpValue(sumS, w, i));
+    ends.push_back(FragmentSoftmax::finishRow(e, state[i], sum));
+  }
+  Value staging = stageOutput(state, ends);
+  block.writeResults([&](const SplitResults &to) {
+    for (int64_t i = 0; i < 2; ++i) {
+      const DecodeSplitBlock::LaneRow &row = laneRows[i];
+      e.ifThen(e.andi(row.real, writesLse), [&] {
+        e.storeF32(ends[i].lse, to.lse, to.lseIndex(row.query, row.head));
+      });
+    }
+    e.copyStagedRows(
+        staging, kTileRows, latent, e.threadId(), kWarps * kWarpSize,
+        [&](Value r) { return block.laneRow(r).real; },
+        [&](Value r) {
+          DecodeSplitBlock::LaneRow row = block.laneRow(r);
+          return to.rowIndex(row.query, row.head);
+        },
+        to.values);
+  });
+}
+
+Value SplitBody::stageOutput(ArrayRef<Value> state,
+                             ArrayRef<FragmentRowEnd> ends) {
+  // O / l staged as f32 rows in the Q and KV tiles (every warp is past its
+  // last P V), once for either destination; then the block copies the real
+  // rows out (copyStagedRows).
+  const int64_t stagingStride = latent + kRowPad;
+  Value staging =
+      e.sharedView(raw, 0, {kTileRows, stagingStride}, b.getF32Type());
+  for (int64_t i = 0; i < 2; ++i)
+    e.stageFragmentRow(staging, laneRows[i].local, warpCol0, thread.quad,
+                       warpNTiles, [&](int64_t t, int64_t c) {
+                         return e.mulf(state[4 + oFragment.at(0, t, i, c)],
+                                       ends[i].inverse);
+                       });
+  e.barrier();
+  return staging;
+}
+
 } // namespace
 
 bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
@@ -83,248 +414,22 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           const DecodeSchedule &schedule, OpBuilder &host,
                           ValueRange splitArgs, Value splits) {
-  int64_t latent = op.getKvLoraRank();
-  int64_t qkDim = latent + op.getRopeDim();
-  // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
-  double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
+  int64_t qkDim = op.getKvLoraRank() + op.getRopeDim();
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   SharedLayout layout(qkDim, 2);
-  const int64_t vectorsPerRow = qkDim / kCopyElems;
-  const int64_t warpColumns = latent / kWarps; // O columns of a warp
-  const int64_t warpNTiles = warpColumns / 8;  // its n8 tiles
 
   auto kernel = kernels.create(
       "decode_attention_split_mma", splitArgs.getTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         MmaEmitter e(base.builder(), base.location(), element);
-        OpBuilder &b = e.builder();
-        Location l = e.location();
         DecodeSplitBlock block(e, op, schedule, a, kTileRows);
-
-        Value tid = e.threadId();
-        Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
-        Value group = e.divui(lane, 4), quad = e.remui(lane, 4);
-
+        WarpLane thread(e);
         block.run([&] {
-          // Shared memory.
-          Value raw = e.dynamicShared();
-          Value qS = e.sharedView(raw, layout.q, {kTileRows, layout.rowStride},
-                                  element);
-          Value kvS = e.sharedView(raw, layout.kv,
-                                   {kTileTokens, layout.rowStride}, element);
-          Value pS =
-              e.sharedView(raw, layout.p, {kTileRows, layout.pStride}, element);
-          Value maxS = e.sharedView(raw, layout.max, {kWarps * kTileRows},
-                                    b.getF32Type());
-          Value sumS = e.sharedView(raw, layout.sum, {kWarps * kTileRows},
-                                    b.getF32Type());
-
-          // The lane's two rows: group and group + 8 of the tile.
-          SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
-          for (int64_t i = 0; i < 2; ++i)
-            laneRows.push_back(block.laneRow(e.add(group, e.index(8 * i))));
-
-          // The Q tile (padding rows zero).
-          e.copyTile(block.aligned, qS, block.q, kTileRows, vectorsPerRow,
-                     warp, lane, [&](Value row) { return block.queryRow(row); });
-
-          // Lane addresses of the ldmatrix operands.
-          Value lane16 = e.remui(lane, 16), lane8 = e.remui(lane, 8);
-          Value half = e.mul(e.divui(lane, 16), e.index(8)); // 0 or 8
-          Value odd = e.mul(e.remui(e.divui(lane, 8), 2), e.index(8));
-          // A (Q or P): row lane % 16, column + (lane / 16) * 8.
-          // B of S (K rows): token 16w + (lane / 16) * 8 + lane % 8,
-          // column + ((lane / 8) % 2) * 8.
-          Value kRow =
-              e.add(e.mul(warp, e.index(kWarpTokens)), e.add(half, lane8));
-          // B of O (V, transposed): token ((lane / 8) % 2) * 8 + lane % 8,
-          // column + (lane / 16) * 8.
-          Value vRow = e.add(odd, lane8);
-          Value warpCol0 = e.mul(warp, e.index(warpColumns));
-
-          Value negInf = e.negInf(), fzero = e.f32(0.0);
-          // The warp's 16 x 16 scores and its 16 x Lkv/4 of O.
-          const AccumulatorFragment sFragment{1, kWarpTokens / 8};
-          const AccumulatorFragment oFragment{1, warpNTiles};
-          FragmentSoftmax softmax(e, sFragment, scaleLog2, quad);
-          SmallVector<Value> init{negInf, negInf, fzero, fzero};
-          init.append(warpNTiles * 4, fzero);
-          SmallVector<Value> state = e.forLoop(
-              block.first, block.kvEnd, e.index(kTileTokens), init,
-              [&](Value tile, ValueRange it) -> SmallVector<Value> {
-                // 1. The KV tile.
-                e.copyTile(block.aligned, kvS, block.cache, kTileTokens,
-                           vectorsPerRow, warp, lane, [&](Value row) {
-                             return block.cacheRow(tile, row);
-                           });
-                e.waitAllCopies();
-                e.barrier();
-
-                // 2. S = Q K^T for the warp's 16 tokens: two n8 tiles,
-                // accumulated in two sets (even and odd k16 steps) so that
-                // consecutive mma.sync do not wait on each other.
-                auto scoreStep = [&](Value k, MutableArrayRef<Value> c) {
-                  SmallVector<Value> qa =
-                      e.ldmatrix(qS, {lane16, e.add(k, half)}, 4, false);
-                  SmallVector<Value> kb =
-                      e.ldmatrix(kvS, {kRow, e.add(k, odd)}, 4, false);
-                  e.mma(qa, kb[0], kb[1], c.slice(0, 4));
-                  e.mma(qa, kb[2], kb[3], c.slice(4, 4));
-                };
-                const int64_t steps = qkDim / 16;
-                SmallVector<Value> sets = e.forLoop(
-                    e.index(0), e.index(steps / 2 * 32), 32,
-                    SmallVector<Value>(16, fzero),
-                    [&](Value k, ValueRange c) -> SmallVector<Value> {
-                      SmallVector<Value> next(c.begin(), c.end());
-                      MutableArrayRef<Value> all(next);
-                      scoreStep(k, all.slice(0, 8));
-                      scoreStep(e.add(k, e.index(16)), all.slice(8, 8));
-                      return next;
-                    });
-                if (steps % 2)
-                  scoreStep(e.index(qkDim - 16),
-                            MutableArrayRef<Value>(sets).slice(0, 8));
-                SmallVector<Value> acc;
-                for (int64_t i = 0; i < 8; ++i)
-                  acc.push_back(e.addf(sets[i], sets[8 + i]));
-
-                // Masked scores (sFragment: column 8 nt + 2 quad + c is
-                // token 16 w + 8 nt + 2 quad + c of the tile).
-                softmax.mask(acc, e.add(tile, e.mul(warp, e.index(kWarpTokens))),
-                             {laneRows[0].end, laneRows[1].end});
-                // 3. Row maxima of the tile, across the warps.
-                Value leader = e.eqIndex(quad, 0);
-                SmallVector<Value> warpMax;
-                for (int64_t i = 0; i < 2; ++i)
-                  warpMax.push_back(softmax.rowMax(acc, i));
-                Value slot = e.add(e.mul(warp, e.index(kTileRows)), group);
-                e.ifThen(leader, [&] {
-                  for (int64_t i = 0; i < 2; ++i)
-                    memref::StoreOp::create(
-                        b, l, warpMax[i], maxS,
-                        ValueRange{e.add(slot, e.index(8 * i))});
-                });
-                e.barrier();
-                SmallVector<Value> next(it.begin(), it.end());
-                SmallVector<OnlineMax, 2> rowSteps;
-                for (int64_t i = 0; i < 2; ++i) {
-                  Value tileMax = negInf;
-                  for (int64_t w = 0; w < kWarps; ++w)
-                    tileMax = e.maxf(
-                        tileMax, memref::LoadOp::create(
-                                     b, l, maxS,
-                                     ValueRange{e.add(
-                                         group,
-                                         e.index(w * kTileRows + 8 * i))}));
-                  rowSteps.push_back(softmax.advance(it[i], tileMax));
-                  next[i] = rowSteps.back().max;
-                }
-                // 4. P = exp2(c S - m), the lane's partial sums, O rescaled.
-                SmallVector<Value> p(8), alpha;
-                for (int64_t i = 0; i < 2; ++i) {
-                  auto keepP = [&](int64_t, int64_t nt, Value p0, Value p1) {
-                    p[sFragment.at(0, nt, i, 0)] = p0;
-                    p[sFragment.at(0, nt, i, 1)] = p1;
-                  };
-                  next[2 + i] =
-                      softmax.exponentiate(acc, i, rowSteps[i], it[2 + i], keepP);
-                  alpha.push_back(rowSteps[i].alpha);
-                }
-                SmallVector<Value> scaledO = FragmentSoftmax::rescale(
-                    e, it.drop_front(4), oFragment, alpha,
-                    /*onlyIfMoved=*/false);
-                std::copy(scaledO.begin(), scaledO.end(), next.begin() + 4);
-                for (int64_t nt = 0; nt < 2; ++nt)
-                  for (int64_t i = 0; i < 2; ++i) {
-                    Value v = e.pack(p[4 * nt + 2 * i], p[4 * nt + 2 * i + 1]);
-                    Value col =
-                        e.add(e.mul(warp, e.index(kWarpTokens)),
-                              e.add(e.index(8 * nt), e.mul(quad, e.index(2))));
-                    vector::StoreOp::create(
-                        b, l, v, pS,
-                        ValueRange{e.add(group, e.index(8 * i)), col},
-                        /*nontemporal=*/false, llvm::MaybeAlign(4));
-                  }
-                e.barrier();
-
-                // 5. O += P V over the warp's columns.
-                for (int64_t kk = 0; kk < kTileTokens / 16; ++kk) {
-                  SmallVector<Value> pa = e.ldmatrix(
-                      pS, {lane16, e.add(e.index(16 * kk), half)}, 4, false);
-                  for (int64_t t = 0; t < warpNTiles; t += 2) {
-                    SmallVector<Value> vb = e.ldmatrix(
-                        kvS,
-                        {e.add(vRow, e.index(16 * kk)),
-                         e.add(warpCol0, e.add(e.index(8 * t), half))},
-                        4, true);
-                    e.mma(pa, vb[0], vb[1],
-                          MutableArrayRef<Value>(next).slice(4 + 4 * t, 4));
-                    e.mma(pa, vb[2], vb[3],
-                          MutableArrayRef<Value>(next).slice(8 + 4 * t, 4));
-                  }
-                }
-                // The next tile overwrites the KV and P tiles.
-                e.barrier();
-                return next;
-              });
+          SplitBody body(e, block, op, layout, thread);
+          SmallVector<Value> state = body.walkTiles();
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
-
-          // Row sums across the warps.
-          Value leader = e.eqIndex(quad, 0);
-          SmallVector<Value> warpSum;
-          for (int64_t i = 0; i < 2; ++i)
-            warpSum.push_back(e.quadSum(state[2 + i]));
-          Value slot = e.add(e.mul(warp, e.index(kTileRows)), group);
-          e.ifThen(leader, [&] {
-            for (int64_t i = 0; i < 2; ++i)
-              memref::StoreOp::create(b, l, warpSum[i], sumS,
-                                      ValueRange{e.add(slot, e.index(8 * i))});
-          });
-          e.barrier();
-          Value writesLse = e.andi(leader, e.eqIndex(warp, 0));
-          SmallVector<FragmentRowEnd, 2> ends;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value sum = fzero;
-            for (int64_t w = 0; w < kWarps; ++w)
-              sum =
-                  e.addf(sum, memref::LoadOp::create(
-                                  b, l, sumS,
-                                  ValueRange{e.add(
-                                      group, e.index(w * kTileRows + 8 * i))}));
-            ends.push_back(FragmentSoftmax::finishRow(e, state[i], sum));
-          }
-          // O / l staged as f32 rows in the Q and KV tiles (every warp is
-          // past its last P V), once for either destination; then the
-          // block copies the real rows out (copyStagedRows).
-          const int64_t stagingStride = latent + kRowPad;
-          Value staging =
-              e.sharedView(raw, 0, {kTileRows, stagingStride}, b.getF32Type());
-          for (int64_t i = 0; i < 2; ++i)
-            e.stageFragmentRow(staging, laneRows[i].local, warpCol0, quad,
-                               warpNTiles, [&](int64_t t, int64_t c) {
-                                 return e.mulf(state[4 + 4 * t + 2 * i + c],
-                                               ends[i].inverse);
-                               });
-          e.barrier();
-          block.writeResults([&](const SplitResults &to) {
-            for (int64_t i = 0; i < 2; ++i) {
-              const DecodeSplitBlock::LaneRow &row = laneRows[i];
-              e.ifThen(e.andi(row.real, writesLse), [&] {
-                e.storeF32(ends[i].lse, to.lse,
-                           to.lseIndex(row.query, row.head));
-              });
-            }
-            e.copyStagedRows(
-                staging, kTileRows, latent, e.threadId(), kWarps * kWarpSize,
-                [&](Value r) { return block.laneRow(r).real; },
-                [&](Value r) {
-                  DecodeSplitBlock::LaneRow row = block.laneRow(r);
-                  return to.rowIndex(row.query, row.head);
-                },
-                to.values);
-          });
+          body.writeResults(state);
         });
       });
   launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,

@@ -58,6 +58,8 @@ namespace {
 /// loads from shared memory serves this many mma.
 constexpr int64_t kWarpRowTiles = 2;
 constexpr int64_t kWarpRows = 16 * kWarpRowTiles;
+/// Rows of a lane: group and group + 8 of each of the warp's row tiles.
+constexpr int64_t kLaneRows = 2 * kWarpRowTiles;
 /// Query rows of a block.
 constexpr int64_t kBlockRows = kWarpRows * kBlockWarps;
 /// Keys of one shared-memory tile, and its n8 tiles.
@@ -103,6 +105,360 @@ std::optional<PrefillLayout> chooseLayout(int64_t qkDim, int64_t vDim,
   return std::nullopt;
 }
 
+/// The kernel of a block with a row tile (inside PrefillTileBlock::run),
+/// one method a step. The constructor finds the keys the block sees, the
+/// thread's place, the lane's rows and its ldmatrix addresses, and starts
+/// the copies of the Q tile and the first key tile.
+class RowTileBody {
+public:
+  RowTileBody(MmaEmitter &e, PrefillTileBlock &block, PrefillAttentionOp op,
+              const PrefillLayout &layout)
+      : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
+        qkDim(op.getQkHeadDim()), vDim(op.getVHeadDim()), vTiles(vDim / 8),
+        accumulate(op.getAccumulate()),
+        // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
+        scaleLog2(op.getSoftmaxScale().convertToDouble() * M_LOG2E),
+        sFragment{kWarpRowTiles, kKeyTiles}, oFragment{kWarpRowTiles, vTiles} {
+    zero = e.index(0);
+    one = e.index(1);
+    // Keys the block needs at all (its last row's), and the keys every row
+    // of it sees (its first row's): tiles below the latter need no mask.
+    std::pair<Value, Value> keys = block.keyRange(zero, kBlockRows);
+    keyLimit = keys.first;
+    Value sharedKeys = keys.second;
+    unmaskedEnd =
+        e.mul(arith::DivUIOp::create(b, l, sharedKeys, e.index(kTileKeys)),
+              e.index(kTileKeys));
+
+    Value tid = e.threadId();
+    lane = e.remui(tid, kWarpSize);
+    warp = e.divui(tid, kWarpSize);
+    group = e.divui(lane, 4);
+    quad = e.remui(lane, 4);
+    aligned = e.vectorAligned({block.q, block.k, block.v});
+
+    raw = e.dynamicShared();
+    qS = e.sharedView(raw, layout.q, {kBlockRows, layout.qkStride}, e.element);
+    copyFirstTiles();
+    findLaneRows();
+    ldmatrixLanes();
+    fzero = e.f32(0.0);
+  }
+
+  /// The loop over the key tiles the block needs; returns the lane's
+  /// state: its rows' maxima (base 2), their partial sums (the lane's
+  /// columns only), then O in oFragment's order.
+  SmallVector<Value> walkKeyTiles();
+  /// out and lse of the tile's real rows (see the file comment).
+  void writeResults(ArrayRef<Value> state);
+
+private:
+  MmaEmitter &e;
+  OpBuilder &b;
+  Location l;
+  PrefillTileBlock &block;
+  const PrefillLayout &layout;
+  const int64_t qkDim, vDim;
+  const int64_t vTiles; ///< n8 tiles of O per warp
+  const bool accumulate;
+  const double scaleLog2;
+  /// The warp's 32 x 32 scores and 32 x Dv output.
+  const AccumulatorFragment sFragment, oFragment;
+  Value zero, one, keyLimit, unmaskedEnd;
+  Value lane, warp, group, quad, aligned;
+  Value raw, qS;
+  /// The lane's rows (in the sequence) and the keys each sees.
+  SmallVector<Value, kLaneRows> rowOf, rowEnd;
+  Value half, odd, qRow, kRow, vRow;
+  Value fzero;
+
+  /// The K and V tiles of ring stage `stage`.
+  Value kTile(Value stage) {
+    return e.sharedView(
+        raw, e.add(e.index(layout.k), e.mul(stage, e.index(layout.kStage))),
+        {kTileKeys, layout.qkStride}, e.element);
+  }
+  Value vTile(Value stage) {
+    return e.sharedView(
+        raw, e.add(e.index(layout.v), e.mul(stage, e.index(layout.vStage))),
+        {kTileKeys, layout.vStride}, e.element);
+  }
+  /// Copies the K and V rows of keys [first, first + kTileKeys) into
+  /// `stage`; keys past keyLimit are zero-filled.
+  void copyKeys(Value first, Value stage) {
+    auto source = [&](Value row) {
+      return block.keyRow(e.add(first, row), keyLimit);
+    };
+    e.copyTile(aligned, kTile(stage), block.k, kTileKeys, qkDim / kCopyElems,
+               warp, lane, source);
+    e.copyTile(aligned, vTile(stage), block.v, kTileKeys, vDim / kCopyElems,
+               warp, lane, source);
+  }
+  /// The Q tile (padding rows zero) and the first key tile, committed.
+  void copyFirstTiles() {
+    e.copyTile(aligned, qS, block.q, kBlockRows, qkDim / kCopyElems, warp, lane,
+               [&](Value row) { return block.queryRow(row); });
+    e.ifThen(e.lessThan(zero, keyLimit), [&] { copyKeys(zero, zero); });
+    e.commitCopies();
+  }
+  /// The lane's rows: group and group + 8 of each of the warp's 16-row
+  /// tiles (lane row 2 m + i is row 16 m + group + 8 i of the warp's), and
+  /// the keys each sees.
+  void findLaneRows() {
+    Value warpRow0 = e.add(block.row0, e.mul(warp, e.index(kWarpRows)));
+    for (int64_t m = 0; m < kWarpRowTiles; ++m)
+      for (int64_t i = 0; i < 2; ++i) {
+        Value r = e.add(warpRow0, e.add(group, e.index(16 * m + 8 * i)));
+        rowOf.push_back(r);
+        rowEnd.push_back(block.keysOf(r));
+      }
+  }
+  /// ldmatrix lane addresses. A (Q): row lane % 16 of the row tile, column
+  /// + (lane / 16) * 8. B of S (K): key (lane / 16) * 8 + lane % 8 of each
+  /// 16, column + ((lane / 8) % 2) * 8. B of O (V, transposed): key ((lane
+  /// / 8) % 2) * 8 + lane % 8 of each 16, column + (lane / 16) * 8.
+  void ldmatrixLanes() {
+    Value lane8 = e.remui(lane, 8);
+    half = e.mul(e.divui(lane, 16), e.index(8));
+    odd = e.mul(e.remui(e.divui(lane, 8), 2), e.index(8));
+    qRow = e.add(e.mul(warp, e.index(kWarpRows)), e.remui(lane, 16));
+    kRow = e.add(half, lane8);
+    vRow = e.add(odd, lane8);
+  }
+  /// The online softmax of the warp's scores.
+  FragmentSoftmax softmaxOf() const {
+    return FragmentSoftmax(e, sFragment, scaleLog2, quad);
+  }
+
+  /// One key tile, keys [first, first + kTileKeys): from the state `it` to
+  /// the one returned.
+  SmallVector<Value> keyTile(Value first, ValueRange it);
+  /// Waits for tile `tileNo`'s copies (with two stages, after starting
+  /// those of the tile at `next` into the other stage); a barrier.
+  void awaitTile(Value tileNo, Value next);
+  /// S = Q K^T against the K tile `kS`.
+  SmallVector<Value> scores(Value kS);
+  /// One k-step of scores(): columns [col, col + 16) into `s`.
+  void scoreStep(Value col, Value kS, MutableArrayRef<Value> s);
+  /// The online softmax of the tile's scores `s` from the state `it`: the
+  /// rows' new maxima and sums and the rescaled O into `next`; returns P
+  /// in sFragment's order.
+  SmallVector<Value> softmaxStep(const FragmentSoftmax &softmax,
+                                 ArrayRef<Value> s, ValueRange it,
+                                 MutableArrayRef<Value> next);
+  /// O += P V against the V tile `vS` (`o` in oFragment's order).
+  void addPv(ArrayRef<Value> p, Value vS, MutableArrayRef<Value> o);
+  /// The end of the tile's use of its stage; with one stage, the copy of
+  /// the tile at `next` into it.
+  void releaseStage(Value next);
+
+  /// The ends of the lane's rows (finishRows, with accumulate merged into
+  /// the entry state).
+  SmallVector<FragmentRowEnd, 4> rowEnds(ArrayRef<Value> state);
+  /// The lane's rows of out = O / l to `staging` (tile rows, out's type).
+  void stageOutput(Value staging, ArrayRef<Value> state,
+                   ArrayRef<FragmentRowEnd> ends);
+};
+
+SmallVector<Value> RowTileBody::walkKeyTiles() {
+  SmallVector<Value> init(kLaneRows, e.negInf());
+  init.append(kLaneRows, fzero);
+  init.append(kWarpRowTiles * vTiles * 4, fzero);
+  return e.forLoop(zero, keyLimit, e.index(kTileKeys), init,
+                   [&](Value first, ValueRange it) -> SmallVector<Value> {
+                     return keyTile(first, it);
+                   });
+}
+
+SmallVector<Value> RowTileBody::keyTile(Value first, ValueRange it) {
+  Value tileNo = e.divui(first, kTileKeys);
+  Value stage = e.remui(tileNo, layout.stages);
+  Value next = e.add(first, e.index(kTileKeys));
+  awaitTile(tileNo, next);
+  Value kS = kTile(stage), vS = vTile(stage);
+  SmallVector<Value> s = scores(kS);
+  // Only tiles crossing the diagonal or the end of the keys are masked.
+  FragmentSoftmax softmax = softmaxOf();
+  softmax.maskWhere(e.lessThan(unmaskedEnd, e.add(first, e.index(1))), s, first,
+                    rowEnd);
+  SmallVector<Value> nextState(it.begin(), it.end());
+  SmallVector<Value> p = softmaxStep(softmax, s, it, nextState);
+  addPv(p, vS, MutableArrayRef<Value>(nextState).drop_front(2 * kLaneRows));
+  releaseStage(next);
+  return nextState;
+}
+
+void RowTileBody::awaitTile(Value tileNo, Value next) {
+  if (layout.stages == 2) {
+    // Prefetch the next tile into the other stage, then wait for this one
+    // (all but the newest group).
+    e.ifThen(e.lessThan(next, keyLimit),
+             [&] { copyKeys(next, e.remui(e.add(tileNo, one), 2)); });
+    e.waitCopies(e.commitCopies(), 1);
+  } else {
+    e.waitAllCopies();
+  }
+  e.barrier();
+}
+
+SmallVector<Value> RowTileBody::scores(Value kS) {
+  // Per row tile, kKeyTiles n8 tiles of keys; each K fragment serves all
+  // the warp's row tiles, and the accumulations are independent of each
+  // other (sFragment: column 8 nt + 2 quad + c is key first + 8 nt + 2 quad
+  // + c). The k-steps are a loop (its body 8 mma) rather than unrolled
+  // here: LLVM unrolls it the same way, and the MLIR passes see a fifth of
+  // the code (the JIT's cold compile is shorter).
+  return e.forLoop(zero, e.index(qkDim), 16,
+                   SmallVector<Value>(kWarpRowTiles * kKeyTiles * 4, fzero),
+                   [&](Value col, ValueRange acc) -> SmallVector<Value> {
+                     SmallVector<Value> next(acc.begin(), acc.end());
+                     scoreStep(col, kS, next);
+                     return next;
+                   });
+}
+
+void RowTileBody::scoreStep(Value col, Value kS, MutableArrayRef<Value> s) {
+  SmallVector<SmallVector<Value>> qa;
+  for (int64_t m = 0; m < kWarpRowTiles; ++m)
+    qa.push_back(e.ldmatrix(
+        qS, {e.add(qRow, e.index(16 * m)), e.add(col, half)}, 4, false));
+  for (int64_t p = 0; p < kTileKeys / 16; ++p) {
+    SmallVector<Value> kb = e.ldmatrix(
+        kS, {e.add(kRow, e.index(16 * p)), e.add(col, odd)}, 4, false);
+    for (int64_t m = 0; m < kWarpRowTiles; ++m) {
+      e.mma(qa[m], kb[0], kb[1], s.slice(sFragment.at(m, 2 * p, 0, 0), 4));
+      e.mma(qa[m], kb[2], kb[3], s.slice(sFragment.at(m, 2 * p + 1, 0, 0), 4));
+    }
+  }
+}
+
+SmallVector<Value> RowTileBody::softmaxStep(const FragmentSoftmax &softmax,
+                                            ArrayRef<Value> s, ValueRange it,
+                                            MutableArrayRef<Value> next) {
+  // Online softmax over each lane row's new scores; P stays in registers,
+  // in S's fragment.
+  SmallVector<Value> p(s.size()), alpha;
+  for (int64_t row = 0; row < kLaneRows; ++row) {
+    auto keepP = [&](int64_t m, int64_t j, Value p0, Value p1) {
+      p[sFragment.at(m, j, row % 2, 0)] = p0;
+      p[sFragment.at(m, j, row % 2, 1)] = p1;
+    };
+    FragmentSoftmax::RowStep step =
+        softmax.step(s, row, it[row], it[kLaneRows + row], keepP);
+    next[row] = step.max;
+    next[kLaneRows + row] = step.sum;
+    alpha.push_back(step.alpha);
+  }
+  SmallVector<Value> scaledO = FragmentSoftmax::rescale(
+      e, it.drop_front(2 * kLaneRows), oFragment, alpha, /*onlyIfMoved=*/false);
+  std::copy(scaledO.begin(), scaledO.end(), next.begin() + 2 * kLaneRows);
+  return p;
+}
+
+void RowTileBody::addPv(ArrayRef<Value> p, Value vS, MutableArrayRef<Value> o) {
+  // P's A fragment for keys [16 kk, 16 kk + 16) is the S fragments of n8
+  // tiles 2 kk and 2 kk + 1; each V fragment serves all the warp's row
+  // tiles.
+  for (int64_t kk = 0; kk < kTileKeys / 16; ++kk) {
+    SmallVector<SmallVector<Value>> pa;
+    for (int64_t m = 0; m < kWarpRowTiles; ++m) {
+      int64_t lo = sFragment.at(m, 2 * kk, 0, 0);
+      int64_t hi = sFragment.at(m, 2 * kk + 1, 0, 0);
+      pa.push_back({e.pack(p[lo], p[lo + 1]), e.pack(p[lo + 2], p[lo + 3]),
+                    e.pack(p[hi], p[hi + 1]), e.pack(p[hi + 2], p[hi + 3])});
+    }
+    for (int64_t t = 0; t < vTiles; t += 2) {
+      SmallVector<Value> vb = e.ldmatrix(
+          vS, {e.add(vRow, e.index(16 * kk)), e.add(half, e.index(8 * t))}, 4,
+          true);
+      for (int64_t m = 0; m < kWarpRowTiles; ++m) {
+        e.mma(pa[m], vb[0], vb[1], o.slice(oFragment.at(m, t, 0, 0), 4));
+        e.mma(pa[m], vb[2], vb[3], o.slice(oFragment.at(m, t + 1, 0, 0), 4));
+      }
+    }
+  }
+}
+
+void RowTileBody::releaseStage(Value next) {
+  // The next copy overwrites this stage.
+  e.barrier();
+  if (layout.stages == 1) {
+    e.ifThen(e.lessThan(next, keyLimit), [&] { copyKeys(next, zero); });
+    e.commitCopies();
+  }
+}
+
+SmallVector<FragmentRowEnd, 4> RowTileBody::rowEnds(ArrayRef<Value> state) {
+  SmallVector<Value> maxes, sums;
+  for (int64_t row = 0; row < kLaneRows; ++row) {
+    maxes.push_back(state[row]);
+    sums.push_back(e.quadSum(state[kLaneRows + row]));
+  }
+  return block.finishRows(maxes, sums, rowOf, accumulate);
+}
+
+void RowTileBody::stageOutput(Value staging, ArrayRef<Value> state,
+                              ArrayRef<FragmentRowEnd> ends) {
+  ArrayRef<Value> o = state.drop_front(2 * kLaneRows);
+  for (int64_t m = 0; m < kWarpRowTiles; ++m)
+    for (int64_t i = 0; i < 2; ++i) {
+      int64_t row = 2 * m + i;
+      e.stageFragmentRow(staging, e.sub(rowOf[row], block.row0), e.index(0),
+                         quad, vTiles, [&](int64_t t, int64_t c) {
+                           return e.mulf(o[oFragment.at(m, t, i, c)],
+                                         ends[row].inverse);
+                         });
+    }
+}
+
+void RowTileBody::writeResults(ArrayRef<Value> state) {
+  auto realRow = [&](Value r) {
+    return e.lessThan(e.add(block.row0, r), block.sq);
+  };
+  auto outRow = [&](Value r) {
+    return SmallVector<Value, 4>{e.add(block.qBegin, e.add(block.row0, r)),
+                                 block.head};
+  };
+  const int64_t threads = kBlockWarps * kWarpSize;
+  SmallVector<FragmentRowEnd, 4> ends = rowEnds(state);
+  // Without accumulate lse is stored now; with it past the next barrier,
+  // after every lane's read of the entry LSEs.
+  if (!accumulate)
+    block.storeLse(ends, rowOf, quad);
+
+  // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when l = 0),
+  // for the real rows (with accumulate merged into the entry state, whose
+  // LSEs finishRows read): out staged as rows of its type over the block's
+  // shared memory (dead once every warp is past its last tile and the Q
+  // copies; rows padded by 8 elements), then lse by the quads' leaders and
+  // out copied out by the block in 16-byte pieces (copyStagedRows), where a
+  // 2-byte store a value queued on the load/store unit. With accumulate,
+  // the rows' entry weights follow the staged rows.
+  e.barrier();
+  Value staging = e.sharedView(raw, 0, {kBlockRows, layout.vStride}, e.element);
+  Value entryWeights;
+  if (accumulate) {
+    entryWeights =
+        e.sharedView(raw, layout.entryWeights, {kBlockRows}, b.getF32Type());
+    block.storeEntryWeights(ends, rowOf, quad, entryWeights);
+  }
+  stageOutput(staging, state, ends);
+  // With accumulate, the pieces of out this thread merges into are read
+  // now, all at once, under the barrier and the LSEs' stores (O's
+  // registers are free by now: read with O live, they spilled).
+  GpuEmitter::EntryState entry;
+  if (accumulate) {
+    entry.weights = entryWeights;
+    entry.pieces = e.loadEntryPieces(kBlockRows, vDim, e.threadId(), threads,
+                                     realRow, outRow, block.out);
+  }
+  e.barrier();
+  if (accumulate)
+    block.storeLse(ends, rowOf, quad);
+  e.copyStagedRows(staging, kBlockRows, vDim, e.threadId(), threads, realRow,
+                   outRow, block.out, Value(), accumulate ? &entry : nullptr);
+}
+
 } // namespace
 
 bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
@@ -116,291 +472,21 @@ bool useMmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
 
 void lowerMmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                      OpBuilder &host) {
-  const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
-  // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
-  const double scaleLog2 = op.getSoftmaxScale().convertToDouble() * M_LOG2E;
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  const PrefillLayout layout = *chooseLayout(qkDim, vDim, kernels.target());
-  const int64_t vTiles = vDim / 8; // n8 tiles of O per warp
-  const bool accumulate = op.getAccumulate();
+  const PrefillLayout layout =
+      *chooseLayout(op.getQkHeadDim(), op.getVHeadDim(), kernels.target());
 
   auto kernel = kernels.create(
       "prefill_attention_mma", op->getOperandTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         MmaEmitter e(base.builder(), base.location(), element);
-        OpBuilder &b = e.builder();
-        Location l = e.location();
         PrefillTileBlock block(e, op, a, kBlockRows);
-        Value q = block.q, k = block.k, v = block.v, out = block.out,
-              head = block.head;
-        Value zero = e.index(0), one = e.index(1);
         block.run([&] {
-          Value qBegin = block.qBegin, sq = block.sq;
-          // Keys the block needs at all (its last row's), and the keys
-          // every row of it sees (its first row's): tiles below the latter
-          // need no mask.
-          std::pair<Value, Value> keys = block.keyRange(zero, kBlockRows);
-          Value keyLimit = keys.first, sharedKeys = keys.second;
-          Value unmaskedEnd =
-              e.mul(arith::DivUIOp::create(b, l, sharedKeys,
-                                           e.index(kTileKeys)),
-                    e.index(kTileKeys));
-
-          Value tid = e.threadId();
-          Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
-          Value group = e.divui(lane, 4), quad = e.remui(lane, 4);
-          Value aligned = e.vectorAligned({q, k, v});
-
-          Value raw = e.dynamicShared();
-          Value qS = e.sharedView(raw, layout.q, {kBlockRows, layout.qkStride},
-                                  element);
-          auto kTile = [&](Value stage) {
-            return e.sharedView(
-                raw, e.add(e.index(layout.k), e.mul(stage, e.index(layout.kStage))),
-                {kTileKeys, layout.qkStride}, element);
-          };
-          auto vTile = [&](Value stage) {
-            return e.sharedView(
-                raw, e.add(e.index(layout.v), e.mul(stage, e.index(layout.vStage))),
-                {kTileKeys, layout.vStride}, element);
-          };
-          // Copies the K and V rows of keys [first, first + kTileKeys) into
-          // `stage`; keys past keyLimit are zero-filled.
-          auto copyKeys = [&](Value first, Value stage) {
-            auto source = [&](Value row) {
-              return block.keyRow(e.add(first, row), keyLimit);
-            };
-            e.copyTile(aligned, kTile(stage), k, kTileKeys, qkDim / kCopyElems,
-                       warp, lane, source);
-            e.copyTile(aligned, vTile(stage), v, kTileKeys, vDim / kCopyElems,
-                       warp, lane, source);
-          };
-
-          // The Q tile (padding rows zero) and the first key tile.
-          e.copyTile(aligned, qS, q, kBlockRows, qkDim / kCopyElems, warp, lane,
-                     [&](Value row) { return block.queryRow(row); });
-          e.ifThen(e.lessThan(zero, keyLimit), [&] { copyKeys(zero, zero); });
-          e.commitCopies();
-
-          // The lane's rows: group and group + 8 of each of the warp's
-          // 16-row tiles (lane row 2 m + i is row 16 m + group + 8 i of the
-          // warp's), and the keys each sees.
-          SmallVector<Value, 2 * kWarpRowTiles> rowOf, rowEnd;
-          Value warpRow0 =
-              e.add(block.row0, e.mul(warp, e.index(kWarpRows)));
-          for (int64_t m = 0; m < kWarpRowTiles; ++m)
-            for (int64_t i = 0; i < 2; ++i) {
-              Value r = e.add(warpRow0, e.add(group, e.index(16 * m + 8 * i)));
-              rowOf.push_back(r);
-              rowEnd.push_back(block.keysOf(r));
-            }
-
-          // ldmatrix lane addresses. A (Q): row lane % 16 of the row tile,
-          // column + (lane / 16) * 8. B of S (K): key (lane / 16) * 8 +
-          // lane % 8 of each 16, column + ((lane / 8) % 2) * 8. B of O (V,
-          // transposed): key ((lane / 8) % 2) * 8 + lane % 8 of each 16,
-          // column + (lane / 16) * 8.
-          Value lane8 = e.remui(lane, 8);
-          Value half = e.mul(e.divui(lane, 16), e.index(8));
-          Value odd = e.mul(e.remui(e.divui(lane, 8), 2), e.index(8));
-          Value qRow = e.add(e.mul(warp, e.index(kWarpRows)), e.remui(lane, 16));
-          Value kRow = e.add(half, lane8);
-          Value vRow = e.add(odd, lane8);
-
-          Value fzero = e.f32(0.0);
-          // The warp's 32 x 32 scores and 32 x Dv output.
-          const AccumulatorFragment sFragment{kWarpRowTiles, kKeyTiles};
-          const AccumulatorFragment oFragment{kWarpRowTiles, vTiles};
-          FragmentSoftmax softmax(e, sFragment, scaleLog2, quad);
-          // State: the lane rows' maxima (base 2), their partial sums (the
-          // lane's columns only), then O in oFragment's order.
-          constexpr int64_t laneRows = 2 * kWarpRowTiles;
-          auto oAt = [&](int64_t m, int64_t t, int64_t i, int64_t c) {
-            return 2 * laneRows + oFragment.at(m, t, i, c);
-          };
-          SmallVector<Value> init(laneRows, e.negInf());
-          init.append(laneRows, fzero);
-          init.append(kWarpRowTiles * vTiles * 4, fzero);
-          SmallVector<Value> state = e.forLoop(
-              zero, keyLimit, e.index(kTileKeys), init,
-              [&](Value first, ValueRange it) -> SmallVector<Value> {
-                Value tileNo = e.divui(first, kTileKeys);
-                Value stage = e.remui(tileNo, layout.stages);
-                Value next = e.add(first, e.index(kTileKeys));
-                if (layout.stages == 2) {
-                  // Prefetch the next tile into the other stage, then wait
-                  // for this one (all but the newest group).
-                  e.ifThen(e.lessThan(next, keyLimit), [&] {
-                    copyKeys(next, e.remui(e.add(tileNo, one), 2));
-                  });
-                  e.waitCopies(e.commitCopies(), 1);
-                } else {
-                  e.waitAllCopies();
-                }
-                e.barrier();
-                Value kS = kTile(stage), vS = vTile(stage);
-
-                // S = Q K^T: per row tile, kKeyTiles n8 tiles of keys; each
-                // K fragment serves all the warp's row tiles, and the
-                // accumulations are independent of each other (sFragment:
-                // column 8 nt + 2 quad + c is key first + 8 nt + 2 quad + c).
-                auto sAt = [&](int64_t m, int64_t nt, int64_t i, int64_t c) {
-                  return sFragment.at(m, nt, i, c);
-                };
-                // The k-steps are a loop (its body 8 mma) rather than
-                // unrolled here: LLVM unrolls it the same way, and the
-                // MLIR passes see a fifth of the code (the JIT's cold
-                // compile is shorter).
-                SmallVector<Value> s = e.forLoop(
-                    zero, e.index(qkDim), 16,
-                    SmallVector<Value>(kWarpRowTiles * kKeyTiles * 4, fzero),
-                    [&](Value col, ValueRange acc) -> SmallVector<Value> {
-                  SmallVector<Value> next(acc.begin(), acc.end());
-                  MutableArrayRef<Value> sAll(next);
-                  SmallVector<SmallVector<Value>> qa;
-                  for (int64_t m = 0; m < kWarpRowTiles; ++m)
-                    qa.push_back(e.ldmatrix(
-                        qS, {e.add(qRow, e.index(16 * m)), e.add(col, half)}, 4,
-                        false));
-                  for (int64_t p = 0; p < kTileKeys / 16; ++p) {
-                    SmallVector<Value> kb = e.ldmatrix(
-                        kS, {e.add(kRow, e.index(16 * p)), e.add(col, odd)}, 4,
-                        false);
-                    for (int64_t m = 0; m < kWarpRowTiles; ++m) {
-                      e.mma(qa[m], kb[0], kb[1], sAll.slice(sAt(m, 2 * p, 0, 0), 4));
-                      e.mma(qa[m], kb[2], kb[3],
-                            sAll.slice(sAt(m, 2 * p + 1, 0, 0), 4));
-                    }
-                  }
-                  return next;
-                });
-                // Only tiles crossing the diagonal or the end of the keys
-                // are masked.
-                softmax.maskWhere(
-                    e.lessThan(unmaskedEnd, e.add(first, e.index(1))), s,
-                    first, rowEnd);
-
-                // Online softmax over each lane row's new scores; P stays
-                // in registers, in S's fragment.
-                SmallVector<Value> nextState(it.begin(), it.end());
-                SmallVector<Value> p(s.size()), alpha;
-                for (int64_t row = 0; row < laneRows; ++row) {
-                  auto keepP = [&](int64_t m, int64_t j, Value p0, Value p1) {
-                    p[sFragment.at(m, j, row % 2, 0)] = p0;
-                    p[sFragment.at(m, j, row % 2, 1)] = p1;
-                  };
-                  FragmentSoftmax::RowStep step = softmax.step(
-                      s, row, it[row], it[laneRows + row], keepP);
-                  nextState[row] = step.max;
-                  nextState[laneRows + row] = step.sum;
-                  alpha.push_back(step.alpha);
-                }
-                SmallVector<Value> scaledO = FragmentSoftmax::rescale(
-                    e, ValueRange(it).drop_front(2 * laneRows), oFragment,
-                    alpha, /*onlyIfMoved=*/false);
-                std::copy(scaledO.begin(), scaledO.end(),
-                          nextState.begin() + 2 * laneRows);
-
-                // O += P V: P's A fragment for keys [16 kk, 16 kk + 16) is
-                // the S fragments of n8 tiles 2 kk and 2 kk + 1; each V
-                // fragment serves all the warp's row tiles.
-                MutableArrayRef<Value> o(nextState);
-                for (int64_t kk = 0; kk < kTileKeys / 16; ++kk) {
-                  SmallVector<SmallVector<Value>> pa;
-                  for (int64_t m = 0; m < kWarpRowTiles; ++m) {
-                    int64_t lo = sAt(m, 2 * kk, 0, 0), hi = sAt(m, 2 * kk + 1, 0, 0);
-                    pa.push_back({e.pack(p[lo], p[lo + 1]),
-                                  e.pack(p[lo + 2], p[lo + 3]),
-                                  e.pack(p[hi], p[hi + 1]),
-                                  e.pack(p[hi + 2], p[hi + 3])});
-                  }
-                  for (int64_t t = 0; t < vTiles; t += 2) {
-                    SmallVector<Value> vb = e.ldmatrix(
-                        vS,
-                        {e.add(vRow, e.index(16 * kk)),
-                         e.add(half, e.index(8 * t))},
-                        4, true);
-                    for (int64_t m = 0; m < kWarpRowTiles; ++m) {
-                      e.mma(pa[m], vb[0], vb[1], o.slice(oAt(m, t, 0, 0), 4));
-                      e.mma(pa[m], vb[2], vb[3], o.slice(oAt(m, t + 1, 0, 0), 4));
-                    }
-                  }
-                }
-                // The next copy overwrites this stage.
-                e.barrier();
-                if (layout.stages == 1) {
-                  e.ifThen(e.lessThan(next, keyLimit),
-                           [&] { copyKeys(next, zero); });
-                  e.commitCopies();
-                }
-                return nextState;
-              });
+          RowTileBody body(e, block, op, layout);
+          SmallVector<Value> state = body.walkKeyTiles();
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
-
-          auto realRow = [&](Value r) {
-            return e.lessThan(e.add(block.row0, r), sq);
-          };
-          auto outRow = [&](Value r) {
-            return SmallVector<Value, 4>{e.add(qBegin, e.add(block.row0, r)),
-                                         head};
-          };
-          const int64_t threads = kBlockWarps * kWarpSize;
-          SmallVector<Value> maxes, sums;
-          for (int64_t row = 0; row < laneRows; ++row) {
-            maxes.push_back(state[row]);
-            sums.push_back(e.quadSum(state[laneRows + row]));
-          }
-          SmallVector<FragmentRowEnd, 4> ends =
-              block.finishRows(maxes, sums, rowOf, accumulate);
-          // Without accumulate lse is stored now; with it past the next
-          // barrier, after every lane's read of the entry LSEs.
-          if (!accumulate)
-            block.storeLse(ends, rowOf, quad);
-
-          // out = O / l (0 when l = 0), lse = m ln 2 + log(l) (-inf when
-          // l = 0), for the real rows (with accumulate merged into the
-          // entry state, whose LSEs finishRows read): out staged as rows of
-          // its type over the block's shared memory (dead once every warp
-          // is past its last tile and the Q copies; rows padded by 8
-          // elements), then lse by the quads' leaders and out copied out by
-          // the block in 16-byte pieces (copyStagedRows), where a 2-byte
-          // store a value queued on the load/store unit. With accumulate,
-          // the rows' entry weights follow the staged rows.
-          e.barrier();
-          Value staging =
-              e.sharedView(raw, 0, {kBlockRows, layout.vStride}, element);
-          Value entryWeights;
-          if (accumulate) {
-            entryWeights = e.sharedView(raw, layout.entryWeights, {kBlockRows},
-                                        b.getF32Type());
-            block.storeEntryWeights(ends, rowOf, quad, entryWeights);
-          }
-          for (int64_t m = 0; m < kWarpRowTiles; ++m)
-            for (int64_t i = 0; i < 2; ++i) {
-              int64_t row = 2 * m + i;
-              e.stageFragmentRow(
-                  staging, e.sub(rowOf[row], block.row0), e.index(0), quad,
-                  vTiles, [&](int64_t t, int64_t c) {
-                    return e.mulf(state[oAt(m, t, i, c)], ends[row].inverse);
-                  });
-            }
-          // With accumulate, the pieces of out this thread merges into
-          // are read now, all at once, under the barrier and the LSEs'
-          // stores (O's registers are free by now: read with O live, they
-          // spilled).
-          GpuEmitter::EntryState entry;
-          if (accumulate) {
-            entry.weights = entryWeights;
-            entry.pieces = e.loadEntryPieces(kBlockRows, vDim, e.threadId(),
-                                             threads, realRow, outRow, out);
-          }
-          e.barrier();
-          if (accumulate)
-            block.storeLse(ends, rowOf, quad);
-          e.copyStagedRows(staging, kBlockRows, vDim, e.threadId(), threads,
-                           realRow, outRow, out, Value(),
-                           accumulate ? &entry : nullptr);
+          body.writeResults(state);
         });
       });
 
