@@ -3,7 +3,7 @@ dialects/ or tools/ over 700 lines, and no function of the kernel wing
 (lib/Conversion) over 150 lines, lambdas counted in the function that
 holds them.
 
-  python3 scripts/check-sizes.py [ROOT] [--list N]
+  python3 test/layering/check-sizes.py [ROOT] [--list N]
 
 Prints what breaks a limit and exits 1 if anything does; with --list,
 also the N longest functions of the kernel wing. Functions are found by
@@ -76,7 +76,7 @@ def main():
         i = args.index("--list")
         listing = int(args[i + 1])
         del args[i:i + 2]
-    root = pathlib.Path(args[0] if args else pathlib.Path(__file__).parent.parent)
+    root = pathlib.Path(args[0] if args else pathlib.Path(__file__).parents[2])
     failures = []
     for top in FILE_ROOTS:
         for path in sorted((root / top).rglob("*")):
