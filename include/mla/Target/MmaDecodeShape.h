@@ -2,7 +2,7 @@
 //
 // What the tensor-core (mma-sync) decode split kernel is made of, in one
 // place for the three parts that depend on it: the kernel itself
-// (lib/Conversion/MLAToGPU/GpuDecodeMma.cpp), the decode schedule (how many
+// (lib/Conversion/MLAToGPU/MmaSync/GpuDecodeMma.cpp), the decode schedule (how many
 // of its blocks an SM holds), and the MLA layer (which schedule its decode
 // needs). Plain C++, no MLIR.
 //

@@ -2,7 +2,7 @@
 //
 // What the wgmma (sm_90a) decode split kernel is made of, for the three
 // parts that depend on it: the kernel (lib/Conversion/MLAToGPU/
-// GpuDecodeWgmma.cpp), the decode schedule (one block an SM) and the MLA
+// Wgmma/GpuDecodeWgmma.cpp), the decode schedule (one block an SM) and the MLA
 // layer (which schedule its decode needs). Plain C++, no MLIR.
 //
 // Every operand tile lives in shared memory in wgmma's 128-byte-swizzled

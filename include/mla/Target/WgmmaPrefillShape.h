@@ -1,7 +1,7 @@
 //===- WgmmaPrefillShape.h - The Hopper prefill kernel's shape --*- C++ -*-===//
 //
 // What the wgmma (sm_90a) prefill kernel (lib/Conversion/MLAToGPU/
-// GpuPrefillWgmma.cpp) is made of, and which head dims it takes, for the
+// Wgmma/GpuPrefillWgmma.cpp) is made of, and which head dims it takes, for the
 // kernel and for the tests that run it. Plain C++, no MLIR. Tiles live in
 // shared memory in wgmma's swizzled layout (mla/Target/WgmmaSwizzle.h).
 //

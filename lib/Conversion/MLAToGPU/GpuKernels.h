@@ -8,7 +8,7 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_GPUKERNELS_H
 #define MLA_LIB_CONVERSION_MLATOGPU_GPUKERNELS_H
 
-#include "GpuEmitter.h"
+#include "Emitters/GpuEmitter.h"
 #include "mla/Dialect/MLADialect.h"
 #include "mla/Target/GpuTarget.h"
 

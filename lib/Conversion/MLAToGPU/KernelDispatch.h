@@ -15,8 +15,8 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_KERNELDISPATCH_H
 #define MLA_LIB_CONVERSION_MLATOGPU_KERNELDISPATCH_H
 
-#include "GpuDecode.h"
-#include "PerHeadProduct.h"
+#include "Tiles/GpuDecode.h"
+#include "Tiles/PerHeadProduct.h"
 
 namespace mla::gpu {
 

@@ -10,9 +10,9 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_WGMMADECODEBODY_H
 #define MLA_LIB_CONVERSION_MLATOGPU_WGMMADECODEBODY_H
 
-#include "DecodeSplitBlock.h"
-#include "FragmentSoftmax.h"
-#include "WgmmaEmitter.h"
+#include "Tiles/DecodeSplitBlock.h"
+#include "Tiles/FragmentSoftmax.h"
+#include "Emitters/WgmmaEmitter.h"
 #include "mla/Target/WgmmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

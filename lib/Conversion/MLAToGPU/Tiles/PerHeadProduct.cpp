@@ -1,6 +1,6 @@
 //===- PerHeadProduct.cpp - What the tensor-core products share ----------===//
 
-#include "PerHeadProduct.h"
+#include "Tiles/PerHeadProduct.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 

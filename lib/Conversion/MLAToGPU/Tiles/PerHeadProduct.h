@@ -16,8 +16,8 @@
 #define MLA_LIB_CONVERSION_MLATOGPU_PERHEADPRODUCT_H
 
 #include "GpuKernels.h"
-#include "MmaEmitter.h"
-#include "RowMove.h"
+#include "Emitters/MmaEmitter.h"
+#include "Emitters/RowMove.h"
 
 namespace mla::gpu {
 

@@ -30,7 +30,7 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_FRAGMENTSOFTMAX_H
 #define MLA_LIB_CONVERSION_MLATOGPU_FRAGMENTSOFTMAX_H
 
-#include "MmaEmitter.h"
+#include "Emitters/MmaEmitter.h"
 
 namespace mla::gpu {
 

@@ -50,9 +50,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FragmentSoftmax.h"
-#include "PrefillTileBlock.h"
-#include "WgmmaEmitter.h"
+#include "Tiles/FragmentSoftmax.h"
+#include "Tiles/PrefillTileBlock.h"
+#include "Emitters/WgmmaEmitter.h"
 #include "mla/Target/WgmmaPrefillShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

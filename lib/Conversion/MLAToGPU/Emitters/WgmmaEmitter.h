@@ -26,7 +26,7 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_WGMMAEMITTER_H
 #define MLA_LIB_CONVERSION_MLATOGPU_WGMMAEMITTER_H
 
-#include "MmaEmitter.h"
+#include "Emitters/MmaEmitter.h"
 
 namespace mla::gpu {
 

@@ -1,6 +1,6 @@
 //===- FragmentSoftmax.cpp - Online softmax over accumulator fragments ----===//
 
-#include "FragmentSoftmax.h"
+#include "Tiles/FragmentSoftmax.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 

@@ -1,6 +1,6 @@
 //===- WgmmaEmitter.cpp - Warpgroup tensor-core building blocks (sm_90a) --===//
 
-#include "WgmmaEmitter.h"
+#include "Emitters/WgmmaEmitter.h"
 #include "mla/Target/WgmmaSwizzle.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

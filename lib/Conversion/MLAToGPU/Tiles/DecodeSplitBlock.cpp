@@ -1,6 +1,6 @@
 //===- DecodeSplitBlock.cpp - What the tensor-core split kernels share ----===//
 
-#include "DecodeSplitBlock.h"
+#include "Tiles/DecodeSplitBlock.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

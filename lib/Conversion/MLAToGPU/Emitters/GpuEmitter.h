@@ -13,7 +13,7 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_GPUEMITTER_H
 #define MLA_LIB_CONVERSION_MLATOGPU_GPUEMITTER_H
 
-#include "../Common/LoopBuilder.h"
+#include "../../Common/LoopBuilder.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 

@@ -1,6 +1,6 @@
 //===- MmaEmitter.cpp - Tensor-core building blocks for mma-sync kernels --===//
 
-#include "MmaEmitter.h"
+#include "Emitters/MmaEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

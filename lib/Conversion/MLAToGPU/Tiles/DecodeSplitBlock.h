@@ -11,8 +11,8 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
 #define MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
 
-#include "GpuDecode.h"
-#include "MmaEmitter.h"
+#include "Tiles/GpuDecode.h"
+#include "Emitters/MmaEmitter.h"
 
 namespace mla::gpu {
 

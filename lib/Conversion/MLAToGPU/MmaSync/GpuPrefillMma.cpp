@@ -35,8 +35,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FragmentSoftmax.h"
-#include "PrefillTileBlock.h"
+#include "Tiles/FragmentSoftmax.h"
+#include "Tiles/PrefillTileBlock.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -1,6 +1,6 @@
 //===- RowMove.cpp - Moving one row by a group of threads -----------------===//
 
-#include "RowMove.h"
+#include "Emitters/RowMove.h"
 
 using namespace mlir;
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernels.h"
-#include "RowMove.h"
+#include "Emitters/RowMove.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

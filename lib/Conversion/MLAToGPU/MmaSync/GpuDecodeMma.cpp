@@ -40,8 +40,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeSplitBlock.h"
-#include "FragmentSoftmax.h"
+#include "Tiles/DecodeSplitBlock.h"
+#include "Tiles/FragmentSoftmax.h"
 #include "mla/Target/MmaDecodeShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

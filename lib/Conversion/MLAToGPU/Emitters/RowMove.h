@@ -12,7 +12,7 @@
 #ifndef MLA_LIB_CONVERSION_MLATOGPU_ROWMOVE_H
 #define MLA_LIB_CONVERSION_MLATOGPU_ROWMOVE_H
 
-#include "GpuEmitter.h"
+#include "Emitters/GpuEmitter.h"
 
 namespace mla::gpu {
 

@@ -23,8 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PerHeadProduct.h"
-#include "WgmmaEmitter.h"
+#include "Tiles/PerHeadProduct.h"
+#include "Emitters/WgmmaEmitter.h"
 #include "mla/Target/WgmmaSwizzle.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

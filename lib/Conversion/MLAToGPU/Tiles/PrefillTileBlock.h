@@ -35,7 +35,7 @@
 #define MLA_LIB_CONVERSION_MLATOGPU_PREFILLTILEBLOCK_H
 
 #include "GpuKernels.h"
-#include "FragmentSoftmax.h"
+#include "Tiles/FragmentSoftmax.h"
 
 namespace mla::gpu {
 

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "WgmmaDecodeBody.h"
+#include "Wgmma/WgmmaDecodeBody.h"
 
 namespace mla::gpu::wgmma_decode_kernel {
 

@@ -66,7 +66,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "WgmmaDecodeBody.h"
+#include "Wgmma/WgmmaDecodeBody.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

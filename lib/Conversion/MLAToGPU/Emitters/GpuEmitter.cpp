@@ -1,6 +1,6 @@
 //===- GpuEmitter.cpp - Building blocks of the generic GPU kernels --------===//
 
-#include "GpuEmitter.h"
+#include "Emitters/GpuEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

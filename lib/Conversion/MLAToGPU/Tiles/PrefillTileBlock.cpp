@@ -1,6 +1,6 @@
 //===- PrefillTileBlock.cpp - What the tensor-core prefill kernels share --===//
 
-#include "PrefillTileBlock.h"
+#include "Tiles/PrefillTileBlock.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -30,7 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GpuDecode.h"
+#include "Tiles/GpuDecode.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -25,8 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MmaEmitter.h"
-#include "PerHeadProduct.h"
+#include "Emitters/MmaEmitter.h"
+#include "Tiles/PerHeadProduct.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
