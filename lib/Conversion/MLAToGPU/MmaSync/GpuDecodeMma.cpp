@@ -19,12 +19,13 @@
 //  2. warp w scores its 16 tokens [16w, 16w + 16) against the 16 rows:
 //     m16n8k16 mma.sync over Lkv + R, A (Q) and B (K) through ldmatrix,
 //     f32 accumulators in two sets (even and odd k16 steps, so consecutive
-//     mma do not depend on each other); scaled by softmax_scale * log2(e);
-//     tokens a row cannot see (causal, or past the split) are -inf.
-//  3. row maxima of the tile: quad shuffles, then across the warps through
-//     shared memory (a barrier); online softmax in base 2 (running max m,
-//     the lane's partial sum l, O rescaled by exp2(m_old - m_new)).
-//  4. P = exp2(S - m) to shared memory in the input type; a barrier.
+//     mma do not depend on each other); tokens a row cannot see (causal,
+//     or past the split) are -inf.
+//  3. row maxima of the tile (scaled by c = softmax_scale * log2(e)):
+//     quad shuffles, then across the warps through shared memory (a
+//     barrier); the online softmax of FragmentSoftmax (running max m, the
+//     lane's partial sum l, O rescaled by exp2(m_old - m_new)).
+//  4. P = exp2(c S - m) to shared memory in the input type; a barrier.
 //  5. warp w accumulates O[:, w Lkv/4 .. (w+1) Lkv/4) += P (16 x 64) x V,
 //     V being the tile's first Lkv columns (B through ldmatrix.trans): each
 //     warp keeps 16 rows x Lkv/4 columns of O in registers (Lkv = 512: 64
