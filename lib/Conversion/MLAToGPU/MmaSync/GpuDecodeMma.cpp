@@ -364,22 +364,8 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
     ends.push_back(FragmentSoftmax::finishRow(e, state[i], sum));
   }
   Value staging = stageOutput(state, ends);
-  block.writeResults([&](const SplitResults &to) {
-    for (int64_t i = 0; i < 2; ++i) {
-      const DecodeSplitBlock::LaneRow &row = laneRows[i];
-      e.ifThen(e.andi(row.real, writesLse), [&] {
-        e.storeF32(ends[i].lse, to.lse, to.lseIndex(row.query, row.head));
-      });
-    }
-    e.copyStagedRows(
-        staging, kTileRows, latent, e.threadId(), kWarps * kWarpSize,
-        [&](Value r) { return block.laneRow(r).real; },
-        [&](Value r) {
-          DecodeSplitBlock::LaneRow row = block.laneRow(r);
-          return to.rowIndex(row.query, row.head);
-        },
-        to.values);
-  });
+  block.writeStagedRows(laneRows, ends, writesLse, staging, latent, e.threadId(),
+                        kWarps * kWarpSize);
 }
 
 Value SplitBody::stageOutput(ArrayRef<Value> state,

@@ -22,7 +22,7 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
                                    const DecodeSchedule &schedule,
                                    ValueRange args, int64_t tileRows)
     : e(e), schedule(schedule), heads(op.getNumHeads()),
-      page(op.getBlockSize()), causal(op.getCausal()) {
+      page(op.getBlockSize()), tileRows(tileRows), causal(op.getCausal()) {
   q = args[0];
   cache = args[1];
   table = args[2];
@@ -108,6 +108,27 @@ void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,
   KernelFactory::launch(host, op.getLoc(), kernel,
                         {hb.ceilDiv(rows, tileRows), batch, splits}, splitArgs,
                         sharedBytes);
+}
+
+void DecodeSplitBlock::writeStagedRows(ArrayRef<LaneRow> laneRows,
+                                       ArrayRef<FragmentRowEnd> ends,
+                                       Value writesLse, Value staging,
+                                       int64_t columns, Value tid,
+                                       int64_t threads) {
+  writeResults([&](const SplitResults &to) {
+    for (auto [row, end] : llvm::zip(laneRows, ends))
+      e.ifThen(e.andi(row.real, writesLse), [&, &row = row, &end = end] {
+        e.storeF32(end.lse, to.lse, to.lseIndex(row.query, row.head));
+      });
+    e.copyStagedRows(
+        staging, tileRows, columns, tid, threads,
+        [&](Value r) { return laneRow(r).real; },
+        [&](Value r) {
+          LaneRow row = laneRow(r);
+          return to.rowIndex(row.query, row.head);
+        },
+        to.values);
+  });
 }
 
 } // namespace mla::gpu

@@ -12,7 +12,7 @@
 #define MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
 
 #include "Tiles/GpuDecode.h"
-#include "Emitters/MmaEmitter.h"
+#include "Tiles/FragmentSoftmax.h"
 
 namespace mla::gpu {
 
@@ -61,11 +61,19 @@ public:
   /// SplitResults): the final out and lse when the request has one split,
   /// else the split's partials. The branch is uniform over the block.
   void writeResults(const std::function<void(const SplitResults &)> &write);
+  /// The tile's finished rows through writeResults: each lane row's LSE
+  /// (`ends`) from the lanes where `writesLse` holds, and the rows staged
+  /// as f32 in `staging` (`columns` wide) copied out by the block's
+  /// `threads` threads (`tid` numbering this one), real rows only.
+  void writeStagedRows(llvm::ArrayRef<LaneRow> laneRows,
+                       llvm::ArrayRef<FragmentRowEnd> ends,
+                       mlir::Value writesLse, mlir::Value staging,
+                       int64_t columns, mlir::Value tid, int64_t threads);
 
 private:
   MmaEmitter &e;
   const DecodeSchedule &schedule;
-  int64_t heads, page;
+  int64_t heads, page, tileRows;
   bool causal;
   mlir::Value numSplits, capacity, lastBlock, splitCount;
 };
