@@ -11,6 +11,8 @@
 #ifndef MLA_TARGET_MMADECODESHAPE_H
 #define MLA_TARGET_MMADECODESHAPE_H
 
+#include "mla/Target/SharedRegions.h"
+
 #include <cstdint>
 
 namespace mla::mma_decode {
@@ -42,12 +44,13 @@ struct SharedLayout {
   SharedLayout(int64_t qkDim, int64_t elementBytes) {
     rowStride = qkDim + kRowPad;
     pStride = kTileTokens + kRowPad;
-    q = 0;
-    kv = q + kTileRows * rowStride * elementBytes;
-    p = kv + kTileTokens * rowStride * elementBytes;
-    max = p + kTileRows * pStride * elementBytes;
-    sum = max + kWarps * kTileRows * 4;
-    bytes = sum + kWarps * kTileRows * 4;
+    SharedRegions r;
+    q = r.tiles(1, kTileRows, rowStride, elementBytes);
+    kv = r.tiles(1, kTileTokens, rowStride, elementBytes);
+    p = r.tiles(1, kTileRows, pStride, elementBytes);
+    max = r.bytes(kWarps * kTileRows * 4);
+    sum = r.bytes(kWarps * kTileRows * 4);
+    bytes = r.total();
   }
 };
 

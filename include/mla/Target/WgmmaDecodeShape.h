@@ -13,6 +13,7 @@
 #ifndef MLA_TARGET_WGMMADECODESHAPE_H
 #define MLA_TARGET_WGMMADECODESHAPE_H
 
+#include "mla/Target/SharedRegions.h"
 #include "mla/Target/WgmmaSwizzle.h"
 
 #include <cstdint>
@@ -60,13 +61,14 @@ struct SharedLayout {
 
   SharedLayout(int64_t qkDim, int64_t stageCount) : stages(stageCount) {
     const int64_t elementBytes = 2;
-    q = 0;
-    kv = q + kTileRows * qkDim * elementBytes;
-    kvStage = kTileTokens * qkDim * elementBytes;
-    p = kv + stages * kvStage;
-    max = p + kTileRows * kTileTokens * elementBytes;
-    sum = max + kWarpgroups * kTileRows * 4;
-    bytes = sum + kWarpgroups * kTileRows * 4 + kAtomBytes;
+    SharedRegions r;
+    q = r.tiles(1, kTileRows, qkDim, elementBytes);
+    kvStage = SharedRegions::tileBytes(kTileTokens, qkDim, elementBytes);
+    kv = r.tiles(stages, kTileTokens, qkDim, elementBytes);
+    p = r.tiles(1, kTileRows, kTileTokens, elementBytes);
+    max = r.bytes(kWarpgroups * kTileRows * 4);
+    sum = r.bytes(kWarpgroups * kTileRows * 4);
+    bytes = r.total(kAtomBytes);
   }
 };
 

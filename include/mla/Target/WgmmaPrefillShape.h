@@ -10,6 +10,7 @@
 #ifndef MLA_TARGET_WGMMAPREFILLSHAPE_H
 #define MLA_TARGET_WGMMAPREFILLSHAPE_H
 
+#include "mla/Target/SharedRegions.h"
 #include "mla/Target/WgmmaSwizzle.h"
 
 #include <cstdint>
@@ -54,13 +55,17 @@ struct SharedLayout {
   SharedLayout(int64_t qkDim, int64_t vDim, int64_t stageCount)
       : stages(stageCount) {
     const int64_t elementBytes = 2;
-    q = 0;
-    kv = q + kBlockRows * qkDim * elementBytes;
-    vOffset = kTileKeys * qkDim * elementBytes; // V after K in a stage
-    stage = vOffset + kTileKeys * vDim * elementBytes;
-    p = kv + stages * stage;
-    barriers = p + kWarpgroups * kGroupRows * kTileKeys * elementBytes;
-    bytes = barriers + (2 * stages + 1) * 8 + wgmma::kAtomBytes;
+    // A stage: K, then V.
+    SharedRegions inStage;
+    inStage.tiles(1, kTileKeys, qkDim, elementBytes);
+    vOffset = inStage.tiles(1, kTileKeys, vDim, elementBytes);
+    stage = inStage.total();
+    SharedRegions r;
+    q = r.tiles(1, kBlockRows, qkDim, elementBytes);
+    kv = r.bytes(stages * stage);
+    p = r.tiles(kWarpgroups, kGroupRows, kTileKeys, elementBytes);
+    barriers = r.bytes((2 * stages + 1) * 8);
+    bytes = r.total(wgmma::kAtomBytes);
   }
 };
 

@@ -37,6 +37,7 @@
 
 #include "Tiles/FragmentSoftmax.h"
 #include "Tiles/PrefillTileBlock.h"
+#include "mla/Target/SharedRegions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -82,15 +83,17 @@ struct PrefillLayout {
 
   PrefillLayout(int64_t qkDim, int64_t vDim, int64_t stages)
       : qkStride(qkDim + kRowPad), vStride(vDim + kRowPad), stages(stages) {
-    q = 0;
-    k = kBlockRows * qkStride * 2;
-    kStage = kTileKeys * qkStride * 2;
-    v = k + stages * kStage;
-    vStage = kTileKeys * vStride * 2;
+    SharedRegions r;
+    q = r.tiles(1, kBlockRows, qkStride, 2);
+    kStage = SharedRegions::tileBytes(kTileKeys, qkStride, 2);
+    k = r.tiles(stages, kTileKeys, qkStride, 2);
+    vStage = SharedRegions::tileBytes(kTileKeys, vStride, 2);
+    v = r.tiles(stages, kTileKeys, vStride, 2);
     // The results are staged as out's rows over all of it at the end,
     // followed (accumulate) by an f32 entry weight a row.
-    entryWeights = kBlockRows * vStride * 2;
-    bytes = std::max(v + stages * vStage, entryWeights + kBlockRows * 4);
+    entryWeights = SharedRegions::tileBytes(kBlockRows, vStride, 2);
+    r.overlay(entryWeights + kBlockRows * 4);
+    bytes = r.total();
   }
 };
 

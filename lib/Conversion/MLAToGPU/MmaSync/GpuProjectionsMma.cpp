@@ -27,6 +27,7 @@
 
 #include "Emitters/MmaEmitter.h"
 #include "Tiles/PerHeadProduct.h"
+#include "mla/Target/SharedRegions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -55,9 +56,16 @@ struct ProductLayout {
 
   explicit ProductLayout(int64_t tileColumns)
       : xStride(kSliceDepth + kRowPad), wStride(tileColumns + kRowPad) {
-    wOffset = kTileTokens * xStride * 2;
-    stageBytes = wOffset + kSliceDepth * wStride * 2;
-    bytes = std::max(kStages * stageBytes, kTileTokens * wStride * 2);
+    // A stage: the x rows, then the W rows.
+    SharedRegions stage;
+    stage.tiles(1, kTileTokens, xStride, 2);
+    wOffset = stage.tiles(1, kSliceDepth, wStride, 2);
+    stageBytes = stage.total();
+    // The staged results lie over the stages at the end.
+    SharedRegions r;
+    r.bytes(kStages * stageBytes);
+    r.overlay(SharedRegions::tileBytes(kTileTokens, wStride, 2));
+    bytes = r.total();
   }
 };
 
