@@ -1,0 +1,68 @@
+//===- MetadataDcp.h - Decode context parallelism: a rank's tokens -*- C++ -*-===//
+//
+// Decode context parallelism (DCP, vLLM's dcp_world_size / dcp_rank)
+// spreads each request's latent KV cache over the N ranks of a group: the
+// tokens go round-robin in runs of I (vLLM's cp_kv_cache_interleave_size),
+// token i living on rank (i / I) mod N, so each rank stores and reads about
+// 1/N of every context. A rank keeps its tokens in its own pages, in token
+// order: its local position of token i is (i / (I N)) I + i mod I.
+//
+// This header is the metadata builder's part: which tokens a rank holds
+// (vLLM's dcp_local_seq_lens) and where the new tokens it owns go in its
+// cache (the slot mapping, padding for the tokens other ranks own), both
+// checked like every other metadata field.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_RUNTIME_METADATADCP_H
+#define MLA_RUNTIME_METADATADCP_H
+
+#include "mla/Runtime/Metadata.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mla::runtime {
+
+/// A rank's place in its DCP group.
+struct DcpConfig {
+  int64_t worldSize = 1;  ///< N, `dcp_world_size`
+  int64_t rank = 0;       ///< `dcp_rank`, in [0, N)
+  int64_t interleave = 1; ///< I, `cp_kv_cache_interleave_size`
+
+  /// The rank holding token `position` of a sequence.
+  int64_t ownerOf(int64_t position) const {
+    return (position / interleave) % worldSize;
+  }
+  /// Where token `position` lies among its owner's tokens.
+  int64_t localPosition(int64_t position) const {
+    return position / (interleave * worldSize) * interleave +
+           position % interleave;
+  }
+  /// How many of a sequence's first `tokens` tokens this rank holds.
+  int64_t localLength(int64_t tokens) const;
+};
+
+/// Errors unless 1 <= worldSize <= 65536, 0 <= rank < worldSize and
+/// 1 <= interleave <= blockSize with blockSize a multiple of it (a rank's
+/// runs of I tokens then never straddle its pages, as vLLM requires).
+llvm::Error checkDcp(const DcpConfig &dcp, int64_t blockSize);
+
+/// vLLM's dcp_local_seq_lens: the tokens of each sequence of `seqLens` this
+/// rank holds. Errors on a negative length, naming seq_lens[b].
+llvm::Expected<std::vector<int32_t>>
+dcpLocalSeqLens(llvm::ArrayRef<int32_t> seqLens, const DcpConfig &dcp);
+
+/// The slot mapping of this rank for the new tokens of `metadata` (the last
+/// query_len positions of each sequence), whose block table is the rank's
+/// own (pages of its local tokens): the slot of each new token this rank
+/// owns, kPaddingSlot for the others and for the padding tail. `metadata`
+/// must validate with the rank's local sequence lengths; errors name the
+/// request whose local tokens its block table cannot hold.
+llvm::Expected<std::vector<int64_t>>
+dcpLocalSlotMapping(const CommonAttentionMetadata &metadata, int64_t blockSize,
+                    const DcpConfig &dcp);
+
+} // namespace mla::runtime
+
+#endif // MLA_RUNTIME_METADATADCP_H
