@@ -1,6 +1,6 @@
 //===- KernelFactory.cpp - Creating and launching generic kernels ---------===//
 
-#include "GpuKernels.h"
+#include "KernelFactory.h"
 #include "mla/Target/KernelLoading.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -45,7 +45,7 @@
 // stage, the two warpgroups' P tiles, the mbarriers. Rows past a sequence's
 // queries are padding (zero queries, never written). A row that sees no key
 // gets out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the
-// launch takes the generic kernel instead (lowerPrefillAttention checks on
+// launch takes the generic kernel instead (KernelDispatch checks on
 // the host), so the tiles are copied in 16-byte vectors only.
 //
 //===----------------------------------------------------------------------===//
