@@ -2,7 +2,7 @@
 # Runs built fuzz targets over their corpora. scripts/fuzz.sh calls it after
 # building; the bundle `fuzz.sh --bundle` makes carries it, so targets built
 # here run on a machine with more cores and no compiler.
-#   scripts/fuzz-run.sh BIN_DIR WORK_DIR [--seconds N | --runs N] [--jobs N]
+#   scripts/fuzz-run.sh BIN_DIR WORK_DIR [--seconds N] [--runs N] [--jobs N]
 #                       [--seeds DIR]... target...
 # Each target's corpus is WORK_DIR/corpus/<target> (created, and kept
 # between runs), failures go to WORK_DIR/artifacts/<target>/, the run's log
@@ -15,11 +15,11 @@
 # corpus, and the summed executions are printed.
 set -euo pipefail
 bin=$(cd "$1" && pwd); work=$2; shift 2
-seconds=600 runs=-1 jobs=1 targets=() seed_roots=()
+seconds=-1 runs=-1 jobs=1 targets=() seed_roots=()
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
-    --runs) runs=$2; seconds=0; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --seeds) seed_roots+=("$2"); shift 2 ;;
     ir|lower|plan) targets+=("$1"); shift ;;
@@ -27,6 +27,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(ir lower plan)
+# Ten minutes a target unless a time or a number of runs is given.
+[ "$seconds" -ge 0 ] || [ "$runs" -ge 0 ] || seconds=600
 mkdir -p "$work" && work=$(cd "$work" && pwd)
 
 export ASAN_OPTIONS=detect_leaks=1:detect_container_overflow=0:halt_on_error=1
@@ -38,11 +40,15 @@ export MLA_CACHE_DIR=$work/kernel-cache
 run_shards() {
   local t=$1 shards=$work/shards/$t pids=() i=0 failed=0
   rm -rf "$shards"
+  rm -f "$work/logs/$t".*.log
   for ((i = 0; i < jobs; i++)); do mkdir -p "$shards/$i"; done
   i=0
   while IFS= read -r -d '' f; do
     cp "$f" "$shards/$((i % jobs))/"; i=$((i + 1))
   done < <(find "$corpus" ${seeds[@]+"${seeds[@]}"} -type f -print0)
+  # What the processes add is what is newer than this mark.
+  local mark=$shards/started
+  touch "$mark"
   local shard_args=("${args[@]}")
   if [ "$runs" -ge 0 ]; then
     shard_args=("${args[@]/#-runs=*/-runs=$(((runs + jobs - 1) / jobs))}")
@@ -55,7 +61,9 @@ run_shards() {
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || { failed=1; echo "fuzz: $t shard $i failed (logs/$t.$i.log)"; }
   done
-  for ((i = 0; i < jobs; i++)); do cp -n "$shards/$i"/* "$corpus/" 2>/dev/null || true; done
+  for ((i = 0; i < jobs; i++)); do
+    find "$shards/$i" -type f -newer "$mark" -exec cp -n -t "$corpus" {} +
+  done
   rm -rf "$shards"
   cat "$work/logs/$t".*.log > "$log"
   awk -v jobs="$jobs" '/stat::number_of_executed_units/ {n += $2; k++}
@@ -71,17 +79,17 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
   args=(-timeout=60 -rss_limit_mb=6144 -malloc_limit_mb=4096 -print_final_stats=1
         -artifact_prefix="$artifacts" -max_len=16384)
-  [ "$seconds" -gt 0 ] && args+=(-max_total_time="$seconds")
+  [ "$seconds" -ge 0 ] && args+=(-max_total_time="$seconds")
   [ "$runs" -ge 0 ] && args+=(-runs="$runs")
   seeds=()
   for root in ${seed_roots[@]+"${seed_roots[@]}"}; do
     [ -d "$root/$t" ] && seeds+=("$root/$t")
   done
-  echo "fuzz: $t for ${seconds}s / $runs runs in $jobs process(es)"
+  echo "fuzz: $t, $([ "$seconds" -ge 0 ] && echo "${seconds} s" || echo "no time limit"), $([ "$runs" -ge 0 ] && echo "$runs runs" || echo "no run limit"), $jobs process(es)"
   if [ "$jobs" -le 1 ]; then
     ( cd "$work/logs" && "$bin/mla-fuzz-$t" "${args[@]}" "$corpus" ${seeds[@]+"${seeds[@]}"} ) \
       > "$log" 2>&1 || status=1
-    grep -E "stat::|Done|SUMMARY|ERROR|fuzz defect|#[0-9]+.*DONE" "$log" | tail -12
+    grep -E "stat::|Done|SUMMARY|ERROR|fuzz defect|#[0-9]+.*DONE" "$log" | tail -12 || true
     continue
   fi
   run_shards "$t" || status=1

@@ -2,17 +2,17 @@
 # Builds the fuzz targets (test/fuzz) with clang's libFuzzer,
 # AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer, and runs
 # each for a fixed time or number of inputs (scripts/fuzz-run.sh).
-#   scripts/fuzz.sh [--seconds N | --runs N] [--jobs N] [target...]
+#   scripts/fuzz.sh [--seconds N] [--runs N] [--jobs N] [target...]
 #   scripts/fuzz.sh --bundle [target...]
 # Targets: ir, lower, plan (default: all three). Each runs for --seconds
-# (default 600) or until --runs inputs, in --jobs processes (default 1),
+# or until --runs inputs (default: 600 s), in --jobs processes (default 1),
 # over a corpus kept in build-fuzz/corpus/<target>, seeded with the lit
 # tests' IR (split at "// -----"), test/fuzz/corpus/<target> and
 # test/fuzz/regressions/<target>.
 # An input that fails is written to build-fuzz/artifacts/<target>/; once
 # fixed, it belongs in test/fuzz/regressions/<target>/, which CI replays.
-# The last lines of each run (executions, speed, peak memory) go to
-# build-fuzz/logs/<target>.log.
+# Each run's log is build-fuzz/logs/<target>.log; its last lines
+# (executions, speed, peak memory) are printed.
 # --bundle links the targets with LLVM and MLIR's static archives instead
 # and packs them, fuzz-run.sh, the corpora and the seeds into
 # bundle/mla-fuzz.tar.xz, to run where there are more cores:
@@ -32,6 +32,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(ir lower plan)
+if [ "$bundle" = 1 ] && [ ${#run_args[@]} -gt 0 ]; then
+  echo "fuzz.sh: --bundle only builds and packs; give ${run_args[*]} to fuzz-run.sh where it runs" >&2
+  exit 2
+fi
 
 bash "$root/scripts/setup.sh"
 need=()

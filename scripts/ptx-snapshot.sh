@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Writes the PTX of every GPU kernel the project emits for the lit tests'
-# IR and for a DeepSeek layer's kernels (the benchmarks' shapes) into a
-# folder, so that a change meant to keep the kernels as they are can be
-# checked byte for byte:
+# Writes the PTX of the GPU kernels the project emits for the IR of the
+# lit tests that lower to kernels (test/lit/Target/ptxas.mlir and
+# test/lit/Conversion/mla-to-gpu*.mlir) and for a DeepSeek layer's kernels
+# (the benchmarks' shapes) into a new folder, so that a change meant to
+# keep the kernels as they are can be checked byte for byte:
 #   scripts/ptx-snapshot.sh BUILD_DIR OUT_DIR
 #   (change, rebuild)
 #   scripts/ptx-snapshot.sh BUILD_DIR OUT_DIR2 && diff -r OUT_DIR OUT_DIR2
@@ -15,6 +16,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 out=$2
+# A kernel that stops compiling must not leave an older snapshot's file.
+if [ -e "$out" ] && [ -n "$(ls -A "$out")" ]; then
+  echo "ptx-snapshot: $out is not empty; give a new folder" >&2
+  exit 2
+fi
 mkdir -p "$out/lit" "$out/layer"
 out=$(cd "$out" && pwd)
 scratch=$(mktemp -d)

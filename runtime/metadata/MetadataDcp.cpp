@@ -10,6 +10,20 @@ namespace mla::runtime {
 
 using detail::fail;
 
+namespace {
+/// Bounds of the interleave and the block size: their product with the
+/// world size stays far from int64's end.
+constexpr int64_t kMaxTokensInARow = int64_t(1) << 20;
+
+llvm::Error checkInterleave(int64_t interleave) {
+  if (interleave < 1 || interleave > kMaxTokensInARow)
+    return fail("cp_kv_cache_interleave_size must be in [1, " +
+                llvm::Twine(kMaxTokensInARow) + "], got " +
+                llvm::Twine(interleave));
+  return llvm::Error::success();
+}
+} // namespace
+
 int64_t DcpConfig::localLength(int64_t tokens) const {
   int64_t cycle = interleave * worldSize;
   int64_t inLastCycle = tokens % cycle - rank * interleave;
@@ -25,10 +39,12 @@ llvm::Error checkDcp(const DcpConfig &dcp, int64_t blockSize) {
     return fail("dcp_rank must be in [0, dcp_world_size = " +
                 llvm::Twine(dcp.worldSize) + "), got " +
                 llvm::Twine(dcp.rank));
-  if (blockSize < 1)
-    return fail("block_size must be positive, got " + llvm::Twine(blockSize));
-  if (dcp.interleave < 1 || dcp.interleave > blockSize ||
-      blockSize % dcp.interleave != 0)
+  if (llvm::Error error = checkInterleave(dcp.interleave))
+    return error;
+  if (blockSize < 1 || blockSize > kMaxTokensInARow)
+    return fail("block_size must be in [1, " + llvm::Twine(kMaxTokensInARow) +
+                "], got " + llvm::Twine(blockSize));
+  if (dcp.interleave > blockSize || blockSize % dcp.interleave != 0)
     return fail("cp_kv_cache_interleave_size must divide block_size = " +
                 llvm::Twine(blockSize) + ", got " +
                 llvm::Twine(dcp.interleave));
@@ -37,7 +53,9 @@ llvm::Error checkDcp(const DcpConfig &dcp, int64_t blockSize) {
 
 llvm::Expected<std::vector<int32_t>>
 dcpLocalSeqLens(llvm::ArrayRef<int32_t> seqLens, const DcpConfig &dcp) {
-  // The block size does not matter here; the interleave's own checks do.
+  // The block size does not matter here: a config without one.
+  if (llvm::Error error = checkInterleave(dcp.interleave))
+    return std::move(error);
   if (llvm::Error error = checkDcp(dcp, dcp.interleave))
     return std::move(error);
   std::vector<int32_t> local(seqLens.size());
@@ -57,8 +75,8 @@ dcpLocalSlotMapping(const CommonAttentionMetadata &m, int64_t blockSize,
     return std::move(error);
   if (llvm::Error error = detail::checkShape(m))
     return std::move(error);
-  size_t size = std::max<size_t>(m.numActualTokens, m.slotMapping.size());
-  std::vector<int64_t> slots(size, kPaddingSlot);
+  // checkShape: slotMapping holds numActualTokens, perhaps a padding tail.
+  std::vector<int64_t> slots(m.slotMapping.size(), kPaddingSlot);
   for (int64_t b = 0; b < m.numReqs; ++b) {
     int64_t seqLen = m.seqLens[b], context = m.contextLen(b);
     if (context < 0)

@@ -1,14 +1,15 @@
 """Checks the tree's size limits: no source file in lib/, runtime/,
-dialects/ or tools/ over 700 lines, and no function of the kernel wing
-(lib/Conversion) over 150 lines, lambdas counted in the function that
-holds them.
+dialects/ or tools/ over 700 lines, and no function of the lowerings
+(lib/Conversion: the kernel wing and the CPU loops) over 150 lines,
+lambdas counted in the function that holds them.
 
   python3 test/layering/check-sizes.py [ROOT] [--list N]
 
 Prints what breaks a limit and exits 1 if anything does; with --list,
 also the N longest functions of the kernel wing. Functions are found by
 brace structure (comments and literals removed): a brace that opens in
-namespace or class scope after a parenthesized header starts one.
+namespace or class scope after a parenthesized header starts one; braces
+of a constructor's member initializers (`: a(x), b{y} {`) do not.
 """
 import pathlib
 import re
@@ -44,7 +45,12 @@ def functions(path):
             kind = "block"
             name = ""
             if enclosing in ("namespace", "class"):
-                if re.match(r"(namespace\b|extern\s)", h):
+                if re.search(r"[\w>]$", h) and ")" in h and not re.search(
+                        r"\b(const|override|noexcept|final|mutable)$", h):
+                    # A brace initializer inside a header (a member
+                    # initializer, a default argument): the header goes on.
+                    kind = "init"
+                elif re.match(r"(namespace\b|extern\s)", h):
                     kind = "namespace"
                 elif re.search(r"\b(class|struct|union|enum)\b", h) and ")" not in h:
                     kind = "class"
@@ -52,13 +58,17 @@ def functions(path):
                     kind = "function"
                     m = re.search(r"([~\w:]+)\s*\(", h)
                     name = m.group(1) if m else h[:40]
-            stack.append((kind, header_start, name))
-            header, header_start = "", line
+            stack.append((kind, header_start, name, header))
+            if kind != "init":
+                header, header_start = "", line
         elif ch == "}":
             if stack:
-                kind, start, name = stack.pop()
+                kind, start, name, saved = stack.pop()
                 if kind == "function":
                     found.append((name, start, line - start + 1))
+                if kind == "init":
+                    header, header_start = saved + "{}", start
+                    continue
             header, header_start = "", line
         elif ch == ";":
             header, header_start = "", line

@@ -43,9 +43,10 @@ struct DcpConfig {
   int64_t localLength(int64_t tokens) const;
 };
 
-/// Errors unless 1 <= worldSize <= 65536, 0 <= rank < worldSize and
-/// 1 <= interleave <= blockSize with blockSize a multiple of it (a rank's
-/// runs of I tokens then never straddle its pages, as vLLM requires).
+/// Errors unless 1 <= worldSize <= 65536, 0 <= rank < worldSize,
+/// 1 <= interleave <= blockSize <= 2^20 and blockSize a multiple of the
+/// interleave (a rank's runs of I tokens then never straddle its pages, as
+/// vLLM requires).
 llvm::Error checkDcp(const DcpConfig &dcp, int64_t blockSize);
 
 /// vLLM's dcp_local_seq_lens: the tokens of each sequence of `seqLens` this
@@ -53,12 +54,13 @@ llvm::Error checkDcp(const DcpConfig &dcp, int64_t blockSize);
 llvm::Expected<std::vector<int32_t>>
 dcpLocalSeqLens(llvm::ArrayRef<int32_t> seqLens, const DcpConfig &dcp);
 
-/// The slot mapping of this rank for the new tokens of `metadata` (the last
-/// query_len positions of each sequence), whose block table is the rank's
-/// own (pages of its local tokens): the slot of each new token this rank
-/// owns, kPaddingSlot for the others and for the padding tail. `metadata`
-/// must validate with the rank's local sequence lengths; errors name the
-/// request whose local tokens its block table cannot hold.
+/// The slot mapping of this rank for the new tokens of `metadata`: the
+/// batch as every rank sees it (query_start_loc and the global seq_lens;
+/// the new tokens are the last query_len positions of each sequence), with
+/// the rank's own block table (the pages of its local tokens). Gives the
+/// slot of each new token this rank owns, kPaddingSlot for the others and
+/// for the padding tail; errors name the request whose local tokens its
+/// block table cannot hold.
 llvm::Expected<std::vector<int64_t>>
 dcpLocalSlotMapping(const CommonAttentionMetadata &metadata, int64_t blockSize,
                     const DcpConfig &dcp);

@@ -1,12 +1,12 @@
 //===- SharedRegions.h - A kernel block's shared memory as regions -*- C++ -*-===//
 //
-// The one way the tensor-core kernels describe their dynamic shared
-// memory: regions laid one after another from offset 0 (tiles of padded
-// rows, ring stages, row statistics, barriers), and space a later phase
-// lays over them from offset 0 (the results staged at the end of a
-// block). The layouts of MmaDecodeShape.h, WgmmaDecodeShape.h,
-// WgmmaPrefillShape.h, the mma.sync prefill and the per-head products are
-// lists of these. Plain C++, no MLIR.
+// How the tensor-core kernels describe their dynamic shared memory:
+// regions laid one after another from offset 0 (tiles of padded rows, ring
+// stages, row statistics, barriers), and space a later phase lays over
+// them from offset 0 (the results staged at the end of a block). The
+// layouts of MmaDecodeShape.h, WgmmaDecodeShape.h, WgmmaPrefillShape.h,
+// the mma.sync prefill and the mma.sync products are lists of these (the
+// wgmma products' few offsets are still their own). Plain C++, no MLIR.
 //
 //===----------------------------------------------------------------------===//
 

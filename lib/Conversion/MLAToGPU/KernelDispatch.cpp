@@ -9,6 +9,10 @@ namespace mla::gpu {
 void launchFirstTaking(OpBuilder &host, Location loc, KernelFactory &kernels,
                        ArrayRef<KernelEntry> entries) {
   const KernelEntry &generic = entries.back();
+  if (generic.strategy != "generic" || !generic.takes ||
+      !generic.vectorOperands.empty())
+    llvm::report_fatal_error("launchFirstTaking: a kernel list must end in "
+                             "the generic kernel, which takes every op");
   for (const KernelEntry &entry : entries) {
     if (!entry.takes)
       continue;
@@ -21,7 +25,8 @@ void launchFirstTaking(OpBuilder &host, Location loc, KernelFactory &kernels,
                           generic.launch();
                         });
   }
-  llvm::report_fatal_error("launchFirstTaking: no kernel takes the op");
+  llvm::report_fatal_error("launchFirstTaking: unreachable, the generic "
+                           "kernel takes every op");
 }
 
 void lowerPrefillAttention(PrefillAttentionOp op, KernelFactory &kernels) {

@@ -22,6 +22,7 @@ namespace mla::gpu {
 
 /// One strategy's kernel in an op's list.
 struct KernelEntry {
+  /// The strategy's name (mla.target's): the last entry is "generic".
   llvm::StringLiteral strategy;
   /// Whether the kernel takes the op on the module's target.
   bool takes;

@@ -15,7 +15,8 @@ namespace mla::gpu {
 
 /// Threads per block of every generic kernel (four warps).
 inline constexpr int64_t kBlockThreads = 128;
-/// Warps of every kernel's block.
+/// Warps of a block of kBlockThreads (the generic and mma.sync kernels;
+/// the wgmma kernels run 256 or 384 threads).
 inline constexpr int64_t kBlockWarps = kBlockThreads / kWarpSize;
 /// Cached tokens one decode block handles before the combine kernel merges
 /// the splits, per 16 heads: long contexts spread over many SMs, and with

@@ -372,7 +372,7 @@ Value SplitBody::stageOutput(ArrayRef<Value> state,
                              ArrayRef<FragmentRowEnd> ends) {
   // O / l staged as f32 rows in the Q and KV tiles (every warp is past its
   // last P V), once for either destination; then the block copies the real
-  // rows out (copyStagedRows).
+  // rows out (DecodeSplitBlock::writeStagedRows).
   const int64_t stagingStride = latent + kRowPad;
   Value staging =
       e.sharedView(raw, 0, {kTileRows, stagingStride}, b.getF32Type());
@@ -419,7 +419,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           body.writeResults(state);
         });
       });
-  launchDecodeSplit(op, host, kernel, splitArgs, splits, kTileRows,
+  launchSplitGrid(op, host, kernel, splitArgs, splits, kTileRows,
                     layout.bytes);
 }
 

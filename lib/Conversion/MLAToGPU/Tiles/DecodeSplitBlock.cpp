@@ -97,7 +97,7 @@ void writeSplitResults(GpuEmitter &e, Value single, Value req, Value split,
       });
 }
 
-void launchDecodeSplit(DecodeAttentionOp op, OpBuilder &host,
+void launchSplitGrid(DecodeAttentionOp op, OpBuilder &host,
                        mlir::gpu::GPUFuncOp kernel, ValueRange splitArgs,
                        Value splits, int64_t tileRows, int64_t sharedBytes) {
   LoopBuilder hb(host, op.getLoc());
@@ -116,7 +116,7 @@ void DecodeSplitBlock::writeStagedRows(ArrayRef<LaneRow> laneRows,
                                        int64_t columns, Value tid,
                                        int64_t threads) {
   writeResults([&](const SplitResults &to) {
-    for (auto [row, end] : llvm::zip(laneRows, ends))
+    for (auto [row, end] : llvm::zip_equal(laneRows, ends))
       e.ifThen(e.andi(row.real, writesLse), [&, &row = row, &end = end] {
         e.storeF32(end.lse, to.lse, to.lseIndex(row.query, row.head));
       });

@@ -4,7 +4,7 @@
 // split kernels differ in their tiles and products, not in what a block
 // works on: a request, a tile of its (query, head) rows r = s * N + h, a
 // split of its tokens, pages looked up in the block table. Those are here,
-// once (the online softmax's steps are MmaEmitter's).
+// once (the online softmax's steps are FragmentSoftmax's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,10 +80,10 @@ private:
 
 /// Launches a split kernel from `host` on grid (ceil(Sq * N / tileRows),
 /// B, splits).
-void launchDecodeSplit(DecodeAttentionOp op, mlir::OpBuilder &host,
-                       mlir::gpu::GPUFuncOp kernel, mlir::ValueRange splitArgs,
-                       mlir::Value splits, int64_t tileRows,
-                       int64_t sharedBytes);
+void launchSplitGrid(DecodeAttentionOp op, mlir::OpBuilder &host,
+                     mlir::gpu::GPUFuncOp kernel, mlir::ValueRange splitArgs,
+                     mlir::Value splits, int64_t tileRows,
+                     int64_t sharedBytes);
 
 } // namespace mla::gpu
 

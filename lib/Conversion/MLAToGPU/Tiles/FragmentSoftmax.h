@@ -14,16 +14,17 @@
 // verifier's) folded into the exponent, as FlashAttention-3 does:
 //   masked keys    s = -inf                  (mask)
 //   tile max       t = c * max_quad(s)       (rowMax)
-//   running max    m' = max(m, t)            (advance: also the max to
-//                  subtract, 0 for an empty row, and alpha = 2^(m - m'))
-//   exponentials   p = 2^(c s - m')          one fma and one ex2 each
+//   running max    m' = max(m, t)            (advance: also safe, the max
+//                  to subtract, m' or 0 while the row is empty, and
+//                  alpha = 2^(m - safe), 0 on a row's first keys)
+//   exponentials   p = 2^(c s - safe)        one fma and one ex2 each
 //   partial sum    l' = alpha l + sum(p)     (exponentiate)
 //   output         O' = alpha O              (rescale)
 // A row's end (1 / l and its LSE) and its merge into an entry state come
 // from LoopBuilder::rowEnd and mergeWeights, shared with every other
-// lowering. Where the rows of a tile are spread over warps (the decode
-// kernels score a tile's keys in several warps), the kernel combines the
-// warps' rowMax results before `advance`, and their sums at the end.
+// lowering. Where a row's keys are spread over warps (the decode kernels
+// score a tile's keys in several warps), the kernel combines the warps'
+// rowMax results before `advance`, and their sums at the end.
 //
 //===----------------------------------------------------------------------===//
 

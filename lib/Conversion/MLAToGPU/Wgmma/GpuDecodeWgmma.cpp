@@ -142,7 +142,7 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
   // O / l staged as f32 rows in shared memory (the tiles are dead: every
   // thread is past the row-sum barrier, and the staging ends before the
   // sums), once for either destination; the block then copies the rows
-  // out (copyStagedRows), real rows only. Accumulator 4 j + 2 i + c is lane
+  // out (DecodeSplitBlock::writeStagedRows), real rows only. Accumulator 4 j + 2 i + c is lane
   // row i, column 8 j + 2 quad + c of the warpgroup's half. Where tiles
   // can hold padding rows (heads not a multiple of 64), those are not
   // staged: at 16 heads three warps of four hold only padding, and their
@@ -302,7 +302,7 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         });
       },
       kThreads);
-  launchDecodeSplit(op, host, kernel, args, splits, kTileRows, layout.bytes);
+  launchSplitGrid(op, host, kernel, args, splits, kTileRows, layout.bytes);
 }
 
 } // namespace mla::gpu
