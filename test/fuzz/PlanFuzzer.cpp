@@ -7,7 +7,8 @@
 // plan and planDecodeStep (against a graph shape also read from the
 // input), the chunked-context plan, and the decode split planner under the
 // schedules of every GPU strategy on H100- and A100-sized devices (which
-// the CPU layer does not use) and under a raw config. Each may refuse the
+// the CPU layer does not use) and under a raw config, and a decode context
+// parallel group's local lengths and slots. Each may refuse the
 // input with an error; none may crash, overflow or allocate without bound,
 // and what each returns must hold together (checked below).
 //
@@ -18,6 +19,7 @@
 
 #include "mla/Runtime/Metadata.h"
 #include "mla/Runtime/MetadataChunkedContext.h"
+#include "mla/Runtime/MetadataDcp.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
@@ -327,6 +329,53 @@ void planGpuSplits(ByteReader &in, llvm::ArrayRef<int32_t> seqLens) {
     llvm::consumeError(chunks.takeError());
 }
 
+/// A DCP group read from the input: every rank's local lengths add up to
+/// the sequences, and where every rank maps the new tokens, each token has
+/// a slot on exactly one rank and padding rows have none.
+void planDcp(ByteReader &in, const CommonAttentionMetadata &m) {
+  bool rawConfig = in.range(0, 7) == 0;
+  DcpConfig group{rawConfig ? in.any64() : in.range(1, 8), 0,
+                  rawConfig ? in.any64() : int64_t(1) << in.range(0, 5)};
+  int64_t blockSize = rawConfig ? in.any64() : group.interleave << in.range(0, 3);
+  if (llvm::Error error = checkDcp(group, blockSize)) {
+    llvm::consumeError(std::move(error));
+    return;
+  }
+  std::vector<int64_t> total(m.seqLens.size(), 0);
+  std::vector<int64_t> owners(m.slotMapping.size(), 0);
+  bool everyRankMapped = true;
+  for (int64_t rank = 0; rank < group.worldSize; ++rank) {
+    DcpConfig dcp = group;
+    dcp.rank = rank;
+    auto local = dcpLocalSeqLens(m.seqLens, dcp);
+    if (!local) {
+      llvm::consumeError(local.takeError());
+      return;
+    }
+    for (size_t b = 0; b < local->size(); ++b)
+      total[b] += (*local)[b];
+    auto slots = dcpLocalSlotMapping(m, blockSize, dcp);
+    if (!slots) {
+      llvm::consumeError(slots.takeError());
+      everyRankMapped = false;
+      continue;
+    }
+    expect(slots->size() == m.slotMapping.size(),
+           "a DCP slot mapping of another size than the batch's");
+    for (size_t row = 0; row < slots->size(); ++row)
+      owners[row] += (*slots)[row] != kPaddingSlot;
+  }
+  for (size_t b = 0; b < total.size(); ++b)
+    expect(total[b] == m.seqLens[b],
+           "DCP local lengths that do not add up to a sequence");
+  if (!everyRankMapped)
+    return;
+  for (size_t row = 0; row < owners.size(); ++row)
+    expect(owners[row] == (int64_t(row) < m.numActualTokens ? 1 : 0),
+           "a new token with " + std::to_string(owners[row]) +
+               " DCP owners");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
@@ -347,5 +396,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   planThroughLayer(in, layer, m, numCacheBlocks);
   reorder(m, numCacheBlocks, speculative ? 4 : 1);
   planGpuSplits(in, m.seqLens);
+  planDcp(in, m);
   return 0;
 }
