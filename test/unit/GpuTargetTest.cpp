@@ -7,6 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla/Target/GpuTarget.h"
+#include "mla/Target/MmaDecodeShape.h"
+#include "mla/Target/SharedRegions.h"
+#include "mla/Target/WgmmaDecodeShape.h"
+#include "mla/Target/WgmmaPrefillShape.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -215,3 +219,41 @@ TEST(GpuTarget, FromAttrWithoutPtxFeatures) {
 }
 
 } // namespace
+
+// Regions lie one after another; an overlay counts only where it reaches
+// further; slack comes on top.
+TEST(SharedRegions, RegionsOverlayAndSlack) {
+  SharedRegions r;
+  EXPECT_EQ(r.tiles(2, 16, 72, 2), 0);
+  EXPECT_EQ(r.bytes(100), 2 * 16 * 72 * 2);
+  EXPECT_EQ(r.total(), 2 * 16 * 72 * 2 + 100);
+  r.overlay(10);
+  EXPECT_EQ(r.total(), 2 * 16 * 72 * 2 + 100);
+  r.overlay(10000);
+  EXPECT_EQ(r.total(1024), 10000 + 1024);
+}
+
+// The kernels' layouts at DeepSeek's dims, as the kernels were measured
+// with them (offsets in bytes).
+TEST(SharedRegions, KernelLayoutsAtDeepSeekDims) {
+  mma_decode::SharedLayout mma(576, 2);
+  EXPECT_EQ(mma.kv, 16 * 584 * 2);
+  EXPECT_EQ(mma.p, mma.kv + 64 * 584 * 2);
+  EXPECT_EQ(mma.max, mma.p + 16 * 72 * 2);
+  EXPECT_EQ(mma.bytes, 96256);
+
+  wgmma_decode::SharedLayout decode(576, 2);
+  EXPECT_EQ(decode.kv, 64 * 576 * 2);
+  EXPECT_EQ(decode.kvStage, 64 * 576 * 2);
+  EXPECT_EQ(decode.p, 3 * 64 * 576 * 2);
+  EXPECT_EQ(decode.sum, decode.p + 64 * 64 * 2 + 2 * 64 * 4);
+  EXPECT_EQ(decode.bytes, 231424);
+
+  wgmma_prefill::SharedLayout prefill(192, 128, 4);
+  EXPECT_EQ(prefill.kv, 128 * 192 * 2);
+  EXPECT_EQ(prefill.vOffset, 64 * 192 * 2);
+  EXPECT_EQ(prefill.stage, 64 * 192 * 2 + 64 * 128 * 2);
+  EXPECT_EQ(prefill.p, prefill.kv + 4 * prefill.stage);
+  EXPECT_EQ(prefill.barriers, prefill.p + 2 * 64 * 64 * 2);
+  EXPECT_EQ(prefill.bytes, 230472);
+}

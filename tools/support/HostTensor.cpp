@@ -32,9 +32,10 @@ int64_t HostTensor::numElements() const {
   return n;
 }
 
-HostTensor HostTensor::i32(std::vector<int64_t> shape,
-                           const std::vector<int32_t> &values) {
-  HostTensor t(DType::I32, std::move(shape));
+template <typename T>
+HostTensor HostTensor::fromValues(DType dtype, std::vector<int64_t> shape,
+                                  const std::vector<T> &values) {
+  HostTensor t(dtype, std::move(shape));
   checkSize(values.size(), t.numElements());
   // An empty tensor's vectors may hold no storage: no copy (memcpy must
   // not see their null pointers).
@@ -43,15 +44,14 @@ HostTensor HostTensor::i32(std::vector<int64_t> shape,
   return t;
 }
 
+HostTensor HostTensor::i32(std::vector<int64_t> shape,
+                           const std::vector<int32_t> &values) {
+  return fromValues(DType::I32, std::move(shape), values);
+}
+
 HostTensor HostTensor::i64(std::vector<int64_t> shape,
                            const std::vector<int64_t> &values) {
-  HostTensor t(DType::I64, std::move(shape));
-  checkSize(values.size(), t.numElements());
-  // An empty tensor's vectors may hold no storage: no copy (memcpy must
-  // not see their null pointers).
-  if (!t.bytes.empty())
-    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  return t;
+  return fromValues(DType::I64, std::move(shape), values);
 }
 
 void HostTensor::fillRandom(std::mt19937 &gen, double lo, double hi) {

@@ -46,6 +46,11 @@ public:
   const std::vector<int64_t> &dims() const { return shape; }
 
 private:
+  /// A tensor of `dtype` holding `values` (as many as its shape has).
+  template <typename T>
+  static HostTensor fromValues(DType dtype, std::vector<int64_t> shape,
+                               const std::vector<T> &values);
+
   DType dtype;
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
