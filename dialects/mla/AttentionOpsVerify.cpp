@@ -10,6 +10,8 @@ using namespace mla::detail;
 /// Decode kernels tile heads in groups of 64 rows; 128 heads per device is
 /// the largest DeepSeek configuration (no tensor parallelism).
 static constexpr int64_t kMaxDecodeHeads = 128;
+/// merge_attn_states_n unrolls its states: enough for any DCP group.
+static constexpr int64_t kMaxMergedStates = 64;
 
 LogicalResult PrefillAttentionOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))
@@ -126,6 +128,34 @@ LogicalResult MergeAttnStatesOp::verify() {
   if (getOutputLse() &&
       failed(c.check(getOutputLse(), "output_lse", lseDims, ElementKind::F32)))
     return failure();
+  return success();
+}
+
+LogicalResult MergeAttnStatesNOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
+  OperandChecker c(*this);
+  Dim states = staticSym("states"), batch = sym("batch"),
+      queries = sym("query_len"), heads = sym("heads"),
+      headDim = staticSym("head_dim");
+  if (failed(c.check(getPartialOutputs(), "partial_outputs",
+                     {states, batch, queries, heads, headDim},
+                     ElementKind::Float)) ||
+      failed(c.check(getPartialLses(), "partial_lses",
+                     {states, batch, heads, queries}, ElementKind::F32)) ||
+      failed(c.check(getOutput(), "output", {batch, queries, heads, headDim},
+                     ElementKind::Float)))
+    return failure();
+  if (getOutputLse() &&
+      failed(c.check(getOutputLse(), "output_lse", {batch, heads, queries},
+                     ElementKind::F32)))
+    return failure();
+  int64_t numStates =
+      cast<MemRefType>(getPartialOutputs().getType()).getDimSize(0);
+  if (numStates < 1 || numStates > kMaxMergedStates)
+    return emitOpError() << "merges 1 to " << kMaxMergedStates
+                         << " states (static dim 0 of partial_outputs), got "
+                         << numStates;
   return success();
 }
 

@@ -45,15 +45,25 @@ struct KernelModule {
   OpBuilder b;
   SmallVector<Value> args;
 
+  /// Identity layouts, or with `views`, strided views whose rows are
+  /// contiguous (every other stride and the offset dynamic).
   KernelModule(MLIRContext &ctx,
-               ArrayRef<std::pair<SmallVector<int64_t>, DType>> params)
+               ArrayRef<std::pair<SmallVector<int64_t>, DType>> params,
+               bool views = false)
       : b(&ctx) {
     loadKernelDialects(ctx);
     Location loc = b.getUnknownLoc();
     module = ModuleOp::create(loc);
     SmallVector<Type> types;
-    for (auto &[shape, dtype] : params)
-      types.push_back(MemRefType::get(shape, elementType(b, dtype)));
+    for (auto &[shape, dtype] : params) {
+      MemRefLayoutAttrInterface layout;
+      if (views) {
+        SmallVector<int64_t> strides(shape.size(), kDyn);
+        strides.back() = 1;
+        layout = StridedLayoutAttr::get(&ctx, kDyn, strides);
+      }
+      types.push_back(MemRefType::get(shape, elementType(b, dtype), layout));
+    }
     b.setInsertionPointToEnd(module->getBody());
     auto func = func::FuncOp::create(b, loc, kKernelEntry,
                                      b.getFunctionType(types, {}));
@@ -140,6 +150,22 @@ OwningOpRef<ModuleOp> buildMergeAttnStates(MLIRContext &ctx,
   auto &a = m.args;
   MergeAttnStatesOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4],
                             s.withOutputLse ? a[5] : Value());
+  return std::move(m.module);
+}
+
+OwningOpRef<ModuleOp> buildMergeAttnStatesN(MLIRContext &ctx,
+                                            const MergeAttnStatesNSpec &s) {
+  int64_t n = s.numHeads, d = s.headDim;
+  SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
+      {{s.numStates, kDyn, kDyn, n, d}, s.partials},
+      {{s.numStates, kDyn, n, kDyn}, DType::F32},
+      {{kDyn, kDyn, n, d}, s.output}};
+  if (s.withOutputLse)
+    params.push_back({{kDyn, n, kDyn}, DType::F32});
+  KernelModule m(ctx, params, /*views=*/true);
+  auto &a = m.args;
+  MergeAttnStatesNOp::create(m.b, m.loc(), a[0], a[1], a[2],
+                             s.withOutputLse ? a[3] : Value());
   return std::move(m.module);
 }
 

@@ -62,6 +62,20 @@ struct MergeAttnStatesSpec {
 mlir::OwningOpRef<mlir::ModuleOp>
 buildMergeAttnStates(mlir::MLIRContext &ctx, const MergeAttnStatesSpec &s);
 
+struct MergeAttnStatesNSpec {
+  /// States merged (DCP ranks), 1 to 64.
+  int64_t numStates;
+  /// Heads of the output (a rank's share of the partials' heads).
+  int64_t numHeads, headDim;
+  DType partials, output;
+  bool withOutputLse;
+};
+/// @kernel(partial_outputs [S, B, Q, N, D], partial_lses [S, B, N, Q],
+///         output [B, Q, N, D] [, output_lse [B, N, Q]]), every operand a
+/// strided view (rows contiguous): a range of heads of wider buffers.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildMergeAttnStatesN(mlir::MLIRContext &ctx, const MergeAttnStatesNSpec &s);
+
 struct GatherCacheSpec {
   int64_t entry, blockSize;
   DType cache, workspace;

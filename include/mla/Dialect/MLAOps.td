@@ -202,6 +202,42 @@ def MLA_MergeAttnStatesOp : MLA_Op<"merge_attn_states"> {
   }];
 }
 
+def MLA_MergeAttnStatesNOp : MLA_Op<"merge_attn_states_n"> {
+  let summary = "merges S partial attention states through their LSEs";
+  let description = [{
+    The S-way form of `mla.merge_attn_states`: combines the attention of the
+    same queries over S disjoint key sets (the ranks of decode context
+    parallelism, each holding a share of every request's tokens). With
+    `m = max_s lse_s`, `w_s = exp(lse_s - m)`,
+    `out = sum_s w_s * out_s / sum_s w_s` and
+    `output_lse = m + log(sum_s w_s)`: the two-way formula, to which it
+    reduces at S = 2.
+
+    An LSE of `+inf` is read as `-inf` (an empty state). A state that is
+    empty gets weight 0, and when all are, `out = 0` and `lse = -inf`, never
+    NaN. A NaN LSE makes its row NaN.
+
+    Shapes follow the decode's outputs: partial_outputs [S, B, Q, N, D]
+    (request b's query token q at token row b * Q + q of a [B * Q, N, D]
+    output), partial_lses [S, B, N, Q] f32, output [B, Q, N, D],
+    output_lse [B, N, Q] f32. S is static, 1 to 64. Every operand may be a
+    strided view (a range of heads, say); the outputs must not overlap the
+    inputs.
+  }];
+  let arguments = (ins
+    MLA_In<"partial outputs [S, B, Q, N, D]">:$partial_outputs,
+    MLA_In<"partial log-sum-exps [S, B, N, Q]">:$partial_lses,
+    MLA_Out<"merged output [B, Q, N, D]">:$output,
+    Arg<Optional<AnyMemRef>, "merged log-sum-exp [B, N, Q]", [MemWrite]>:$output_lse
+  );
+  let assemblyFormat = [{
+    `ins` `(` $partial_outputs `,` $partial_lses `:`
+      type($partial_outputs) `,` type($partial_lses) `)`
+    `outs` `(` $output (`,` $output_lse^)? `:` type($output) (`,` type($output_lse)^)? `)`
+    attr-dict
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Paged cache movement
 //===----------------------------------------------------------------------===//

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <cassert>
 #include <limits>
 
 using namespace mlir;
@@ -133,6 +134,24 @@ Value LoopBuilder::visibleKeys(bool causal, Value i, Value numQueries,
   return clampIndex(count, index(0), numKeys);
 }
 
+Value LoopBuilder::foldMax(Value init, ValueRange values) {
+  Value max = init;
+  for (Value v : values)
+    max = arith::MaximumFOp::create(b, loc, max, v);
+  return max;
+}
+
+LoopBuilder::RescaledSum LoopBuilder::rescaleToMax(Value oldMax, Value newMax,
+                                                   Value sum) {
+  Value alpha = softmaxWeight(oldMax, newMax);
+  return {alpha, arith::MulFOp::create(b, loc, sum, alpha)};
+}
+
+Value LoopBuilder::softmaxWeight(Value score, Value max) {
+  return math::ExpOp::create(b, loc,
+                             arith::SubFOp::create(b, loc, score, max));
+}
+
 LoopBuilder::RowEnd LoopBuilder::rowEnd(Value max, Value sum) {
   Value zero = f32(0.0);
   // Unordered: a NaN sum has keys.
@@ -147,35 +166,47 @@ LoopBuilder::RowEnd LoopBuilder::rowEnd(Value max, Value sum) {
   return {inverse, lse};
 }
 
-LoopBuilder::MergeWeights LoopBuilder::mergeWeights(Value prefixLse,
-                                                    Value suffixLse) {
+LoopBuilder::StateWeights LoopBuilder::mergeWeights(ArrayRef<Value> lses) {
+  assert(!lses.empty() && "merging no states");
   Value neg = negInf();
   Value pos = f32(std::numeric_limits<double>::infinity());
   Value zero = f32(0.0);
-  auto readLse = [&](Value v) {
+  SmallVector<Value, 4> read;
+  for (Value v : lses) {
     Value isPosInf =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v, pos);
-    return arith::SelectOp::create(b, loc, isPosInf, neg, v).getResult();
-  };
-  Value lp = readLse(prefixLse), ls = readLse(suffixLse);
-  Value m = arith::MaximumFOp::create(b, loc, lp, ls);
+    read.push_back(arith::SelectOp::create(b, loc, isPosInf, neg, v));
+  }
+  Value m = read[0];
+  for (Value l : ArrayRef<Value>(read).drop_front())
+    m = arith::MaximumFOp::create(b, loc, m, l);
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, neg);
-  // With both states empty, m - m would be NaN: use weights of zero.
-  auto weight = [&](Value l) {
+  // With every state empty, m - m would be NaN: use weights of zero.
+  SmallVector<Value, 4> raw;
+  for (Value l : read) {
     Value w =
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, l, m));
-    return arith::SelectOp::create(b, loc, empty, zero, w).getResult();
-  };
-  Value wp = weight(lp), ws = weight(ls);
-  Value sum = arith::AddFOp::create(b, loc, wp, ws);
+    raw.push_back(arith::SelectOp::create(b, loc, empty, zero, w));
+  }
+  Value sum = raw[0];
+  for (Value w : ArrayRef<Value>(raw).drop_front())
+    sum = arith::AddFOp::create(b, loc, sum, w);
   Value inverse = arith::SelectOp::create(
       b, loc, empty, zero, arith::DivFOp::create(b, loc, f32(1.0), sum));
   Value merged =
       arith::AddFOp::create(b, loc, m, math::LogOp::create(b, loc, sum));
-  return {arith::MulFOp::create(b, loc, wp, inverse),
-          arith::MulFOp::create(b, loc, ws, inverse),
-          arith::SelectOp::create(b, loc, empty, neg, merged)};
+  StateWeights result;
+  for (Value w : raw)
+    result.weights.push_back(arith::MulFOp::create(b, loc, w, inverse));
+  result.lse = arith::SelectOp::create(b, loc, empty, neg, merged);
+  return result;
+}
+
+LoopBuilder::MergeWeights LoopBuilder::mergeWeights(Value prefixLse,
+                                                    Value suffixLse) {
+  StateWeights w = mergeWeights({prefixLse, suffixLse});
+  return {w.weights[0], w.weights[1], w.lse};
 }
 
 } // namespace mla

@@ -80,14 +80,43 @@ public:
   mlir::Value visibleKeys(bool causal, mlir::Value i, mlir::Value numQueries,
                           mlir::Value numKeys);
 
-  /// How two attention states combine (see mla.merge_attn_states).
+  /// How attention states of the same queries over disjoint key sets
+  /// combine (mla.merge_attn_states, mla.merge_attn_states_n): with
+  /// m = max_i lse_i, weight_i = exp(lse_i - m) / sum_j exp(lse_j - m) and
+  /// lse = m + log(sum_j exp(lse_j - m)).
+  struct StateWeights {
+    llvm::SmallVector<mlir::Value, 4> weights; ///< one a state, normalized
+    mlir::Value lse; ///< the merged LSE (-inf when every state is empty)
+  };
+  /// Weights for states with LSEs `lses` (at least one); +inf is read as an
+  /// empty state, and when every state is empty all weights are 0 (never
+  /// NaN). The one formula of every merge.
+  StateWeights mergeWeights(llvm::ArrayRef<mlir::Value> lses);
+
+  /// The two-state case, named as mla.merge_attn_states names its inputs.
   struct MergeWeights {
     mlir::Value prefix, suffix; ///< normalized weights of each output
     mlir::Value lse;            ///< the merged LSE (-inf when both empty)
   };
-  /// Weights for states with LSEs `prefixLse` and `suffixLse`; +inf is read
-  /// as an empty state, and two empty states get weights 0 (never NaN).
   MergeWeights mergeWeights(mlir::Value prefixLse, mlir::Value suffixLse);
+
+  // The online softmax of one scalar row (the CPU loops and the generic GPU
+  // kernel; the tensor-core kernels step through FragmentSoftmax, the same
+  // algebra over accumulator fragments). Natural-log scale: scores arrive
+  // multiplied by softmax_scale.
+  /// max(init, values...), folded left to right.
+  mlir::Value foldMax(mlir::Value init, mlir::ValueRange values);
+  /// A row's state rescaled to a new running max: alpha = exp(old - new)
+  /// (0 on the row's first keys, where old is -inf and new finite) and the
+  /// running sum times alpha. Outputs accumulated so far scale by alpha.
+  struct RescaledSum {
+    mlir::Value alpha, sum;
+  };
+  RescaledSum rescaleToMax(mlir::Value oldMax, mlir::Value newMax,
+                           mlir::Value sum);
+  /// The unnormalized weight of a score under the running max: exp(s - max)
+  /// (0 for a masked score of -inf).
+  mlir::Value softmaxWeight(mlir::Value score, mlir::Value max);
 
   /// The end of an attention row: its output scale and its LSE.
   struct RowEnd {

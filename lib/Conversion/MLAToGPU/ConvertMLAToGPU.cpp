@@ -190,6 +190,9 @@ struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
           .Case([&](MergeAttnStatesOp o) {
             gpu::lowerMergeAttnStates(o, kernels);
           })
+          .Case([&](MergeAttnStatesNOp o) {
+            gpu::lowerMergeAttnStatesN(o, kernels);
+          })
           .Case([&](GatherCacheOp o) { gpu::lowerGatherCache(o, kernels); })
           .Case([&](ConcatAndCacheOp o) {
             gpu::lowerConcatAndCache(o, kernels);

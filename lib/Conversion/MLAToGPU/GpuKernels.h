@@ -27,6 +27,7 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                        mlir::OpBuilder &host);
 void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels);
 void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels);
+void lowerMergeAttnStatesN(MergeAttnStatesNOp op, KernelFactory &kernels);
 void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels);
 void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels);
 void lowerKvUpProj(KvUpProjOp op, KernelFactory &kernels);

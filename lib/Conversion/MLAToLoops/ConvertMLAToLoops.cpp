@@ -65,6 +65,7 @@ struct ConvertMLAToLoops
           loops::lowerDecodeAttention(o, e, options);
         })
         .Case([&](MergeAttnStatesOp o) { loops::lowerMergeAttnStates(o, e); })
+        .Case([&](MergeAttnStatesNOp o) { loops::lowerMergeAttnStatesN(o, e); })
         .Case([&](GatherCacheOp o) { loops::lowerGatherCache(o, e); })
         .Case([&](ConcatAndCacheOp o) { loops::lowerConcatAndCache(o, e); })
         .Case([&](KvUpProjOp o) { loops::lowerKvUpProj(o, e); })

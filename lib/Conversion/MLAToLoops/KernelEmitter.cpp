@@ -124,12 +124,20 @@ void KernelEmitter::copy(const Row &dst, const Row &src, int64_t length) {
 void KernelEmitter::linearCombination(const Row &dst, Value alpha,
                                       const Row &x, Value beta, const Row &y,
                                       int64_t length) {
+  linearCombination(dst, {alpha, beta}, {x, y}, length);
+}
+
+void KernelEmitter::linearCombination(const Row &dst, ArrayRef<Value> weights,
+                                      ArrayRef<Row> rows, int64_t length) {
   columns(length, [&](Value c, int64_t lanes) {
-    Value xv = arith::MulFOp::create(b, loc, splat(alpha, lanes),
-                                     load(x, c, lanes));
-    Value yv = arith::MulFOp::create(b, loc, splat(beta, lanes),
-                                     load(y, c, lanes));
-    store(arith::AddFOp::create(b, loc, xv, yv), dst, c, lanes);
+    SmallVector<Value, 4> terms;
+    for (auto [w, row] : llvm::zip_equal(weights, rows))
+      terms.push_back(arith::MulFOp::create(b, loc, splat(w, lanes),
+                                            load(row, c, lanes)));
+    Value sum = terms[0];
+    for (Value t : ArrayRef<Value>(terms).drop_front())
+      sum = arith::AddFOp::create(b, loc, sum, t);
+    store(sum, dst, c, lanes);
   });
 }
 

@@ -54,6 +54,11 @@ public:
   /// dst[c] = alpha * x[c] + beta * y[c].
   void linearCombination(const Row &dst, mlir::Value alpha, const Row &x,
                          mlir::Value beta, const Row &y, int64_t length);
+  /// dst[c] = sum_i weights[i] * rows[i][c] (one weight a row, at least
+  /// one). dst may be one of the rows: each column is read before it is
+  /// written.
+  void linearCombination(const Row &dst, llvm::ArrayRef<mlir::Value> weights,
+                         llvm::ArrayRef<Row> rows, int64_t length);
   void fill(const Row &dst, mlir::Value value, int64_t length);
 
 private:

@@ -20,6 +20,7 @@ void lowerPrefillAttention(PrefillAttentionOp op, KernelEmitter &e,
 void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
                           const LoweringOptions &options);
 void lowerMergeAttnStates(MergeAttnStatesOp op, KernelEmitter &e);
+void lowerMergeAttnStatesN(MergeAttnStatesNOp op, KernelEmitter &e);
 void lowerGatherCache(GatherCacheOp op, KernelEmitter &e);
 void lowerConcatAndCache(ConcatAndCacheOp op, KernelEmitter &e);
 void lowerKvUpProj(KvUpProjOp op, KernelEmitter &e);

@@ -34,25 +34,22 @@ void emitAttentionRow(KernelEmitter &e, const AttentionRow &row,
                         Value s = e.dot(row.query, row.keyRow(key), row.qkDim);
                         s = arith::MulFOp::create(b, loc, s, scale);
                         e.storeF32(s, scratch.scores, {j});
-                        return {arith::MaximumFOp::create(b, loc, it[0], s)};
+                        return {e.foldMax(it[0], s)};
                       })[0];
 
         // Rescale what was accumulated under the old maximum. The new
         // maximum is finite (the block is not empty), so a first block
         // turns exp(-inf) into a harmless 0.
-        Value newMax = arith::MaximumFOp::create(b, loc, runningMax, blockMax);
-        Value alpha = math::ExpOp::create(
-            b, loc, arith::SubFOp::create(b, loc, runningMax, newMax));
+        Value newMax = e.foldMax(runningMax, blockMax);
+        auto [alpha, sum] = e.rescaleToMax(runningMax, newMax, runningSum);
         e.scaledCopy(acc, alpha, acc, row.vDim);
-        Value sum = arith::MulFOp::create(b, loc, runningSum, alpha);
 
         sum = e.forLoop(
             e.index(0), count, 1, {sum},
             [&](Value j, ValueRange it) -> SmallVector<Value> {
               Value key = arith::AddIOp::create(b, loc, kb, j);
               Value s = e.loadF32(scratch.scores, {j});
-              Value p = math::ExpOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, s, newMax));
+              Value p = e.softmaxWeight(s, newMax);
               e.axpy(acc, p, row.valueRow(key), row.vDim);
               return {arith::AddFOp::create(b, loc, it[0], p)};
             })[0];

@@ -100,21 +100,17 @@ RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
                 partial);
           scores.push_back(partial);
         }
+        // Clamped keys score -inf and get no weight.
         Value max = it[0];
         for (int64_t u = 0; u < kKeysPerStep; ++u) {
           Value s = arith::MulFOp::create(b, loc, e.warpSum(scores[u]), scale);
           scores[u] = arith::SelectOp::create(b, loc, valid[u], s, e.negInf());
-          max = arith::MaximumFOp::create(b, loc, max, scores[u]);
+          max = e.foldMax(max, scores[u]);
         }
-        // exp(-inf) = 0: nothing accumulated yet on the first step, and
-        // clamped keys get no weight.
-        Value alpha = math::ExpOp::create(
-            b, loc, arith::SubFOp::create(b, loc, it[0], max));
+        auto [alpha, sum] = e.rescaleToMax(it[0], max, it[1]);
         SmallVector<Value> p;
-        Value sum = arith::MulFOp::create(b, loc, it[1], alpha);
         for (int64_t u = 0; u < kKeysPerStep; ++u) {
-          p.push_back(math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, scores[u], max)));
+          p.push_back(e.softmaxWeight(scores[u], max));
           sum = arith::AddFOp::create(b, loc, sum, p[u]);
         }
         SmallVector<Value> next{max, sum};

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <functional>
+
 using namespace mlir;
 using mlir::gpu::Dimension;
 
@@ -41,71 +43,156 @@ Value splatLike(GpuEmitter &e, Value scalar, Value like) {
 }
 } // namespace
 
+namespace {
+/// The grid of the merges: `lanes` threads a merged row (a token and head),
+/// enough for one vector each, a power of two up to the whole block; a
+/// block holds kBlockThreads / lanes rows.
+struct MergeRowGrid {
+  int64_t lanes = 1, rowsPerBlock = 0;
+
+  explicit MergeRowGrid(int64_t headDim) {
+    while (lanes < kBlockThreads && lanes * kWidth < headDim)
+      lanes *= 2;
+    rowsPerBlock = kBlockThreads / lanes;
+  }
+
+  /// The calling thread's row of `rows`, clamped to the last one (rows past
+  /// the end read in bounds and write nothing), its lane, and whether the
+  /// row is real.
+  struct Thread {
+    Value row, lane, inside;
+  };
+  Thread thread(GpuEmitter &e, Value rows) const {
+    OpBuilder &b = e.builder();
+    Location loc = e.location();
+    Value row = e.add(e.mul(e.blockId(Dimension::x), e.index(rowsPerBlock)),
+                      arith::DivUIOp::create(b, loc, e.threadId(),
+                                             e.index(lanes)));
+    Value lane = arith::RemUIOp::create(b, loc, e.threadId(), e.index(lanes));
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, rows);
+    return {e.minIndex(row, e.sub(rows, e.index(1))), lane, inside};
+  }
+
+  /// Moves the merged row: destination columns = sum_i weights[i] *
+  /// sources[i]'s, then the merged LSE by `storeLse` from the row's first
+  /// lane (if given).
+  void writeRow(GpuEmitter &e, const Thread &t,
+                const LoopBuilder::StateWeights &w, RowMove move,
+                Value vectorOk,
+                const std::function<void()> &storeLse) const {
+    move.combine = [&](GpuEmitter &e, ArrayRef<Value> v) -> Value {
+      OpBuilder &b = e.builder();
+      Location loc = e.location();
+      // Products made last first, summed first to last: the two-way
+      // merge's PTX as it was measured.
+      SmallVector<Value, 4> terms(v.size());
+      for (size_t i = v.size(); i-- > 0;)
+        terms[i] = arith::MulFOp::create(
+            b, loc, splatLike(e, w.weights[i], v[i]), v[i]);
+      Value sum = terms[0];
+      for (Value term : ArrayRef<Value>(terms).drop_front())
+        sum = arith::AddFOp::create(b, loc, sum, term);
+      return sum;
+    };
+    e.ifThen(t.inside, [&] { move.emit(e, t.lane, lanes, vectorOk); });
+    if (!storeLse)
+      return;
+    // The output LSE may alias an input LSE (in-place two-way merges):
+    // every thread of the block has read its row's LSEs before the first
+    // lane of each row overwrites them. Rows never share LSEs across
+    // blocks.
+    OpBuilder &b = e.builder();
+    Location loc = e.location();
+    mlir::gpu::BarrierOp::create(b, loc);
+    Value first = arith::AndIOp::create(
+        b, loc, t.inside,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t.lane,
+                              e.index(0)));
+    e.ifThen(first, storeLse);
+  }
+
+  /// Launches `kernel` over `rows` merged rows, from the host code at `op`.
+  void launch(Operation *op, mlir::gpu::GPUFuncOp kernel,
+              const std::function<Value(LoopBuilder &)> &rows) const {
+    OpBuilder host(op);
+    LoopBuilder h(host, op->getLoc());
+    KernelFactory::launch(
+        host, op->getLoc(), kernel,
+        {h.ceilDiv(rows(h), rowsPerBlock), h.index(1), h.index(1)},
+        op->getOperands());
+  }
+};
+} // namespace
+
 void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels) {
   int64_t headDim =
       cast<MemRefType>(op.getOutput().getType()).getDimSize(2);
   bool withLse = static_cast<bool>(op.getOutputLse());
-  // Lanes per (token, head) row: enough for one vector each, a power of
-  // two up to the whole block; the block holds kBlockThreads / lanes rows.
-  int64_t lanes = 1;
-  while (lanes < kBlockThreads && lanes * kWidth < headDim)
-    lanes *= 2;
-  int64_t rowsPerBlock = kBlockThreads / lanes;
+  MergeRowGrid grid(headDim);
   auto kernel = kernels.create(
       "merge_attn_states", op->getOperandTypes(),
       [&](GpuEmitter &e, ValueRange a) {
         OpBuilder &b = e.builder();
         Location loc = e.location();
         Value numTokens = e.dim(a[4], 0), numHeads = e.dim(a[4], 1);
-        Value rows = e.mul(numTokens, numHeads);
-        Value row = e.add(e.mul(e.blockId(Dimension::x), e.index(rowsPerBlock)),
-                          arith::DivUIOp::create(b, loc, e.threadId(),
-                                                 e.index(lanes)));
-        Value lane = arith::RemUIOp::create(b, loc, e.threadId(),
-                                            e.index(lanes));
-        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             row, rows);
-        // Rows past the end read the last row's LSEs (stay in bounds) and
-        // write nothing.
-        Value r = e.minIndex(row, e.sub(rows, e.index(1)));
-        Value t = arith::DivUIOp::create(b, loc, r, numHeads);
-        Value h = arith::RemUIOp::create(b, loc, r, numHeads);
-        auto w = e.mergeWeights(e.loadF32(a[1], {h, t}), e.loadF32(a[3], {h, t}));
+        MergeRowGrid::Thread thread = grid.thread(e, e.mul(numTokens, numHeads));
+        Value t = arith::DivUIOp::create(b, loc, thread.row, numHeads);
+        Value h = arith::RemUIOp::create(b, loc, thread.row, numHeads);
+        LoopBuilder::MergeWeights two =
+            e.mergeWeights(e.loadF32(a[1], {h, t}), e.loadF32(a[3], {h, t}));
+        LoopBuilder::StateWeights w{{two.prefix, two.suffix}, two.lse};
         Value vectorOk = vectorPathFlag(e, {a[0], a[2], a[4]});
         RowMove move{a[4], {t, h}, 0, {{a[0], {t, h}}, {a[2], {t, h}}},
-                     headDim,
-                     [&](GpuEmitter &e, ArrayRef<Value> v) -> Value {
-                       OpBuilder &b = e.builder();
-                       Location loc = e.location();
-                       return arith::AddFOp::create(
-                           b, loc,
-                           arith::MulFOp::create(
-                               b, loc, splatLike(e, w.prefix, v[0]), v[0]),
-                           arith::MulFOp::create(
-                               b, loc, splatLike(e, w.suffix, v[1]), v[1]));
-                     }};
-        e.ifThen(inside, [&] { move.emit(e, lane, lanes, vectorOk); });
-        if (withLse) {
-          // The output LSE may alias an input LSE (in-place merges): every
-          // thread of the block has read its row's LSEs before the first
-          // lane of each row overwrites them. Rows never share LSEs across
-          // blocks.
-          mlir::gpu::BarrierOp::create(b, loc);
-          Value first = arith::AndIOp::create(
-              b, loc, inside,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                    e.index(0)));
-          e.ifThen(first, [&] { e.storeF32(w.lse, a[5], {h, t}); });
-        }
+                     headDim};
+        std::function<void()> storeLse;
+        if (withLse)
+          storeLse = [&] { e.storeF32(w.lse, a[5], {h, t}); };
+        grid.writeRow(e, thread, w, move, vectorOk, storeLse);
       });
-  OpBuilder host(op);
-  LoopBuilder h(host, op.getLoc());
-  Value numTokens = h.dim(op.getOutput(), 0);
-  Value numHeads = h.dim(op.getOutput(), 1);
-  Value rows = h.mul(numTokens, numHeads);
-  KernelFactory::launch(host, op.getLoc(), kernel,
-                        {h.ceilDiv(rows, rowsPerBlock), h.index(1), h.index(1)},
-                        op->getOperands());
+  grid.launch(op, kernel, [&](LoopBuilder &h) {
+    return h.mul(h.dim(op.getOutput(), 0), h.dim(op.getOutput(), 1));
+  });
+}
+
+void lowerMergeAttnStatesN(MergeAttnStatesNOp op, KernelFactory &kernels) {
+  auto partialType = cast<MemRefType>(op.getPartialOutputs().getType());
+  int64_t numStates = partialType.getDimSize(0);
+  int64_t headDim = partialType.getDimSize(4);
+  bool withLse = static_cast<bool>(op.getOutputLse());
+  MergeRowGrid grid(headDim);
+  auto kernel = kernels.create(
+      "merge_attn_states_n", op->getOperandTypes(),
+      [&](GpuEmitter &e, ValueRange a) {
+        OpBuilder &b = e.builder();
+        Location loc = e.location();
+        Value partials = a[0], lses = a[1], out = a[2];
+        // Rows in output order: (request, query, head).
+        Value queries = e.dim(out, 1), heads = e.dim(out, 2);
+        MergeRowGrid::Thread thread = grid.thread(
+            e, e.mul(e.mul(e.dim(out, 0), queries), heads));
+        Value h = arith::RemUIOp::create(b, loc, thread.row, heads);
+        Value token = arith::DivUIOp::create(b, loc, thread.row, heads);
+        Value q = arith::RemUIOp::create(b, loc, token, queries);
+        Value request = arith::DivUIOp::create(b, loc, token, queries);
+        SmallVector<Value, 4> stateLses;
+        RowMove move{out, {request, q, h}, 0, {}, headDim};
+        for (int64_t s = 0; s < numStates; ++s) {
+          Value state = e.index(s);
+          stateLses.push_back(e.loadF32(lses, {state, request, h, q}));
+          move.sources.push_back({partials, {state, request, q, h}});
+        }
+        LoopBuilder::StateWeights w = e.mergeWeights(stateLses);
+        Value vectorOk = vectorPathFlag(e, {partials, out});
+        std::function<void()> storeLse;
+        if (withLse)
+          storeLse = [&] { e.storeF32(w.lse, a[3], {request, h, q}); };
+        grid.writeRow(e, thread, w, move, vectorOk, storeLse);
+      });
+  grid.launch(op, kernel, [&](LoopBuilder &h) {
+    Value out = op.getOutput();
+    return h.mul(h.mul(h.dim(out, 0), h.dim(out, 1)), h.dim(out, 2));
+  });
 }
 
 void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
