@@ -29,7 +29,11 @@ public:
     std::vector<cuda::DeviceBuffer> buffers;
     std::vector<BufferView> deviceArgs;
     for (const BufferView &arg : args) {
-      size_t bytes = size_t(arg.numElements()) * byteWidth(arg.dtype);
+      // A strided view moves the span from its first element to its last.
+      int64_t span = arg.numElements() ? 1 : 0;
+      for (size_t d = 0; span && d < arg.shape.size(); ++d)
+        span += (arg.shape[d] - 1) * arg.strides[d];
+      size_t bytes = size_t(span) * byteWidth(arg.dtype);
       auto buffer = cuda::DeviceBuffer::allocate(bytes);
       if (!buffer)
         return buffer.takeError();

@@ -1999,3 +1999,53 @@ func.func @huge_dim(%qn: memref<?x2x6xf32>, %w: memref<2x6x8xf32>, %ql: memref<?
   mla.q_absorb ins(%qn, %w : memref<?x2x6xf32>, memref<2x6x8xf32>) outs(%ql : memref<?x2x8xf32>) {num_heads = 2 : i64, qk_nope_head_dim = 6 : i64, kv_lora_rank = 4611686018427387904 : i64}
   return
 }
+
+// -----
+
+// merge_attn_states_n: the number of states must be static.
+func.func @merge_n_dynamic_states(%po: memref<?x4x1x2x8xf32>, %pl: memref<?x4x2x1xf32>, %o: memref<4x1x2x8xf32>) {
+  // expected-error @+1 {{'partial_outputs' dimension 0 (states) must be static}}
+  mla.merge_attn_states_n ins(%po, %pl : memref<?x4x1x2x8xf32>, memref<?x4x2x1xf32>)
+      outs(%o : memref<4x1x2x8xf32>)
+  return
+}
+
+// -----
+
+// merge_attn_states_n: at most 64 states.
+func.func @merge_n_too_many(%po: memref<65x4x1x2x8xf32>, %pl: memref<65x4x2x1xf32>, %o: memref<4x1x2x8xf32>) {
+  // expected-error @+1 {{merges 1 to 64 states (static dim 0 of partial_outputs), got 65}}
+  mla.merge_attn_states_n ins(%po, %pl : memref<65x4x1x2x8xf32>, memref<65x4x2x1xf32>)
+      outs(%o : memref<4x1x2x8xf32>)
+  return
+}
+
+// -----
+
+// merge_attn_states_n: the LSEs' layout is [S, B, N, Q], not [S, B, Q, N].
+func.func @merge_n_lse_layout(%po: memref<2x4x3x2x8xf32>, %pl: memref<2x4x3x2xf32>, %o: memref<4x3x2x8xf32>) {
+  // expected-error @+1 {{'partial_lses' dimension 2 (heads) is 3, inconsistent with 'partial_outputs' dimension 3 (heads = 2)}}
+  mla.merge_attn_states_n ins(%po, %pl : memref<2x4x3x2x8xf32>, memref<2x4x3x2xf32>)
+      outs(%o : memref<4x3x2x8xf32>)
+  return
+}
+
+// -----
+
+// merge_attn_states_n: the output has the partials' heads.
+func.func @merge_n_heads(%po: memref<2x4x1x2x8xf32>, %pl: memref<2x4x2x1xf32>, %o: memref<4x1x4x8xbf16>) {
+  // expected-error @+1 {{'output' dimension 2 (heads) is 4, inconsistent with 'partial_outputs' dimension 3 (heads = 2)}}
+  mla.merge_attn_states_n ins(%po, %pl : memref<2x4x1x2x8xf32>, memref<2x4x2x1xf32>)
+      outs(%o : memref<4x1x4x8xbf16>)
+  return
+}
+
+// -----
+
+// merge_attn_states_n: LSEs are f32.
+func.func @merge_n_lse_bf16(%po: memref<2x4x1x2x8xf32>, %pl: memref<2x4x2x1xbf16>, %o: memref<4x1x2x8xf32>) {
+  // expected-error @+1 {{'partial_lses' must hold f32, got 'bf16'}}
+  mla.merge_attn_states_n ins(%po, %pl : memref<2x4x1x2x8xf32>, memref<2x4x2x1xbf16>)
+      outs(%o : memref<4x1x2x8xf32>)
+  return
+}

@@ -171,3 +171,18 @@ func.func @chunked(%q: memref<?x16x192xbf16>, %kvc: memref<?x512xbf16>, %kpe: me
        v_head_dim = 128 : i64, block_size = 64 : i64, cache_dtype = bf16, softmax_scale = 0.0722 : f32}
   return
 }
+
+// CHECK-LABEL: func.func @merge_n
+func.func @merge_n(%po: memref<4x?x1x16x128xf32>, %pl: memref<4x?x16x1xf32>,
+                   %o: memref<?x1x16x128xbf16>, %ol: memref<?x16x1xf32>,
+                   %vo: memref<2x?x?x8x128xbf16, strided<[?, ?, ?, ?, 1], offset: ?>>,
+                   %vl: memref<2x?x8x?xf32, strided<[?, ?, ?, 1], offset: ?>>) {
+  // CHECK: mla.merge_attn_states_n ins({{.*}}) outs(%{{.*}}, %{{.*}} : memref<?x1x16x128xbf16>, memref<?x16x1xf32>)
+  mla.merge_attn_states_n ins(%po, %pl : memref<4x?x1x16x128xf32>, memref<4x?x16x1xf32>)
+      outs(%o, %ol : memref<?x1x16x128xbf16>, memref<?x16x1xf32>)
+  // CHECK: mla.merge_attn_states_n ins({{.*}}) outs(%{{.*}} : memref<4x1x8x128xbf16, strided<[2048, 2048, 128, 1]>>)
+  %ov = memref.subview %o[0, 0, 0, 0] [4, 1, 8, 128] [1, 1, 1, 1] : memref<?x1x16x128xbf16> to memref<4x1x8x128xbf16, strided<[2048, 2048, 128, 1]>>
+  mla.merge_attn_states_n ins(%vo, %vl : memref<2x?x?x8x128xbf16, strided<[?, ?, ?, ?, 1], offset: ?>>, memref<2x?x8x?xf32, strided<[?, ?, ?, 1], offset: ?>>)
+      outs(%ov : memref<4x1x8x128xbf16, strided<[2048, 2048, 128, 1]>>)
+  return
+}

@@ -76,11 +76,12 @@ struct MergeRowGrid {
 
   /// Moves the merged row: destination columns = sum_i weights[i] *
   /// sources[i]'s, then the merged LSE by `storeLse` from the row's first
-  /// lane (if given).
+  /// lane (if given), past a block barrier where it may overwrite an input
+  /// LSE (`lseInPlace`).
   void writeRow(GpuEmitter &e, const Thread &t,
                 const LoopBuilder::StateWeights &w, RowMove move,
-                Value vectorOk,
-                const std::function<void()> &storeLse) const {
+                Value vectorOk, const std::function<void()> &storeLse,
+                bool lseInPlace) const {
     move.combine = [&](GpuEmitter &e, ArrayRef<Value> v) -> Value {
       OpBuilder &b = e.builder();
       Location loc = e.location();
@@ -98,13 +99,13 @@ struct MergeRowGrid {
     e.ifThen(t.inside, [&] { move.emit(e, t.lane, lanes, vectorOk); });
     if (!storeLse)
       return;
-    // The output LSE may alias an input LSE (in-place two-way merges):
-    // every thread of the block has read its row's LSEs before the first
-    // lane of each row overwrites them. Rows never share LSEs across
-    // blocks.
+    // In place, every thread of the block has read its row's LSEs before
+    // the first lane of each row overwrites them. Rows never share LSEs
+    // across blocks.
     OpBuilder &b = e.builder();
     Location loc = e.location();
-    mlir::gpu::BarrierOp::create(b, loc);
+    if (lseInPlace)
+      mlir::gpu::BarrierOp::create(b, loc);
     Value first = arith::AndIOp::create(
         b, loc, t.inside,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t.lane,
@@ -148,7 +149,9 @@ void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels) {
         std::function<void()> storeLse;
         if (withLse)
           storeLse = [&] { e.storeF32(w.lse, a[5], {h, t}); };
-        grid.writeRow(e, thread, w, move, vectorOk, storeLse);
+        // merge_attn_states may run in place (its output LSE an input's).
+        grid.writeRow(e, thread, w, move, vectorOk, storeLse,
+                      /*lseInPlace=*/true);
       });
   grid.launch(op, kernel, [&](LoopBuilder &h) {
     return h.mul(h.dim(op.getOutput(), 0), h.dim(op.getOutput(), 1));
@@ -187,7 +190,8 @@ void lowerMergeAttnStatesN(MergeAttnStatesNOp op, KernelFactory &kernels) {
         std::function<void()> storeLse;
         if (withLse)
           storeLse = [&] { e.storeF32(w.lse, a[3], {request, h, q}); };
-        grid.writeRow(e, thread, w, move, vectorOk, storeLse);
+        grid.writeRow(e, thread, w, move, vectorOk, storeLse,
+                      /*lseInPlace=*/false);
       });
   grid.launch(op, kernel, [&](LoopBuilder &h) {
     Value out = op.getOutput();
