@@ -155,7 +155,7 @@ OwningOpRef<ModuleOp> buildMergeAttnStates(MLIRContext &ctx,
 
 OwningOpRef<ModuleOp> buildMergeAttnStatesN(MLIRContext &ctx,
                                             const MergeAttnStatesNSpec &s) {
-  int64_t n = s.numHeads, d = s.headDim;
+  int64_t n = s.numHeads > 0 ? s.numHeads : kDyn, d = s.headDim;
   SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
       {{s.numStates, kDyn, kDyn, n, d}, s.partials},
       {{s.numStates, kDyn, n, kDyn}, DType::F32},

@@ -124,7 +124,7 @@ MlaLayer::planDecodeStep(const CommonAttentionMetadata &m,
   else if (shape.maxSplitsPerRequest == 0)
     shape.maxSplitsPerRequest = defaultSplitLimit(shape);
 
-  if (llvm::Error error = validate(m, shape.numCacheBlocks, c.blockSize))
+  if (llvm::Error error = validateStep(m, shape.numCacheBlocks))
     return std::move(error);
   auto split = splitDecodesAndPrefills(m, c.decodeThreshold);
   if (!split)

@@ -41,7 +41,8 @@ AttentionConfig MlaLayerConfig::selectionKey() const {
   c.blockSize = static_cast<int>(blockSize);
   c.dims = dims;
   c.maxQueryLen = static_cast<int>(decodeThreshold);
-  c.needsDecodeLse = needsDecodeLse;
+  // A DCP rank's partial decode rows merge by their LSEs.
+  c.needsDecodeLse = needsDecodeLse || dcp.worldSize > 1;
   c.wantsCudaGraphs = wantsCudaGraphs;
   return c;
 }
@@ -94,6 +95,8 @@ MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
   if (act != DType::BF16 && act != DType::F16 && act != DType::F32)
     return makeArgumentError("MLA layer: activations must be bf16, f16 or "
                              "f32");
+  if (llvm::Error e = checkDcpConfig(config))
+    return std::move(e);
   if (llvm::Error e = checkContiguousBuffer(
           "kv_b_proj", weights.kvBProj, act,
           {d.kvLoraRank, d.numHeads, d.qkNopeHeadDim + d.vHeadDim}))
@@ -126,13 +129,15 @@ MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
 
 llvm::Error MlaLayer::compileKernels() {
   // In the order layerKernelModules lists them.
-  std::shared_ptr<Kernel> *slots[] = {&cacheWrite, &prefill, &decodeQuery,
-                                      &decode, &vUpProj};
+  std::vector<std::shared_ptr<Kernel> *> slots{&cacheWrite, &prefill,
+                                               &decodeQuery, &decode, &vUpProj};
+  if (layerConfig.dcp.worldSize > 1)
+    slots.push_back(&dcpMerge);
   auto kernels = compileAll(
       runtime, layerKernelModules(layerConfig, chosen.backend->kernelStrategy));
   if (!kernels)
     return kernels.takeError();
-  for (size_t i = 0; i < std::size(slots); ++i)
+  for (size_t i = 0; i < slots.size(); ++i)
     *slots[i] = std::move((*kernels)[i]);
   return llvm::Error::success();
 }
@@ -167,7 +172,7 @@ llvm::Error MlaLayer::planDecodes(const CommonAttentionMetadata &m,
   plan.decodeSeqLens.assign(rows, 0);
   plan.decodeBlockTable.assign(rows * tableWidth, 0);
   for (int64_t b = 0; b < numDecodes; ++b) {
-    plan.decodeSeqLens[b] = m.seqLens[b];
+    plan.decodeSeqLens[b] = storedLength(m.seqLens[b]);
     llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
     std::copy(row.begin(), row.end(),
               plan.decodeBlockTable.begin() + b * tableWidth);
@@ -192,11 +197,17 @@ llvm::Error MlaLayer::planDecodes(const CommonAttentionMetadata &m,
 llvm::Expected<MlaStepPlan>
 MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
   const MlaLayerConfig &c = layerConfig;
-  if (llvm::Error error = validate(m, numCacheBlocks, c.blockSize))
+  if (llvm::Error error = validateStep(m, numCacheBlocks))
     return std::move(error);
   auto split = splitDecodesAndPrefills(m, c.decodeThreshold);
   if (!split)
     return split.takeError();
+  if (c.dcp.worldSize > 1 && split->numPrefills > 0)
+    return makeError(
+        "the batch holds " + llvm::Twine(split->numPrefills) +
+        " prefills, which a layer under decode context parallelism does not "
+        "run yet (their context chunks need the group's all-gather): run "
+        "them on a layer without DCP");
 
   MlaStepPlan plan;
   plan.split = *split;
@@ -252,6 +263,11 @@ llvm::Error MlaLayer::checkArgs(const MlaStepPlan &plan,
   if (llvm::Error e = checkContiguousBuffer("output", args.output, act,
                                    {-1, d.numHeads, d.vHeadDim}, t))
     return e;
+  if (layerConfig.dcp.worldSize > 1 && plan.split.numDecodes > 0 &&
+      !args.decodeLse.data)
+    return makeArgumentError(
+        "decode_lse is required under decode context parallelism: the "
+        "group's partial decode rows merge by it");
   if (args.decodeLse.data || !args.decodeLse.shape.empty())
     if (llvm::Error e = checkContiguousBuffer(
             "decode_lse", args.decodeLse, DType::F32,

@@ -16,7 +16,7 @@ layerKernelModules(const MlaLayerConfig &config,
   auto request = [&](auto build) {
     return CompileRequest{build, kKernelEntry, strategy};
   };
-  return {
+  std::vector<CompileRequest> modules{
       request([=](mlir::MLIRContext &ctx) {
         return buildConcatAndCache(ctx, {d.kvLoraRank, d.ropeDim, c.blockSize,
                                          c.activation, c.cacheDType});
@@ -38,6 +38,13 @@ layerKernelModules(const MlaLayerConfig &config,
         return buildVUpProj(ctx, {d, c.activation});
       }),
   };
+  if (c.dcp.worldSize > 1)
+    modules.push_back(request([=](mlir::MLIRContext &ctx) {
+      return buildMergeAttnStatesN(
+          ctx, {c.dcp.worldSize, /*numHeads=*/0, d.vHeadDim, c.activation,
+                c.activation, /*withOutputLse=*/true});
+    }));
+  return modules;
 }
 
 } // namespace mla::runtime

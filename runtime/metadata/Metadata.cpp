@@ -3,9 +3,11 @@
 #include "MetadataSupport.h"
 
 #include "mla/Runtime/Metadata.h"
+#include "mla/Runtime/MetadataDcp.h"
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 namespace mla::runtime {
 
@@ -130,9 +132,11 @@ llvm::Error detail::checkDecodeThreshold(int64_t decodeThreshold) {
 // Validation
 //===----------------------------------------------------------------------===//
 
-/// Lengths and pages of request `b`.
+/// Lengths and pages of request `b`; under DCP its pages hold the rank's
+/// share of its tokens.
 static llvm::Error checkRequest(const CommonAttentionMetadata &m, int64_t b,
-                                int64_t numCacheBlocks, int64_t blockSize) {
+                                int64_t numCacheBlocks, int64_t blockSize,
+                                const DcpConfig *dcp) {
   int64_t seqLen = m.seqLens[b];
   int64_t queryLen = m.queryLen(b);
   if (seqLen < 0)
@@ -142,12 +146,18 @@ static llvm::Error checkRequest(const CommonAttentionMetadata &m, int64_t b,
     return fail("request " + Twine(b) + ": seq_lens[" + Twine(b) +
                 "] = " + Twine(seqLen) + " is less than its query length " +
                 Twine(queryLen) + " (the new tokens are part of the sequence)");
-  int64_t pages = cdiv(seqLen, blockSize);
-  if (pages > m.maxBlocks)
+  int64_t stored = dcp ? dcp->localLength(seqLen) : seqLen;
+  int64_t pages = cdiv(stored, blockSize);
+  if (pages > m.maxBlocks) {
+    std::string tokens = std::to_string(stored) + " tokens";
+    if (dcp)
+      tokens += " (DCP rank " + std::to_string(dcp->rank) + "'s share of " +
+                std::to_string(seqLen) + ")";
     return fail("request " + Twine(b) + " needs " + Twine(pages) +
-                " pages for " + Twine(seqLen) + " tokens of block size " +
-                Twine(blockSize) + ", but the block table has max_blocks = " +
+                " pages for " + tokens + " of block size " + Twine(blockSize) +
+                ", but the block table has max_blocks = " +
                 Twine(m.maxBlocks) + " columns");
+  }
   llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
   for (int64_t j = 0; j < pages; ++j)
     if (row[j] < 0 || row[j] >= numCacheBlocks)
@@ -195,6 +205,36 @@ static llvm::Error checkSlotPadding(const CommonAttentionMetadata &m) {
   return llvm::Error::success();
 }
 
+/// Under DCP: each new token's slot is the one dcpLocalSlotMapping gives
+/// this rank, padding for the tokens other ranks own.
+static llvm::Error checkDcpSlots(const CommonAttentionMetadata &m,
+                                 int64_t numCacheBlocks, int64_t blockSize,
+                                 const DcpConfig &dcp) {
+  auto expected = dcpLocalSlotMapping(m, blockSize, dcp);
+  if (!expected)
+    return expected.takeError();
+  int64_t numSlots = numCacheBlocks * blockSize;
+  for (int64_t t = 0; t < m.numActualTokens; ++t) {
+    int64_t slot = m.slotMapping[t], want = (*expected)[t];
+    if (slot == want)
+      continue;
+    if (want == kPaddingSlot)
+      return fail("slot_mapping[" + Twine(t) + "] = " + Twine(slot) +
+                  ", but token " + Twine(t) + " belongs to another DCP rank: " +
+                  "rank " + Twine(dcp.rank) + " maps it to -1 (padding)");
+    if (want >= numSlots)
+      return fail("slot_mapping[" + Twine(t) + "]: DCP rank " +
+                  Twine(dcp.rank) + " stores the token in slot " + Twine(want) +
+                  ", which is not a slot of the cache [0, " + Twine(numSlots) +
+                  ")");
+    return fail("slot_mapping[" + Twine(t) + "] = " + Twine(slot) +
+                ", but DCP rank " + Twine(dcp.rank) +
+                " stores the token in slot " + Twine(want) +
+                " (its local position in the rank's block table)");
+  }
+  return llvm::Error::success();
+}
+
 static llvm::Error checkMaxima(const CommonAttentionMetadata &m) {
   int64_t longestQuery = 0, longestSeq = 0;
   for (int64_t b = 0; b < m.numReqs; ++b) {
@@ -212,8 +252,9 @@ static llvm::Error checkMaxima(const CommonAttentionMetadata &m) {
   return llvm::Error::success();
 }
 
-llvm::Error validate(const CommonAttentionMetadata &m, int64_t numCacheBlocks,
-                     int64_t blockSize) {
+static llvm::Error validateFor(const CommonAttentionMetadata &m,
+                               int64_t numCacheBlocks, int64_t blockSize,
+                               const DcpConfig *dcp) {
   if (numCacheBlocks <= 0)
     return fail("numCacheBlocks is " + Twine(numCacheBlocks) +
                 ", must be positive");
@@ -226,14 +267,32 @@ llvm::Error validate(const CommonAttentionMetadata &m, int64_t numCacheBlocks,
   if (llvm::Error err = detail::checkShape(m))
     return err;
   for (int64_t b = 0; b < m.numReqs; ++b)
-    if (llvm::Error err = checkRequest(m, b, numCacheBlocks, blockSize))
+    if (llvm::Error err = checkRequest(m, b, numCacheBlocks, blockSize, dcp))
       return err;
-  for (int64_t b = 0; b < m.numReqs; ++b)
-    if (llvm::Error err = checkSlots(m, b, numCacheBlocks, blockSize))
+  if (dcp) {
+    if (llvm::Error err = checkDcpSlots(m, numCacheBlocks, blockSize, *dcp))
       return err;
+  } else {
+    for (int64_t b = 0; b < m.numReqs; ++b)
+      if (llvm::Error err = checkSlots(m, b, numCacheBlocks, blockSize))
+        return err;
+  }
   if (llvm::Error err = checkSlotPadding(m))
     return err;
   return checkMaxima(m);
+}
+
+llvm::Error validate(const CommonAttentionMetadata &m, int64_t numCacheBlocks,
+                     int64_t blockSize) {
+  return validateFor(m, numCacheBlocks, blockSize, nullptr);
+}
+
+llvm::Error validateDcp(const CommonAttentionMetadata &m,
+                        int64_t numCacheBlocks, int64_t blockSize,
+                        const DcpConfig &dcp) {
+  if (llvm::Error error = checkDcp(dcp, blockSize))
+    return error;
+  return validateFor(m, numCacheBlocks, blockSize, &dcp);
 }
 
 } // namespace mla::runtime

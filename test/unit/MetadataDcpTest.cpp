@@ -210,3 +210,52 @@ TEST(MetadataDcp, BadConfigsAndMetadataAreErrors) {
 }
 
 } // namespace
+
+namespace {
+
+/// validateDcp: the rank's block table need only hold its share, and its
+/// slots must be its local ones.
+TEST(MetadataDcp, ValidationReadsTheRanksShare) {
+  DcpConfig dcp{2, 0, 1};
+  // 40 tokens: rank 0 holds 20, two pages of 16 (the whole sequence would
+  // need three).
+  std::vector<int32_t> table = {5, 6};
+  auto m = makeCommonAttentionMetadata({1}, {40}, table, 2, 16);
+  auto slots = dcpLocalSlotMapping(m, 16, dcp);
+  ASSERT_TRUE(bool(slots)) << llvm::toString(slots.takeError());
+  m.slotMapping = *slots;
+  // Position 39 lives on rank 1.
+  EXPECT_EQ(m.slotMapping[0], kPaddingSlot);
+  llvm::Error accepted = validateDcp(m, 8, 16, dcp);
+  EXPECT_FALSE(bool(accepted)) << llvm::toString(std::move(accepted));
+  // Without DCP the whole sequence would need 3 pages.
+  llvm::Error whole = validate(m, 8, 16);
+  EXPECT_TRUE(bool(whole));
+  llvm::consumeError(std::move(whole));
+
+  // One page is too few for rank 0's 20 tokens.
+  auto narrow = makeCommonAttentionMetadata({1}, {40}, {5}, 1, 16);
+  narrow.slotMapping[0] = kPaddingSlot;
+  llvm::Error error = validateDcp(narrow, 8, 16, dcp);
+  ASSERT_TRUE(bool(error));
+  std::string text = llvm::toString(std::move(error));
+  EXPECT_NE(text.find("2 pages for 20 tokens (DCP rank 0's share of 40)"),
+            std::string::npos)
+      << text;
+  // A page outside the cache.
+  std::vector<int32_t> outside = {5, 9};
+  auto far = makeCommonAttentionMetadata({1}, {40}, outside, 2, 16);
+  far.slotMapping[0] = kPaddingSlot;
+  error = validateDcp(far, 8, 16, dcp);
+  ASSERT_TRUE(bool(error));
+  text = llvm::toString(std::move(error));
+  EXPECT_NE(text.find("block_table[0][1] = 9"), std::string::npos) << text;
+  // A bad config is named before the batch is read.
+  error = validateDcp(m, 8, 16, {2, 0, 32});
+  ASSERT_TRUE(bool(error));
+  text = llvm::toString(std::move(error));
+  EXPECT_NE(text.find("cp_kv_cache_interleave_size"), std::string::npos)
+      << text;
+}
+
+} // namespace

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DcpSimulation.h"
 #include "ServingStep.h"
 #include "TestSupport.h"
 
@@ -403,3 +404,154 @@ TEST_F(LayerHostTimings, RecordedOnlyWhenAsked) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Decode context parallelism
+//===----------------------------------------------------------------------===//
+
+/// Ranks simulated in one process (runDcpSimulation): each rank's layer
+/// over its share of the tokens, the partials gathered and merged, equal
+/// to the layer without DCP and to the float64 reference, for every head
+/// and for each rank's own heads.
+TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
+  auto runtime = makeRuntime();
+  ASSERT_TRUE(runtime);
+  std::uniform_int_distribution<int32_t> context(0, 300);
+  struct Group {
+    int64_t worldSize, interleave, heads;
+  };
+  for (Group g : {Group{2, 1, 4}, Group{3, 1, 4}, Group{4, 16, 8},
+                  Group{2, 16, 4}}) {
+    DcpSimulationConfig c;
+    c.dims = smallDims(g.heads);
+    c.blockSize = 16;
+    c.worldSize = g.worldSize;
+    c.interleave = g.interleave;
+    c.seed = rng()();
+    // Fresh lengths, and the edges: no context, fewer tokens than ranks,
+    // a run that ends where a rank's next begins.
+    c.decodeContexts = {0, 1, int32_t(g.worldSize * g.interleave - 1)};
+    for (int i = 0; i < 5; ++i)
+      c.decodeContexts.push_back(context(rng()));
+    SCOPED_TRACE("world " + std::to_string(g.worldSize) + ", interleave " +
+                 std::to_string(g.interleave));
+    auto report = runDcpSimulation(c, *runtime, [](const std::string &) {});
+    ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+    EXPECT_LE(report->singleError, report->tolerance);
+    EXPECT_LE(report->mergedError, report->tolerance);
+    EXPECT_LE(report->mergedLseError, 5e-2);
+    EXPECT_LE(report->mergedVsSingle, report->tolerance);
+    EXPECT_EQ(report->cacheMismatches, 0);
+    EXPECT_EQ(report->rankHeadsError.has_value(),
+              g.heads % g.worldSize == 0);
+    if (report->rankHeadsError)
+      EXPECT_LE(*report->rankHeadsError, report->tolerance);
+    EXPECT_TRUE(report->passed);
+    // Every token is held by exactly one rank.
+    int64_t held = 0, total = 0;
+    for (int64_t t : report->rankTokens)
+      held += t;
+    for (int32_t ctx : c.decodeContexts)
+      total += ctx + 1;
+    EXPECT_EQ(held, total);
+  }
+}
+
+TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
+  MlaLayerConfig c = config;
+  c.dcp = {2, 2, 1};
+  std::string error = createError(c, weights);
+  EXPECT_NE(error.find("dcp_rank"), std::string::npos) << error;
+  c.dcp = {2, 0, 3};
+  error = createError(c, weights);
+  EXPECT_NE(error.find("cp_kv_cache_interleave_size"), std::string::npos)
+      << error;
+  c.dcp = {2, 0, 1};
+  c.decodeThreshold = 2;
+  error = createError(c, weights);
+  EXPECT_NE(error.find("decodeThreshold"), std::string::npos) << error;
+
+  c.decodeThreshold = 1;
+  auto layer = MlaLayer::create(*runtime, c, weights);
+  ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+  // Rank 0 of 2 holds 5 of a 9-token sequence: one page of 16.
+  std::vector<int32_t> table = {3, 0};
+  auto m = makeCommonAttentionMetadata({1}, {9}, table, 2, 16);
+  // The slot of the whole sequence's position 8, not rank 0's local 4.
+  ASSERT_EQ(m.slotMapping[0], 3 * 16 + 8);
+  auto plan = (*layer)->plan(m, 4);
+  ASSERT_FALSE(bool(plan));
+  error = llvm::toString(plan.takeError());
+  EXPECT_NE(error.find("DCP rank 0 stores the token in slot 52"),
+            std::string::npos)
+      << error;
+  m.slotMapping[0] = 3 * 16 + 4;
+  plan = (*layer)->plan(m, 4);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  EXPECT_EQ(plan->decodeSeqLens[0], 5);
+  // Position 9 of a 10-token sequence lives on rank 1: rank 0 writes none.
+  auto other = makeCommonAttentionMetadata({1}, {10}, table, 2, 16);
+  auto otherPlan = (*layer)->plan(other, 4);
+  ASSERT_FALSE(bool(otherPlan));
+  error = llvm::toString(otherPlan.takeError());
+  EXPECT_NE(error.find("belongs to another DCP rank"), std::string::npos)
+      << error;
+
+  // Prefills are not run under DCP yet, and say so.
+  std::vector<int32_t> wide = {3, 0, 1, 2};
+  auto mixed = makeCommonAttentionMetadata({1, 6}, {9, 6}, wide, 2, 16);
+  mixed.slotMapping[0] = 3 * 16 + 4;
+  auto slots = dcpLocalSlotMapping(mixed, 16, c.dcp);
+  ASSERT_TRUE(bool(slots)) << llvm::toString(slots.takeError());
+  mixed.slotMapping = *slots;
+  plan = (*layer)->plan(mixed, 4);
+  ASSERT_FALSE(bool(plan));
+  error = llvm::toString(plan.takeError());
+  EXPECT_NE(error.find("prefills"), std::string::npos) << error;
+
+  // A rank's forward needs decode_lse; the merge needs a DCP layer and an
+  // output of every head or the rank's share.
+  plan = (*layer)->plan(m, 4);
+  ASSERT_TRUE(bool(plan));
+  const MlaDims d = config.dims;
+  std::vector<char> bytes(1 << 20);
+  auto view = [&](DType t, std::vector<int64_t> shape) {
+    return BufferView::contiguous(bytes.data(), t, shape);
+  };
+  MlaForwardArgs args{view(DType::BF16, {1, d.numHeads, d.qkHeadDim()}),
+                      view(DType::BF16, {1, d.kvLoraRank}),
+                      view(DType::BF16, {1, d.ropeDim}),
+                      view(DType::BF16, {4, 16, d.cacheEntry()}),
+                      view(DType::BF16, {1, d.numHeads, d.vHeadDim}),
+                      {}};
+  llvm::Error fwd = (*layer)->forward(*plan, args);
+  ASSERT_TRUE(bool(fwd));
+  error = llvm::toString(std::move(fwd));
+  EXPECT_NE(error.find("decode_lse is required"), std::string::npos) << error;
+
+  DcpMergeArgs merge{view(DType::BF16, {2, 1, d.numHeads, d.vHeadDim}),
+                     view(DType::F32, {2, 1, d.numHeads, 1}),
+                     view(DType::BF16, {1, 3, d.vHeadDim}),
+                     {}};
+  llvm::Error merged = (*layer)->mergeDcpPartials(*plan, merge);
+  ASSERT_TRUE(bool(merged));
+  error = llvm::toString(std::move(merged));
+  EXPECT_NE(error.find("every head (4) or this rank's share (2)"),
+            std::string::npos)
+      << error;
+  merge.gatheredLse = view(DType::F32, {1, 1, d.numHeads, 1});
+  merge.output = view(DType::BF16, {1, 2, d.vHeadDim});
+  merged = (*layer)->mergeDcpPartials(*plan, merge);
+  ASSERT_TRUE(bool(merged));
+  error = llvm::toString(std::move(merged));
+  EXPECT_NE(error.find("gathered_lse"), std::string::npos) << error;
+
+  auto plain = MlaLayer::create(*runtime, config, weights);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  merged = (*plain)->mergeDcpPartials(*plan, merge);
+  ASSERT_TRUE(bool(merged));
+  error = llvm::toString(std::move(merged));
+  EXPECT_NE(error.find("without decode context parallelism"),
+            std::string::npos)
+      << error;
+}

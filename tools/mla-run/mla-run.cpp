@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DcpSimulation.h"
 #include "ServingStep.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -80,6 +81,68 @@ static cl::opt<std::string>
                  cl::desc("auto (the GPU if there is one), gpu or cpu"),
                  cl::init("auto"));
 
+static cl::opt<int> dcpWorldSize(
+    "dcp-world-size", cl::cat(runOptions),
+    cl::desc("simulate a decode step of this many decode-context-parallel "
+             "ranks in one process and check their merged rows against a "
+             "layer without DCP and the float64 reference (1: off)"),
+    cl::init(1));
+static cl::opt<int> dcpInterleave(
+    "dcp-interleave", cl::cat(runOptions),
+    cl::desc("with --dcp-world-size: tokens a rank holds in a row (vLLM's "
+             "cp_kv_cache_interleave_size)"),
+    cl::init(1));
+
+/// The DCP simulation (--dcp-world-size): one decode step over the group.
+static int runDcpSimulation(mla::runtime::Runtime &runtime,
+                            const mla::ServingStepConfig &steps) {
+  mla::DcpSimulationConfig config;
+  config.dims = steps.dims;
+  config.activation = steps.activation;
+  config.cache = steps.cache;
+  config.blockSize = steps.blockSize;
+  if (!decodeContexts.empty())
+    config.decodeContexts.assign(decodeContexts.begin(), decodeContexts.end());
+  config.worldSize = dcpWorldSize;
+  config.interleave = dcpInterleave;
+  config.backend = steps.backend;
+  config.seed = steps.seed;
+  auto report = mla::runDcpSimulation(config, runtime, [](const std::string &line) {
+    outs() << "  ... " << line << "\n";
+    outs().flush();
+  });
+  if (!report) {
+    errs() << "mla-run: " << toString(report.takeError()) << "\n";
+    return 1;
+  }
+  const mla::DcpSimulationReport &r = *report;
+  outs() << "backend: " << r.selection.str() << "\n";
+  outs() << format("decode step over %d DCP ranks (interleave %d), %zu "
+                   "requests; tokens per rank:",
+                   int(dcpWorldSize), int(dcpInterleave),
+                   config.decodeContexts.size());
+  for (int64_t t : r.rankTokens)
+    outs() << " " << t;
+  outs() << "\n";
+  outs() << format("  without DCP: rel L2 %.2e, max |dLSE| %.2e; decode "
+                   "attention %.3f ms\n",
+                   r.singleError, r.singleLseError, r.singleAttentionMs);
+  outs() << format("  merged:      rel L2 %.2e, max |dLSE| %.2e; vs without "
+                   "DCP %.2e; merge %.3f ms\n",
+                   r.mergedError, r.mergedLseError, r.mergedVsSingle,
+                   r.mergeMs);
+  if (r.rankHeadsError)
+    outs() << format("  each rank's own heads: rel L2 %.2e\n",
+                     *r.rankHeadsError);
+  for (size_t i = 0; i < r.rankAttentionMs.size(); ++i)
+    outs() << format("  rank %zu: decode attention %.3f ms\n", i,
+                     r.rankAttentionMs[i]);
+  outs() << format("  cache rows written wrongly: %lld (tolerance %.1e)\n",
+                   (long long)r.cacheMismatches, r.tolerance);
+  outs() << (r.passed ? "PASS" : "FAIL") << "\n";
+  return r.passed ? 0 : 1;
+}
+
 /// Each phase of the first mixed step beside the same phase of the later
 /// mixed steps: what a serving loop's first step pays once (the kernels'
 /// first launches) and what its steps cost after.
@@ -140,10 +203,11 @@ int main(int argc, char **argv) {
   }
   if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1 ||
       decodeQueryLen < 1 || hostRepeats < 0 || mixedSteps < 1 ||
-      mixedSteps > steps) {
-    errs() << "mla-run: --heads must be 1..128, --block-size, --steps and "
-              "--decode-query-len positive, --mixed-steps 1 to --steps, "
-              "--host-repeats not negative\n";
+      mixedSteps > steps || dcpWorldSize < 1 || dcpInterleave < 1) {
+    errs() << "mla-run: --heads must be 1..128, --block-size, --steps, "
+              "--decode-query-len, --dcp-world-size and --dcp-interleave "
+              "positive, --mixed-steps 1 to --steps, --host-repeats not "
+              "negative\n";
     return 2;
   }
   mla::runtime::RuntimeOptions options;
@@ -189,6 +253,15 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (dcpWorldSize != 1) {
+    if (decodeQueryLen != 1 || !prefillContexts.empty() || !prefillNew.empty()) {
+      errs() << "mla-run: --dcp-world-size simulates a decode step of one new "
+                "token a request: it takes no --decode-query-len, "
+                "--prefill-contexts or --prefill-new-tokens\n";
+      return 2;
+    }
+    return runDcpSimulation(**runtime, config);
+  }
   auto report = mla::runServingSteps(config, **runtime, [](const std::string &line) {
     outs() << "  ... " << line << "\n";
     outs().flush();

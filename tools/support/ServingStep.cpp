@@ -3,6 +3,7 @@
 #include "ServingStep.h"
 
 #include "HostTensor.h"
+#include "StepSupport.h"
 #include "MlaReference.h"
 #include "mla/Support/Diagnostics.h"
 
@@ -16,10 +17,8 @@ namespace mla {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-/// Max |dLSE| a decode may differ from the float64 reference by.
-constexpr double kLseTolerance = 5e-2;
-using runtime::DeviceAllocation;
 using runtime::Runtime;
+using namespace step;
 
 /// One request: the step it arrives at, tokens cached before the step,
 /// tokens the step adds, and the pages it owns (enough for every step).
@@ -30,61 +29,6 @@ struct Request {
   std::vector<int32_t> pages;
   int32_t total() const { return context + fresh; }
 };
-
-/// A host tensor with a device copy.
-struct Mirrored {
-  HostTensor host;
-  DeviceAllocation device;
-
-  BufferView deviceView() {
-    return BufferView::contiguous(device.data(), host.elementType(),
-                                  host.dims());
-  }
-};
-
-llvm::Expected<Mirrored> mirror(Runtime &runtime, HostTensor host) {
-  auto device = runtime.allocate(host.sizeInBytes());
-  if (!device)
-    return device.takeError();
-  if (llvm::Error e = runtime.upload(device->data(), host.view().data,
-                                     host.sizeInBytes()))
-    return std::move(e);
-  return Mirrored{std::move(host), std::move(*device)};
-}
-
-llvm::Error download(Runtime &runtime, Mirrored &m) {
-  return runtime.download(m.host.view().data, m.device.data(),
-                          m.host.sizeInBytes());
-}
-
-std::vector<double> rows(const std::vector<double> &v, int64_t first,
-                         int64_t count, int64_t width) {
-  return std::vector<double>(v.begin() + first * width,
-                             v.begin() + (first + count) * width);
-}
-
-/// The first `keep` of every `width` values of [rows, width] data, starting
-/// at column `from`.
-std::vector<double> columns(const std::vector<double> &v, int64_t width,
-                            int64_t from, int64_t keep) {
-  std::vector<double> out;
-  for (size_t r = 0; r * width < v.size(); ++r)
-    out.insert(out.end(), v.begin() + r * width + from,
-               v.begin() + r * width + from + keep);
-  return out;
-}
-
-double maxLseError(const std::vector<double> &got,
-                   const std::vector<double> &want) {
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isinf(want[i]) && got[i] == want[i])
-      continue;
-    double e = std::fabs(got[i] - want[i]);
-    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
-  }
-  return worst;
-}
 
 /// The q-quantile (0..1, 0.5 the median) of `v`, which it sorts.
 double quantile(std::vector<double> &v, double q) {
@@ -220,45 +164,6 @@ timeGraphReplays(runtime::MlaLayer &layer, Runtime &runtime,
   return g;
 }
 
-/// The layer's weights: kv_b_proj and the W_UK_T / W_UV slices a serving
-/// engine derives from it once, on the host and on the device.
-struct Weights {
-  std::vector<double> kvBProj, wUkT, wUv;
-  /// kv_b_proj, W_UK_T, W_UV on the device.
-  std::vector<Mirrored> onDevice;
-};
-
-llvm::Expected<Weights> makeWeights(Runtime &runtime, const MlaDims &d,
-                                    DType act, std::mt19937 &rng) {
-  int64_t n = d.numHeads, latent = d.kvLoraRank, nope = d.qkNopeHeadDim,
-          vDim = d.vHeadDim;
-  HostTensor kvBProj(act, {latent, n, nope + vDim});
-  kvBProj.fillRandom(rng, -1.0 / std::sqrt(double(latent)),
-                     1.0 / std::sqrt(double(latent)));
-  Weights w;
-  w.kvBProj = kvBProj.toDouble();
-  w.wUkT.resize(n * nope * latent);
-  w.wUv.resize(n * latent * vDim);
-  for (int64_t l = 0; l < latent; ++l)
-    for (int64_t h = 0; h < n; ++h) {
-      const double *row = &w.kvBProj[(l * n + h) * (nope + vDim)];
-      for (int64_t p = 0; p < nope; ++p)
-        w.wUkT[(h * nope + p) * latent + l] = row[p];
-      for (int64_t v = 0; v < vDim; ++v)
-        w.wUv[(h * latent + l) * vDim + v] = row[nope + v];
-    }
-  HostTensor wUkT(act, {n, nope, latent}), wUv(act, {n, latent, vDim});
-  wUkT.fromDouble(w.wUkT);
-  wUv.fromDouble(w.wUv);
-  for (HostTensor *t : {&kvBProj, &wUkT, &wUv}) {
-    auto mirrored = mirror(runtime, std::move(*t));
-    if (!mirrored)
-      return mirrored.takeError();
-    w.onDevice.push_back(std::move(*mirrored));
-  }
-  return w;
-}
-
 } // namespace
 
 llvm::Expected<ServingStepReport>
@@ -343,10 +248,8 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   layerConfig.backend = config.backend;
   size_t eventsBefore = runtime.compileEvents().size();
   auto setupStart = Clock::now();
-  auto layer = runtime::MlaLayer::create(
-      runtime, layerConfig,
-      {weights->onDevice[0].deviceView(), weights->onDevice[1].deviceView(),
-       weights->onDevice[2].deviceView()});
+  auto layer = runtime::MlaLayer::create(runtime, layerConfig,
+                                         weights->views());
   if (!layer)
     return layer.takeError();
   report.layerSetupMs =
@@ -363,8 +266,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   (*layer)->setPhaseTiming(true);
   (*layer)->setHostTiming(true);
   const float scale = layerConfig.effectiveScale();
-  report.tolerance =
-      act == DType::F32 ? 1e-4 : act == DType::F16 ? 4e-3 : 1.5e-2;
+  report.tolerance = outputTolerance(act);
 
   for (int64_t step = 0; step < config.steps; ++step) {
     // The step's batch: every request that has arrived.
@@ -473,27 +375,11 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     }
     std::vector<double> decodeOutRef, decodeLseRef;
     if (split.numDecodes > 0) {
-      int64_t b = split.numDecodes, sq = plan->decodeQueryLen,
-              td = split.numDecodeTokens;
-      // The absorbed query in float64 from the unrounded product.
-      std::vector<double> qDec = rows(qv, 0, td, n * d.qkHeadDim());
-      std::vector<double> ql;
-      ref::qAbsorb(columns(qDec, d.qkHeadDim(), 0, nope), weights->wUkT, td, n,
-                   nope, latent, ql);
-      std::vector<double> qPe = columns(qDec, d.qkHeadDim(), nope, rope);
-      std::vector<double> qRef;
-      for (int64_t r = 0; r < td * n; ++r) {
-        qRef.insert(qRef.end(), ql.begin() + r * latent,
-                    ql.begin() + (r + 1) * latent);
-        qRef.insert(qRef.end(), qPe.begin() + r * rope,
-                    qPe.begin() + (r + 1) * rope);
-      }
-      std::vector<double> oRef, lseRef, outRef;
-      ref::decodeAttention(qRef, cacheValues, plan->decodeBlockTable,
-                           plan->decodeSeqLens, numBlocks, page,
-                           plan->decodeTableWidth, b, sq, n, latent, rope,
-                           scale, /*causal=*/true, oRef, lseRef);
-      ref::vUpProj(oRef, weights->wUv, td, n, latent, vDim, outRef);
+      int64_t sq = plan->decodeQueryLen, td = split.numDecodeTokens;
+      std::vector<double> outRef, lseRef;
+      referenceDecode(qv, cacheValues, *weights, d, plan->decodeBlockTable,
+                      plan->decodeSeqLens, plan->decodeTableWidth, numBlocks,
+                      page, sq, scale, outRef, lseRef);
       stepReport.decodeError =
           ref::relativeL2Error(rows(outv, 0, td, n * vDim), outRef);
       stepReport.decodeLseError = maxLseError(lse->host.toDouble(), lseRef);

@@ -65,7 +65,8 @@ buildMergeAttnStates(mlir::MLIRContext &ctx, const MergeAttnStatesSpec &s);
 struct MergeAttnStatesNSpec {
   /// States merged (DCP ranks), 1 to 64.
   int64_t numStates;
-  /// Heads of the output (a rank's share of the partials' heads).
+  /// Heads of the output (a rank's share of the partials' heads); 0: any
+  /// number, given at run time.
   int64_t numHeads, headDim;
   DType partials, output;
   bool withOutputLse;

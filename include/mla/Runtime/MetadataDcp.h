@@ -65,6 +65,15 @@ llvm::Expected<std::vector<int64_t>>
 dcpLocalSlotMapping(const CommonAttentionMetadata &metadata, int64_t blockSize,
                     const DcpConfig &dcp);
 
+/// `validate` for a DCP rank: the batch as every rank sees it (global
+/// seq_lens) with this rank's block table, wide enough for the rank's share
+/// of each sequence, and its slot mapping, which must be what
+/// dcpLocalSlotMapping gives (padding for the new tokens other ranks own).
+/// Also checks `dcp` (checkDcp).
+llvm::Error validateDcp(const CommonAttentionMetadata &m,
+                        int64_t numCacheBlocks, int64_t blockSize,
+                        const DcpConfig &dcp);
+
 } // namespace mla::runtime
 
 #endif // MLA_RUNTIME_METADATADCP_H

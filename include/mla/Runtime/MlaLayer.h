@@ -35,6 +35,7 @@
 
 #include "mla/Runtime/Metadata.h"
 #include "mla/Runtime/MetadataChunkedContext.h"
+#include "mla/Runtime/MetadataDcp.h"
 #include "mla/Runtime/MetadataDecodeSplits.h"
 #include "mla/Runtime/Runtime.h"
 #include "mla/Support/MlaDims.h"
@@ -62,6 +63,10 @@ struct MlaLayerConfig {
   bool needsDecodeLse = false;
   /// The caller will capture decode steps into CUDA graphs.
   bool wantsCudaGraphs = false;
+  /// Decode context parallelism: this layer is rank `dcp.rank` of a group
+  /// of `dcp.worldSize` that spreads every request's cache over its ranks
+  /// (see MetadataDcp.h and mergeDcpPartials). 1 (the default) is off.
+  DcpConfig dcp;
   /// For the default context workspace (vLLM's formula, see
   /// defaultContextWorkspaceTokens).
   int64_t maxModelLen = 163840;
@@ -105,6 +110,25 @@ struct MlaForwardArgs {
   /// Optional decode LSE [numDecodes, N, decodeQueryLen] f32 (natural log);
   /// leave data null when not wanted.
   BufferView decodeLse;
+};
+
+/// The merge of a DCP group's decode partials (MlaLayer::mergeDcpPartials):
+/// what vLLM's cp_lse_ag_out_rs does with the all-gathered results. W is
+/// the group's size, Td = numDecodes x decodeQueryLen the step's decode
+/// tokens, N the layer's heads. Buffers in the runtime device's memory,
+/// contiguous.
+struct DcpMergeArgs {
+  /// [W, Td, N, V] activation dtype: every rank's decode rows of `output`
+  /// (its first Td rows), rank by rank, as an all-gather leaves them.
+  BufferView gatheredOutput;
+  /// [W, numDecodes, N, decodeQueryLen] f32: every rank's decode_lse.
+  BufferView gatheredLse;
+  /// [Td, H, V] activation dtype: the merged rows, of every head (H = N) or
+  /// of this rank's share of them (H = N / W, heads rank H .. rank H + H - 1).
+  BufferView output;
+  /// Optional [numDecodes, H, decodeQueryLen] f32: the merged LSE; leave
+  /// data null when not wanted.
+  BufferView lse;
 };
 
 /// The fixed shape of a decode-only step that is replayed as a CUDA graph
@@ -271,6 +295,18 @@ public:
                               Stream stream = nullptr);
   llvm::Error enqueueDecodeStep(DecodeStepGraph &graph, Stream stream = nullptr);
 
+  /// Under decode context parallelism, a rank's forward writes partial
+  /// decode rows: output and decode_lse over the tokens it holds. After the
+  /// engine all-gathers them across the group (its communicator's
+  /// all-gather of output's first Td rows and of decode_lse), this merges
+  /// them into the exact result, queued on `stream`. Outputs of each rank
+  /// are merged after their W_UV projection, which is linear: 4x fewer
+  /// bytes to gather than the latent rows (512 vs 128 a head at DeepSeek's
+  /// dims), the same result. `plan` is this step's plan.
+  llvm::Error mergeDcpPartials(const MlaStepPlan &plan,
+                               const DcpMergeArgs &args,
+                               Stream stream = nullptr);
+
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
   const std::vector<PhaseTiming> &phaseTimings() const { return timings; }
@@ -323,6 +359,16 @@ private:
   int64_t workspaceTokens = 0;
 
   std::shared_ptr<Kernel> cacheWrite, prefill, decodeQuery, decode, vUpProj;
+  /// Under DCP: the merge of the group's partials (merge_attn_states_n).
+  std::shared_ptr<Kernel> dcpMerge;
+  /// The checks of a DCP layer's config (create).
+  static llvm::Error checkDcpConfig(const MlaLayerConfig &config);
+  /// The tokens of a sequence of `seqLen` this layer's cache holds: all of
+  /// them, or under DCP its rank's share.
+  int64_t storedLength(int64_t seqLen) const;
+  /// `validate`, or under DCP `validateDcp` with the layer's block size.
+  llvm::Error validateStep(const CommonAttentionMetadata &m,
+                           int64_t numCacheBlocks) const;
 
   // Device copies of the step's metadata and the scratch the kernels use
   // (indexed by detail::ScratchBuffer).

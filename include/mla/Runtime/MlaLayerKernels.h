@@ -18,7 +18,8 @@ namespace mla::runtime {
 
 /// The kernel modules a layer of `config` compiles, for `strategy` (the
 /// backend's): the cache write, the chunked prefill, the decode query, the
-/// decode attention and the V up-projection. The layer compiles them at
+/// decode attention and the V up-projection, then under decode context
+/// parallelism the merge of the group's partials. The layer compiles them at
 /// once; `mla-cache fill` compiles the same modules ahead of time.
 std::vector<CompileRequest>
 layerKernelModules(const MlaLayerConfig &config,

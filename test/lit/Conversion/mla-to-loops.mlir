@@ -52,8 +52,8 @@
 // CHECK: %[[NEWMAX:.+]] = arith.maximumf %[[MAX]], %{{.+}} : f32
 // CHECK: %[[DIFF:.+]] = arith.subf %[[MAX]], %[[NEWMAX]] : f32
 // CHECK: %[[ALPHA:.+]] = math.exp %[[DIFF]] : f32
-// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
 // CHECK: arith.mulf %[[SUM]], %[[ALPHA]] : f32
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
 // p = exp(s - max), acc += p * v.
 // CHECK: memref.load %[[SCORES]][%{{.+}}] : memref<32xf32>
 // CHECK: arith.subf %{{.+}}, %[[NEWMAX]] : f32

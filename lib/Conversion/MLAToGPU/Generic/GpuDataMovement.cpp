@@ -154,7 +154,9 @@ void lowerMergeAttnStates(MergeAttnStatesOp op, KernelFactory &kernels) {
                       /*lseInPlace=*/true);
       });
   grid.launch(op, kernel, [&](LoopBuilder &h) {
-    return h.mul(h.dim(op.getOutput(), 0), h.dim(op.getOutput(), 1));
+    Value numTokens = h.dim(op.getOutput(), 0);
+    Value numHeads = h.dim(op.getOutput(), 1);
+    return h.mul(numTokens, numHeads);
   });
 }
 
@@ -195,7 +197,9 @@ void lowerMergeAttnStatesN(MergeAttnStatesNOp op, KernelFactory &kernels) {
       });
   grid.launch(op, kernel, [&](LoopBuilder &h) {
     Value out = op.getOutput();
-    return h.mul(h.mul(h.dim(out, 0), h.dim(out, 1)), h.dim(out, 2));
+    Value requests = h.dim(out, 0), queries = h.dim(out, 1),
+          heads = h.dim(out, 2);
+    return h.mul(h.mul(requests, queries), heads);
   });
 }
 

@@ -1,0 +1,116 @@
+//===- MlaLayerDcp.cpp - The layer under decode context parallelism -------===//
+//
+// A rank of a DCP group holds its share of every request's tokens (see
+// MetadataDcp.h). Its plan checks the batch against that share and runs
+// each decode over the rank's tokens only; its forward writes partial
+// decode rows with their LSEs, and mergeDcpPartials turns the group's
+// all-gathered partials into the exact rows with merge_attn_states_n.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla/Runtime/MlaLayer.h"
+
+#include "mla/Runtime/EntryPoint.h"
+#include "mla/Support/Diagnostics.h"
+
+namespace mla::runtime {
+
+llvm::Error MlaLayer::checkDcpConfig(const MlaLayerConfig &config) {
+  const DcpConfig &dcp = config.dcp;
+  if (llvm::Error error = checkDcp(dcp, config.blockSize))
+    return makeArgumentError("MLA layer: " + llvm::toString(std::move(error)));
+  if (dcp.worldSize == 1)
+    return llvm::Error::success();
+  // A rank's decode masks its keys as if they were the whole sequence,
+  // which is exact only when every query sees every key: one new token a
+  // request.
+  if (config.decodeThreshold != 1)
+    return makeArgumentError(
+        "MLA layer: decode context parallelism runs decodes of one new "
+        "token (decodeThreshold 1), got decodeThreshold " +
+        llvm::Twine(config.decodeThreshold) +
+        ": with more, a rank's causal mask over its share of the tokens "
+        "would not be the sequence's");
+  return llvm::Error::success();
+}
+
+int64_t MlaLayer::storedLength(int64_t seqLen) const {
+  const DcpConfig &dcp = layerConfig.dcp;
+  return dcp.worldSize > 1 ? dcp.localLength(seqLen) : seqLen;
+}
+
+llvm::Error MlaLayer::validateStep(const CommonAttentionMetadata &m,
+                                   int64_t numCacheBlocks) const {
+  if (layerConfig.dcp.worldSize > 1)
+    return validateDcp(m, numCacheBlocks, layerConfig.blockSize,
+                       layerConfig.dcp);
+  return validate(m, numCacheBlocks, layerConfig.blockSize);
+}
+
+llvm::Error MlaLayer::mergeDcpPartials(const MlaStepPlan &plan,
+                                       const DcpMergeArgs &args,
+                                       Stream stream) {
+  const DcpConfig &dcp = layerConfig.dcp;
+  if (!dcpMerge)
+    return makeArgumentError(
+        "mergeDcpPartials: the layer runs without decode context "
+        "parallelism (dcp.worldSize = 1)");
+  const MlaDims &d = layerConfig.dims;
+  const DType act = layerConfig.activation;
+  const int64_t w = dcp.worldSize, n = d.numHeads, v = d.vHeadDim;
+  const int64_t b = plan.split.numDecodes, sq = plan.decodeQueryLen,
+                td = plan.split.numDecodeTokens;
+  if (llvm::Error e = checkContiguousBuffer("gathered_output",
+                                            args.gatheredOutput, act,
+                                            {w, td, n, v}))
+    return e;
+  if (llvm::Error e = checkContiguousBuffer("gathered_lse", args.gatheredLse,
+                                            DType::F32, {w, b, n, sq}))
+    return e;
+  // Every head, or this rank's share of them.
+  int64_t heads = args.output.rank() == 3 ? args.output.shape[1] : n;
+  if (heads != n && (n % w != 0 || heads != n / w))
+    return makeArgumentError(
+        "'output' must hold every head (" + llvm::Twine(n) + ")" +
+        (n % w == 0 ? " or this rank's share (" + llvm::Twine(n / w) + ")"
+                    : llvm::Twine(" (the heads do not divide among ") +
+                          llvm::Twine(w) + " ranks)") +
+        ", got " + args.output.describe());
+  if (llvm::Error e =
+          checkContiguousBuffer("output", args.output, act, {td, heads, v}))
+    return e;
+  bool withLse = args.lse.data || !args.lse.shape.empty();
+  if (withLse)
+    if (llvm::Error e = checkContiguousBuffer("lse", args.lse, DType::F32,
+                                              {b, heads, sq}))
+      return e;
+  if (b == 0)
+    return llvm::Error::success();
+
+  int64_t firstHead = heads == n ? 0 : dcp.rank * heads;
+  auto at = [](const BufferView &view, int64_t elements) {
+    return static_cast<void *>(static_cast<char *>(view.data) +
+                               elements * byteWidth(view.dtype));
+  };
+  // The partials as [W, B, Sq, H, V] and [W, B, H, Sq] views of the
+  // gathered buffers, starting at the first merged head.
+  BufferView partials{at(args.gatheredOutput, firstHead * v),
+                      act,
+                      {w, b, sq, heads, v},
+                      {td * n * v, sq * n * v, n * v, v, 1}};
+  BufferView lses{at(args.gatheredLse, firstHead * sq),
+                  DType::F32,
+                  {w, b, heads, sq},
+                  {b * n * sq, n * sq, sq, 1}};
+  std::vector<BufferView> kernelArgs{
+      partials, lses,
+      BufferView::contiguous(args.output.data, act, {b, sq, heads, v})};
+  if (withLse)
+    kernelArgs.push_back(
+        BufferView::contiguous(args.lse.data, DType::F32, {b, heads, sq}));
+  timings.clear();
+  hostParts.clear();
+  return runPhase("dcp merge", *dcpMerge, kernelArgs, stream);
+}
+
+} // namespace mla::runtime
