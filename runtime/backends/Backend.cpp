@@ -33,16 +33,6 @@ std::string_view name(CudaGraphSupport support) {
   return "?";
 }
 
-std::string_view name(BackendRole role) {
-  switch (role) {
-  case BackendRole::Decode:
-    return "decode";
-  case BackendRole::Prefill:
-    return "prefill";
-  }
-  return "?";
-}
-
 std::string DeviceCapability::str() const {
   return std::to_string(major) + "." + std::to_string(minor);
 }

@@ -460,8 +460,9 @@ TEST_F(LayerErrors, ThePrefillBackendIsChosenApart) {
 /// On an sm_90a GPU, the wgmma decode with the mma.sync prefill and the
 /// mma.sync decode with the wgmma prefill, each layer's steps against the
 /// float64 reference (DeepSeek's dims at 16 heads, which the wgmma decode
-/// takes; a prefill of 130 new tokens spans two of a kernel's 128-row
-/// tiles; a 64-row workspace makes several context chunks).
+/// takes, over 16-token pages; a prefill of 130 new tokens spans two of a
+/// kernel's 128-row tiles; a 64-row workspace makes several context
+/// chunks).
 TEST_F(LayerTest, DecodeAndPrefillBackendsPairedOnSm90a) {
   if (!testingOnGpu() || !testGpu() || !testGpuRunsWgmma())
     GTEST_SKIP() << "the wgmma backends: an sm_90a GPU only";
@@ -475,7 +476,6 @@ TEST_F(LayerTest, DecodeAndPrefillBackendsPairedOnSm90a) {
     ServingStepConfig c =
         smallSteps({300, 1, 45, 0}, {70, 0, 200}, {20, 9, 130}, 2);
     c.dims = {16, 512, 128, 64, 128};
-    c.blockSize = 64;
     c.workspaceTokens = 64;
     c.backend = decode;
     c.prefillBackend = prefill;

@@ -88,9 +88,6 @@ std::string_view name(CudaGraphSupport support);
 /// kv_up_proj and merges), which no CUDA graph holds.
 enum class BackendRole : uint8_t { Decode, Prefill };
 
-/// "decode" or "prefill".
-std::string_view name(BackendRole role);
-
 /// Everything backend selection depends on, in a hashable form: the
 /// selector's cache key (vLLM's AttentionSelectorConfig). Two configs that
 /// differ in any field are different keys.

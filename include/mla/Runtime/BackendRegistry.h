@@ -64,8 +64,8 @@ const char *backendEnvVar(BackendRole role);
 
 //===-----------------------------------------------------------------------===//
 
-/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode
-/// and prefill) and TC_SM90A (wgmma decode on sm_90a, 16..128 heads).
+/// The built-in (decode) backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync
+/// decode) and TC_SM90A (wgmma decode on sm_90a, 16..128 heads).
 std::vector<Backend> builtinBackends();
 
 /// The backends to try, in order, on the devices a rule matches: CUDA
@@ -146,10 +146,10 @@ public:
 
   /// The backend for `config`. `choice` names one explicitly; when empty,
   /// the role's variable (MLA_ATTENTION_BACKEND, MLA_PREFILL_BACKEND) does
-  /// if set and non-empty; otherwise the first
-  /// backend in priority order without a rejection reason. Fails with
-  /// every reason when the named backend is refused or none fits, and with
-  /// the valid names when the named backend does not exist.
+  /// if set and non-empty; otherwise the first backend in priority order
+  /// without a rejection reason. Fails with every reason when the named
+  /// backend is refused or none fits, and with the valid names when the
+  /// named backend does not exist.
   llvm::Expected<Selection> select(const AttentionConfig &config,
                                    llvm::StringRef choice = {}) const;
 
