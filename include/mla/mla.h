@@ -7,9 +7,10 @@
  *   mla_version              the library's version, compiler build and chips
  *   mla_runtime_create       the device (a CUDA GPU, or the host CPU), the
  *                            kernel cache, the compiled kernels
- *   mla_runtime_select_backend
- *                            which attention backend runs a layer, and why
- *                            each one above it in priority does not
+ *   mla_runtime_select_backend / mla_runtime_select_prefill_backend
+ *                            which attention backend runs a layer's decode
+ *                            and which its prefill, and why each one above
+ *                            them in priority does not
  *   mla_layer_create         an MLA attention layer: selects its backend and
  *                            compiles (or loads from the cache) its kernels
  *   mla_layer_plan           one batch's metadata, checked and planned on the
@@ -381,12 +382,20 @@ typedef struct mla_layer_config {
    *  "GENERIC_GPU", ...); NULL or "": MLA_ATTENTION_BACKEND if set, else
    *  the device's priority list. Copied by the calls that take it. */
   const char *backend;
+
+  /* --- Prefill backend selection --------------------------------------- */
+  /** A prefill backend for the chunked prefill instead of automatic
+   *  selection ("PREFILL_TC_SM80", "PREFILL_CPU_JIT", ...), chosen apart
+   *  from `backend`; NULL or "": MLA_PREFILL_BACKEND if set, else the
+   *  device's prefill priority list. Copied by the calls that take it. */
+  const char *prefill_backend;
 } mla_layer_config_t;
 
 /** Fills DeepSeek-V3's attention: 128 heads, Lkv 512, P 128, R 64, V 128,
  *  bf16 activations and cache, 64-token pages, the default scale, decode
  *  threshold 1, no decode LSE, no CUDA graphs, max_model_len 163840,
- *  max_num_seqs 256, the default workspace, automatic backend selection.
+ *  max_num_seqs 256, the default workspace, automatic backend and
+ *  prefill backend selection.
  *  Callers with fewer heads per device (tensor parallelism) set num_heads. */
 mla_status_t mla_layer_config_default(mla_layer_config_t *config);
 
@@ -394,9 +403,11 @@ mla_status_t mla_layer_config_default(mla_layer_config_t *config);
 typedef enum mla_backend_source MLA_ENUM_INT {
   /** The first backend of the device's priority list that fits. */
   MLA_BACKEND_SOURCE_PRIORITY = 0,
-  /** Named by mla_layer_config_t::backend. */
+  /** Named by mla_layer_config_t::backend (a prefill backend: by
+   *  ::prefill_backend). */
   MLA_BACKEND_SOURCE_REQUESTED = 1,
-  /** Named by MLA_ATTENTION_BACKEND. */
+  /** Named by MLA_ATTENTION_BACKEND (a prefill backend: by
+   *  MLA_PREFILL_BACKEND). */
   MLA_BACKEND_SOURCE_ENVIRONMENT = 2
 } mla_backend_source_t;
 
@@ -430,7 +441,8 @@ typedef struct mla_backend_selection {
   /** The chosen backend in words. */
   const char *description;
   /** What of a layer on the chosen backend can be captured into a CUDA
-   *  graph (see mla_layer_capture_decode_step). */
+   *  graph (see mla_layer_capture_decode_step); MLA_CUDA_GRAPHS_NEVER for
+   *  a prefill backend (the decode backend decides what is captured). */
   mla_cuda_graph_support_t cuda_graphs;
 } mla_backend_selection_t;
 
@@ -442,6 +454,16 @@ typedef struct mla_backend_selection {
 mla_status_t mla_runtime_select_backend(mla_runtime_t *runtime,
                                         const mla_layer_config_t *config,
                                         mla_backend_selection_t *selection);
+
+/** The prefill backend that would run the chunked prefill of a layer
+ *  configured as `config` on this runtime's device (config->
+ *  prefill_backend, else MLA_PREFILL_BACKEND, else the device's prefill
+ *  priority list, whatever the decode's backend), and why each one above
+ *  it was passed over. Errors as mla_runtime_select_backend. */
+mla_status_t
+mla_runtime_select_prefill_backend(mla_runtime_t *runtime,
+                                   const mla_layer_config_t *config,
+                                   mla_backend_selection_t *selection);
 
 /*===----------------------------------------------------------------------===*
  * MLA layer
@@ -463,12 +485,14 @@ typedef struct mla_layer_weights {
 } mla_layer_weights_t;
 
 /** Creates a layer on `runtime` (which must outlive it): checks `config`
- *  and `weights`, selects the backend and compiles or loads every kernel
- *  the layer needs. MLA_ERROR_INVALID_ARGUMENT for a malformed config (a
+ *  and `weights`, selects the backend and the prefill backend and compiles
+ *  or loads every kernel the layer needs (the chunked prefill with the
+ *  prefill backend's kernel strategy). MLA_ERROR_INVALID_ARGUMENT for a malformed config (a
  *  non-positive dim, block size or max, decode_threshold < 1, a
  *  non-float dtype, a negative or non-finite scale) or a weight of the
  *  wrong dtype or shape (named: "kv_b_proj", "w_uk_t", "w_uv");
- *  MLA_ERROR_BACKEND_REJECTED as mla_runtime_select_backend;
+ *  MLA_ERROR_BACKEND_REJECTED as mla_runtime_select_backend or
+ *  mla_runtime_select_prefill_backend;
  *  MLA_ERROR_COMPILE when a kernel does not compile. */
 mla_status_t mla_layer_create(mla_runtime_t *runtime,
                               const mla_layer_config_t *config,
@@ -483,6 +507,11 @@ mla_status_t mla_layer_destroy(mla_layer_t *layer);
  *  chosen (strings owned by the layer). */
 mla_status_t mla_layer_selection(const mla_layer_t *layer,
                                  mla_backend_selection_t *selection);
+
+/** The prefill backend the layer's chunked prefill runs on and why the
+ *  ones above it were not chosen (strings owned by the layer). */
+mla_status_t mla_layer_prefill_selection(const mla_layer_t *layer,
+                                         mla_backend_selection_t *selection);
 
 /** One batch of requests, as vLLM's CommonAttentionMetadata (host arrays,
  *  read during mla_layer_plan only). For request b:

@@ -147,6 +147,23 @@ void checkDim(std::vector<std::string> &reasons, const char *dimName,
                       std::to_string(multipleOf) + ")");
 }
 
+/// Checks a prefill head dim (a sum of dims, or v) against its rule. A
+/// non-positive part was named invalid already.
+void checkHeadDim(std::vector<std::string> &reasons, const std::string &what,
+                  int64_t value, const HeadDimRule &rule) {
+  if (value < 1 || (value % rule.multipleOf == 0 &&
+                    (rule.max == 0 || value <= rule.max)))
+    return;
+  std::string needs;
+  if (rule.multipleOf > 1)
+    needs = "a multiple of " + std::to_string(rule.multipleOf);
+  if (rule.max > 0)
+    needs += (needs.empty() ? "" : " ") + std::string("up to ") +
+             std::to_string(rule.max);
+  reasons.push_back(what + " " + std::to_string(value) +
+                    " not supported (requires " + needs + ")");
+}
+
 } // namespace
 
 std::vector<std::string> Backend::validate(const AttentionConfig &c) const {
@@ -203,6 +220,15 @@ std::vector<std::string> Backend::validate(const AttentionConfig &c) const {
   checkDim(reasons, "qk_nope_head_dim", d.qkNopeHeadDim, dims.qkNopeHeadDim,
            dims.multipleOf);
   checkDim(reasons, "v_head_dim", d.vHeadDim, dims.vHeadDim, dims.multipleOf);
+  if (d.qkNopeHeadDim > 0 && d.ropeDim > 0)
+    checkHeadDim(reasons, "qk head dim (qk_nope_head_dim + rope dim)",
+                 d.qkHeadDim(), qkHeadDim);
+  checkHeadDim(reasons, "v_head_dim", d.vHeadDim, vHeadDim);
+
+  // A prefill backend's kernels run no decode: the rules below are the
+  // decode backend's to answer.
+  if (role == BackendRole::Prefill)
+    return reasons;
 
   if (c.maxQueryLen < 1)
     reasons.push_back("max query length " + std::to_string(c.maxQueryLen) +

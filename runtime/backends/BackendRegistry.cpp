@@ -31,12 +31,20 @@ llvm::Error error(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-const char *sourceName(ChoiceSource source) {
-  return source == ChoiceSource::Api ? "requested"
-                                     : "named by MLA_ATTENTION_BACKEND";
+/// How a named backend was named: "requested", "named by
+/// MLA_PREFILL_BACKEND".
+std::string sourceName(ChoiceSource source, BackendRole role) {
+  return source == ChoiceSource::Api
+             ? "requested"
+             : std::string("named by ") + backendEnvVar(role);
 }
 
 } // namespace
+
+const char *backendEnvVar(BackendRole role) {
+  return role == BackendRole::Prefill ? kPrefillBackendEnvVar
+                                      : kAttentionBackendEnvVar;
+}
 
 bool PriorityRule::matches(const AttentionConfig &config) const {
   if (config.device != device)
@@ -52,7 +60,7 @@ std::string Selection::str() const {
   if (source == ChoiceSource::Api)
     text += " (requested)";
   else if (source == ChoiceSource::Environment)
-    text += " (from MLA_ATTENTION_BACKEND)";
+    text += std::string(" (from ") + backendEnvVar(backend->role) + ")";
   if (!skipped.empty())
     text += " (skipped " + rejectionList(skipped) + ")";
   return text;
@@ -63,22 +71,30 @@ std::string Selection::str() const {
 //===----------------------------------------------------------------------===//
 
 BackendRegistry::BackendRegistry(std::vector<Backend> backends,
-                                 std::vector<PriorityRule> priorities)
-    : allBackends(std::move(backends)), rules(std::move(priorities)) {
+                                 std::vector<PriorityRule> priorities,
+                                 BackendRole role)
+    : allBackends(std::move(backends)), rules(std::move(priorities)),
+      backendRole(role) {
 #ifndef NDEBUG
-  for (size_t i = 0; i < allBackends.size(); ++i)
+  for (size_t i = 0; i < allBackends.size(); ++i) {
+    assert(allBackends[i].role == role && "a backend of another role");
     for (size_t j = 0; j < i; ++j)
       assert(allBackends[i].name != allBackends[j].name &&
              "duplicate backend name");
+  }
   for (const PriorityRule &rule : rules)
     for (const std::string &name : rule.order)
       assert(find(name) && "priority list names an unknown backend");
 #endif
 }
 
-BackendRegistry &BackendRegistry::builtin() {
-  static BackendRegistry registry(builtinBackends(), builtinPriorities());
-  return registry;
+BackendRegistry &BackendRegistry::builtin(BackendRole role) {
+  static BackendRegistry decode(builtinBackends(), builtinPriorities(),
+                                BackendRole::Decode);
+  static BackendRegistry prefill(builtinPrefillBackends(),
+                                 builtinPrefillPriorities(),
+                                 BackendRole::Prefill);
+  return role == BackendRole::Prefill ? prefill : decode;
 }
 
 const Backend *BackendRegistry::find(llvm::StringRef name) const {
@@ -102,6 +118,11 @@ BackendRegistry::priorities(const AttentionConfig &config) const {
   return order;
 }
 
+std::string BackendRegistry::noun() const {
+  return backendRole == BackendRole::Prefill ? "prefill backend"
+                                             : "attention backend";
+}
+
 std::string BackendRegistry::validNames() const {
   std::string names;
   for (const Backend &backend : allBackends)
@@ -116,7 +137,7 @@ BackendRegistry::select(const AttentionConfig &config,
   if (choice.empty()) {
     // Read on every call, not once, so the cache key follows the
     // environment.
-    const char *env = std::getenv(kAttentionBackendEnvVar);
+    const char *env = std::getenv(backendEnvVar(backendRole));
     choice = env ? env : "";
     source =
         choice.empty() ? ChoiceSource::Priority : ChoiceSource::Environment;
@@ -140,13 +161,14 @@ BackendRegistry::selectUncached(const AttentionConfig &config,
   if (source != ChoiceSource::Priority) {
     const Backend *backend = find(choice);
     if (!backend)
-      return error("unknown attention backend '" + choice.str() + "' (" +
-                   sourceName(source) + "); valid names: " + validNames());
+      return error("unknown " + noun() + " '" + choice.str() + "' (" +
+                   sourceName(source, backendRole) +
+                   "); valid names: " + validNames());
     std::vector<std::string> reasons = backend->validate(config);
     if (!reasons.empty())
-      return error("attention backend " + backend->name + " (" +
-                   sourceName(source) + ") cannot run " + config.str() + ": " +
-                   reasonList(reasons));
+      return error(noun() + " " + backend->name + " (" +
+                   sourceName(source, backendRole) + ") cannot run " +
+                   config.str() + ": " + reasonList(reasons));
     return Selection{backend, {}, source};
   }
 
@@ -158,8 +180,8 @@ BackendRegistry::selectUncached(const AttentionConfig &config,
     skipped.push_back({backend, std::move(reasons)});
   }
   if (skipped.empty())
-    return error("no attention backend is listed for " + config.str());
-  return error("no attention backend fits " + config.str() +
+    return error("no " + noun() + " is listed for " + config.str());
+  return error("no " + noun() + " fits " + config.str() +
                "; reasons: " + rejectionList(skipped));
 }
 

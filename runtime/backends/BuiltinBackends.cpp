@@ -2,7 +2,9 @@
 //
 // To add a backend: an entry in builtinBackends() declaring what it
 // supports, and its name in the priority lists of the devices it should be
-// tried on (earlier = preferred).
+// tried on (earlier = preferred). These are the decode backends: they
+// compile every module of a layer but the chunked prefill, whose backends
+// are BuiltinPrefillBackends.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,20 +47,20 @@ Backend cpuJit() {
   return b;
 }
 
-/// mma.sync tensor cores (sm_80 and newer): the decode's split kernel, the
-/// prefill attention (the chunked path's too) and the up-projections have
-/// tensor-core forms (decode: 16-row tiles of a request's head rows sharing
-/// each 64-token KV tile; prefill: 128-row query tiles sharing 32-key K/V
-/// tiles; up-projections: 64-token tiles of each head's product); the
-/// other phases use the generic kernels. Head dims must be multiples of 16
-/// (the backend refuses others); a shape a tensor-core kernel still does
-/// not take (mixed activation/cache dtypes, a kv_lora_rank not a multiple
-/// of 64, too much shared memory for the chip) is lowered to the generic
-/// kernel.
+/// mma.sync tensor cores (sm_80 and newer): the decode's split kernel and
+/// the decode's up-projections have tensor-core forms (decode: 16-row
+/// tiles of a request's head rows sharing each 64-token KV tile;
+/// up-projections: 64-token tiles of each head's product); the other
+/// phases use the generic kernels (the chunked prefill is the prefill
+/// backend's: PREFILL_TC_SM80 is its mma.sync form). Head dims must be
+/// multiples of 16 (the backend refuses others); a shape a tensor-core
+/// kernel still does not take (mixed activation/cache dtypes, a
+/// kv_lora_rank not a multiple of 64, too much shared memory for the chip)
+/// is lowered to the generic kernel.
 Backend tcSm80() {
   Backend b;
   b.name = kTcSm80Backend;
-  b.description = "mma.sync tensor-core decode and prefill attention and "
+  b.description = "mma.sync tensor-core decode attention and "
                   "up-projections (bf16/f16, sm_80+); other phases on CUDA "
                   "cores";
   b.device = DeviceKind::CUDA;
@@ -77,23 +79,19 @@ Backend tcSm80() {
 /// wgmma on sm_90a: the decode's split kernel takes 64-row tiles of a
 /// request's head rows with two warpgroups sharing each 64-token KV tile
 /// (wgmma from 128-byte-swizzled shared memory; at 128 heads the tiles
-/// come in by tensor copies); the prefill attention's 128-row tiles (the
-/// chunked path's too) are two warpgroups' wgmma fed by a third that
-/// copies (qk and v head dims in whole 64-column blocks, else TC_SM80's
-/// kernel); the chunked prefill's kv_up_proj is a wgmma product too. The
-/// decode-sized up-projections (q_absorb, v_up_proj) are TC_SM80's
-/// mma.sync kernel, the other phases the generic kernels; where q, k, v or
-/// the cache is not 16-byte aligned the decode and prefill launch the
-/// generic kernel. Declared for what the decode kernel is written for: 16
-/// or more heads over DeepSeek's 512 + 64 latent cache (the lowering would
-/// otherwise fall back to the mma.sync kernel, which TC_SM80 already
-/// offers).
+/// come in by tensor copies). The decode-sized up-projections (q_absorb,
+/// v_up_proj) are TC_SM80's mma.sync kernel, the other phases the generic
+/// kernels; where q or the cache is not 16-byte aligned the decode
+/// launches the generic kernel. (The wgmma prefill is PREFILL_TC_SM90A's.)
+/// Declared for what the decode kernel is written for: 16 or more heads
+/// over DeepSeek's 512 + 64 latent cache (the lowering would otherwise
+/// fall back to the mma.sync kernel, which TC_SM80 already offers).
 Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;
-  b.description = "wgmma tensor-core decode (16+ heads), prefill attention "
-                  "and kv_up_proj on sm_90a, mma.sync q_absorb and "
-                  "v_up_proj; other phases on CUDA cores";
+  b.description = "wgmma tensor-core decode attention on sm_90a (16+ "
+                  "heads), mma.sync q_absorb and v_up_proj; other phases on "
+                  "CUDA cores";
   b.device = DeviceKind::CUDA;
   b.kernelStrategy = KernelStrategy::Warpgroup;
   // wgmma exists only on sm_90a: code for it does not run on later chips.

@@ -58,7 +58,8 @@ void setLastErrorNoThrow(const char *fn, const char *what) {
 }
 
 /// Every field of the configuration, and the backend, whose kernels the
-/// decode schedule follows.
+/// decode schedule follows. Not the prefill backend: a plan is the same
+/// whichever kernel runs the prefill.
 std::string planFingerprint(const MlaLayer &layer) {
   const MlaLayerConfig &c = layer.config();
   return c.selectionKey().str() + " scale=" + std::to_string(c.softmaxScale) +
@@ -210,6 +211,7 @@ mla_status_t toLayerConfig(const char *fn, const mla_layer_config_t &c,
   out.maxNumSeqs = c.max_num_seqs;
   out.workspaceTokens = c.workspace_tokens;
   out.backend = c.backend ? c.backend : "";
+  out.prefillBackend = c.prefill_backend ? c.prefill_backend : "";
   return MLA_OK;
 }
 

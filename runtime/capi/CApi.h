@@ -92,6 +92,7 @@ struct mla_layer {
   uint64_t planFamily = 0;
   std::unique_ptr<mla::runtime::MlaLayer> layer;
   mla::capi::SelectionText selection;
+  mla::capi::SelectionText prefillSelection;
   /// Graphs captured by the layer and not destroyed: they refer to it.
   std::atomic<int64_t> graphs{0};
 };

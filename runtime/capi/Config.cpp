@@ -33,8 +33,32 @@ extern "C" mla_status_t mla_layer_config_default(mla_layer_config_t *config) {
     config->max_num_seqs = defaults.maxNumSeqs;
     config->workspace_tokens = defaults.workspaceTokens;
     config->backend = nullptr;
+    config->prefill_backend = nullptr;
     return succeed();
   });
+}
+
+/// The selection of `role` for `config` on `runtime`, its strings kept by
+/// the runtime.
+static mla_status_t selectInC(const char *fn, mla_runtime_t *runtime,
+                              const mla_layer_config_t *config,
+                              mla_backend_selection_t *selection,
+                              BackendRole role) {
+  MLA_REQUIRE(runtime);
+  MLA_REQUIRE(config);
+  MLA_REQUIRE(selection);
+  MlaLayerConfig c;
+  if (mla_status_t s = toLayerConfig(fn, *config, c))
+    return s;
+  auto chosen = runtime->runtime->selectBackend(
+      c.attentionConfig(*runtime->runtime),
+      role == BackendRole::Prefill ? c.prefillBackend : c.backend, role);
+  if (!chosen)
+    return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosen.takeError());
+  SelectionText text = describeSelection(*chosen);
+  *selection = toCSelection(text, runtime->intern(std::move(text.skipped)),
+                            runtime->intern(std::move(text.summary)));
+  return succeed();
 }
 
 extern "C" mla_status_t
@@ -42,19 +66,15 @@ mla_runtime_select_backend(mla_runtime_t *runtime,
                            const mla_layer_config_t *config,
                            mla_backend_selection_t *selection) {
   return guarded("mla_runtime_select_backend", [&](const char *fn) {
-    MLA_REQUIRE(runtime);
-    MLA_REQUIRE(config);
-    MLA_REQUIRE(selection);
-    MlaLayerConfig c;
-    if (mla_status_t s = toLayerConfig(fn, *config, c))
-      return s;
-    auto chosen = runtime->runtime->selectBackend(
-        c.attentionConfig(*runtime->runtime), c.backend);
-    if (!chosen)
-      return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosen.takeError());
-    SelectionText text = describeSelection(*chosen);
-    *selection = toCSelection(text, runtime->intern(std::move(text.skipped)),
-                              runtime->intern(std::move(text.summary)));
-    return succeed();
+    return selectInC(fn, runtime, config, selection, BackendRole::Decode);
+  });
+}
+
+extern "C" mla_status_t
+mla_runtime_select_prefill_backend(mla_runtime_t *runtime,
+                                   const mla_layer_config_t *config,
+                                   mla_backend_selection_t *selection) {
+  return guarded("mla_runtime_select_prefill_backend", [&](const char *fn) {
+    return selectInC(fn, runtime, config, selection, BackendRole::Prefill);
   });
 }

@@ -25,12 +25,16 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
     MlaLayerWeights w;
     if (mla_status_t s = toWeights(fn, *weights, w))
       return s;
-    // Selection first (without logging; the layer logs its own), so that a
-    // refusal is told apart from a compile failure.
+    // Selections first (without logging; the layer logs its own), so that
+    // a refusal is told apart from a compile failure.
     Runtime &rt = *runtime->runtime;
     auto chosen = rt.backends().select(c.attentionConfig(rt), c.backend);
     if (!chosen)
       return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosen.takeError());
+    auto chosenPrefill = rt.backends(BackendRole::Prefill)
+                             .select(c.attentionConfig(rt), c.prefillBackend);
+    if (!chosenPrefill)
+      return fail(MLA_ERROR_BACKEND_REJECTED, fn, chosenPrefill.takeError());
     auto created = MlaLayer::create(rt, std::move(c), std::move(w));
     if (!created)
       return failCall(MLA_ERROR_COMPILE, fn, created.takeError());
@@ -39,6 +43,8 @@ extern "C" mla_status_t mla_layer_create(mla_runtime_t *runtime,
     handle->layer = std::move(*created);
     handle->planFamily = runtime->planFamily(planFingerprint(*handle->layer));
     handle->selection = describeSelection(handle->layer->selection());
+    handle->prefillSelection =
+        describeSelection(handle->layer->prefillSelection());
     ++runtime->layers;
     *layer = handle.release();
     return succeed();
@@ -66,6 +72,19 @@ extern "C" mla_status_t mla_layer_selection(const mla_layer_t *layer,
     MLA_REQUIRE(layer);
     MLA_REQUIRE(selection);
     const SelectionText &text = layer->selection;
+    *selection =
+        toCSelection(text, text.skipped.c_str(), text.summary.c_str());
+    return succeed();
+  });
+}
+
+extern "C" mla_status_t
+mla_layer_prefill_selection(const mla_layer_t *layer,
+                            mla_backend_selection_t *selection) {
+  return guarded("mla_layer_prefill_selection", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    MLA_REQUIRE(selection);
+    const SelectionText &text = layer->prefillSelection;
     *selection =
         toCSelection(text, text.skipped.c_str(), text.summary.c_str());
     return succeed();

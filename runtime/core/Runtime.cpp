@@ -117,16 +117,19 @@ AttentionConfig Runtime::onThisDevice(AttentionConfig config) const {
   return config;
 }
 
-const BackendRegistry &Runtime::backends() const {
-  return BackendRegistry::builtin();
+const BackendRegistry &Runtime::backends(BackendRole role) const {
+  return BackendRegistry::builtin(role);
 }
 
 llvm::Expected<Selection> Runtime::selectBackend(const AttentionConfig &config,
-                                                 llvm::StringRef choice) const {
-  auto selection = backends().select(config, choice);
+                                                 llvm::StringRef choice,
+                                                 BackendRole role) const {
+  auto selection = backends(role).select(config, choice);
   if (!selection)
     return selection.takeError();
-  log("backend: " + selection->str());
+  log(std::string(role == BackendRole::Prefill ? "prefill backend: "
+                                               : "backend: ") +
+      selection->str());
   return selection;
 }
 

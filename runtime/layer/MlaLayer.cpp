@@ -111,11 +111,18 @@ MlaLayer::create(Runtime &runtime, MlaLayerConfig config,
 
   std::unique_ptr<MlaLayer> layer(
       new MlaLayer(runtime, std::move(config), std::move(weights)));
-  auto selection = runtime.selectBackend(
-      layer->layerConfig.attentionConfig(runtime), layer->layerConfig.backend);
+  const AttentionConfig key = layer->layerConfig.attentionConfig(runtime);
+  auto selection = runtime.selectBackend(key, layer->layerConfig.backend);
   if (!selection)
     return selection.takeError();
   layer->chosen = std::move(*selection);
+  // The chunked prefill's backend, chosen by its own priorities and
+  // override, whatever the decode's.
+  auto prefillSelection = runtime.selectBackend(
+      key, layer->layerConfig.prefillBackend, BackendRole::Prefill);
+  if (!prefillSelection)
+    return prefillSelection.takeError();
+  layer->chosenPrefill = std::move(*prefillSelection);
   const MlaLayerConfig &c = layer->layerConfig;
   layer->workspaceTokens =
       c.workspaceTokens > 0
@@ -131,10 +138,12 @@ llvm::Error MlaLayer::compileKernels() {
   // In the order layerKernelModules lists them.
   std::vector<std::shared_ptr<Kernel> *> slots{&cacheWrite, &prefill,
                                                &decodeQuery, &decode, &vUpProj};
+  static_assert(NumLayerModules == 5 && DcpMergeModule == 5);
   if (layerConfig.dcp.worldSize > 1)
     slots.push_back(&dcpMerge);
   auto kernels = compileAll(
-      runtime, layerKernelModules(layerConfig, chosen.backend->kernelStrategy));
+      runtime, layerKernelModules(
+                   layerConfig, LayerStrategies::of(chosen, chosenPrefill)));
   if (!kernels)
     return kernels.takeError();
   for (size_t i = 0; i < slots.size(); ++i)

@@ -6,40 +6,47 @@
 
 namespace mla::runtime {
 
+LayerStrategies LayerStrategies::of(const Selection &decode,
+                                    const Selection &prefill) {
+  return {decode.backend->kernelStrategy, prefill.backend->kernelStrategy};
+}
+
 std::vector<CompileRequest>
-layerKernelModules(const MlaLayerConfig &config,
-                   std::optional<KernelStrategy> strategy) {
+layerKernelModules(const MlaLayerConfig &config, LayerStrategies strategies) {
   // Captured by value: the requests may outlive `config`.
   MlaLayerConfig c = config;
   MlaDims d = c.dims;
   float scale = c.effectiveScale();
-  auto request = [&](auto build) {
+  auto request = [&](std::optional<KernelStrategy> strategy, auto build) {
     return CompileRequest{build, kKernelEntry, strategy};
   };
+  const std::optional<KernelStrategy> decode = strategies.decode,
+                                      prefill = strategies.prefill;
+  // In LayerModule order.
   std::vector<CompileRequest> modules{
-      request([=](mlir::MLIRContext &ctx) {
+      request(decode, [=](mlir::MLIRContext &ctx) {
         return buildConcatAndCache(ctx, {d.kvLoraRank, d.ropeDim, c.blockSize,
                                          c.activation, c.cacheDType});
       }),
-      request([=](mlir::MLIRContext &ctx) {
+      request(prefill, [=](mlir::MLIRContext &ctx) {
         return buildChunkedPrefill(
             ctx, {d, c.activation, c.cacheDType, c.blockSize, scale});
       }),
-      request([=](mlir::MLIRContext &ctx) {
+      request(decode, [=](mlir::MLIRContext &ctx) {
         return buildDecodeQuery(ctx, {d, c.activation});
       }),
-      request([=](mlir::MLIRContext &ctx) {
+      request(decode, [=](mlir::MLIRContext &ctx) {
         DecodeAttentionSpec spec{d,           c.activation,     c.cacheDType,
                                  c.blockSize, /*causal=*/true, scale};
         spec.withSplitPlan = true;
         return buildDecodeAttention(ctx, spec);
       }),
-      request([=](mlir::MLIRContext &ctx) {
+      request(decode, [=](mlir::MLIRContext &ctx) {
         return buildVUpProj(ctx, {d, c.activation});
       }),
   };
   if (c.dcp.worldSize > 1)
-    modules.push_back(request([=](mlir::MLIRContext &ctx) {
+    modules.push_back(request(decode, [=](mlir::MLIRContext &ctx) {
       return buildMergeAttnStatesN(
           ctx, {c.dcp.worldSize, /*numHeads=*/0, d.vHeadDim, c.activation,
                 c.activation, /*withOutputLse=*/true});

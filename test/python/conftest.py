@@ -28,7 +28,7 @@ import support  # noqa: E402
 PACKAGE = Path(mla.__file__).resolve().parent
 
 # Settings from outside would change what the tests select and count.
-for _name in ("MLA_ATTENTION_BACKEND", "MLA_CACHE_DISABLE", "MLA_CACHE_FORCE_RECOMPILE"):
+for _name in ("MLA_ATTENTION_BACKEND", "MLA_PREFILL_BACKEND", "MLA_CACHE_DISABLE", "MLA_CACHE_FORCE_RECOMPILE"):
     os.environ.pop(_name, None)
 
 

@@ -2,7 +2,8 @@
 //
 // Through the C functions only, on a runtime forced to the CPU with a
 // temporary kernel cache directory: argument, dtype, shape, metadata and
-// backend errors (status and message), a single op compiled from MLIR text
+// backend errors (status and message), the prefill backend's selection
+// apart from the decode's, a single op compiled from MLIR text
 // and run against float64 arithmetic, the layer's forward compared byte for
 // byte with the same forward through the C++ API, the kernel cache counters
 // (a disk hit in a second runtime on the same directory, a corrupt entry,
@@ -24,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -488,6 +490,130 @@ TEST_F(CApiTest, BackendSelection) {
   config.num_heads = 0;
   expectFailure(mla_runtime_select_backend(runtime.p, &config, &selection),
                 MLA_ERROR_INVALID_ARGUMENT, {"config->num_heads", "positive"});
+}
+
+/// Sets or unsets MLA_PREFILL_BACKEND for one scope, restoring it after.
+class ScopedPrefillEnv {
+public:
+  explicit ScopedPrefillEnv(const char *value) {
+    if (const char *old = std::getenv("MLA_PREFILL_BACKEND"))
+      previous = old;
+    set(value);
+  }
+  ~ScopedPrefillEnv() { set(previous.empty() ? nullptr : previous.c_str()); }
+
+private:
+  static void set(const char *value) {
+    if (value)
+      setenv("MLA_PREFILL_BACKEND", value, 1);
+    else
+      unsetenv("MLA_PREFILL_BACKEND");
+  }
+  std::string previous;
+};
+
+// Appended last, so that callers built against the struct before it still
+// find every other field where it was.
+static_assert(offsetof(mla_layer_config_t, prefill_backend) +
+                      sizeof(const char *) ==
+                  sizeof(mla_layer_config_t),
+              "prefill_backend is the config's last field");
+
+TEST_F(CApiTest, PrefillBackendSelection) {
+  CRuntime runtime;
+  makeRuntime(runtime);
+  ScopedPrefillEnv noEnv(nullptr);
+  mla_layer_config_t config;
+  ASSERT_OK(mla_layer_config_default(&config));
+  EXPECT_EQ(config.prefill_backend, nullptr);
+
+  mla_backend_selection_t selection;
+  ASSERT_OK(
+      mla_runtime_select_prefill_backend(runtime.p, &config, &selection));
+  EXPECT_STREQ(selection.backend, "PREFILL_CPU_JIT");
+  EXPECT_EQ(selection.source, MLA_BACKEND_SOURCE_PRIORITY);
+  EXPECT_EQ(selection.num_skipped, 0);
+  EXPECT_STREQ(selection.skipped, "");
+  EXPECT_STREQ(selection.summary, "PREFILL_CPU_JIT");
+  EXPECT_EQ(selection.cuda_graphs, MLA_CUDA_GRAPHS_NEVER);
+
+  config.prefill_backend = "PREFILL_CPU_JIT";
+  ASSERT_OK(
+      mla_runtime_select_prefill_backend(runtime.p, &config, &selection));
+  EXPECT_EQ(selection.source, MLA_BACKEND_SOURCE_REQUESTED);
+  EXPECT_STREQ(selection.summary, "PREFILL_CPU_JIT (requested)");
+  EXPECT_NE(std::string(selection.description).find("JIT"), std::string::npos)
+      << selection.description;
+
+  // Unknown names list the valid ones; a decode backend's name is unknown
+  // here, a prefill backend's to the decode's selection.
+  for (const char *unknown : {"FLASH_ATTN", "CPU_JIT"}) {
+    config.prefill_backend = unknown;
+    expectFailure(
+        mla_runtime_select_prefill_backend(runtime.p, &config, &selection),
+        MLA_ERROR_BACKEND_REJECTED,
+        {"mla_runtime_select_prefill_backend", "unknown prefill backend",
+         unknown, "PREFILL_CPU_JIT", "PREFILL_TC_SM80", "PREFILL_TC_SM90A",
+         "PREFILL_GENERIC_GPU"});
+  }
+  config.prefill_backend = nullptr;
+  config.backend = "PREFILL_CPU_JIT";
+  expectFailure(mla_runtime_select_backend(runtime.p, &config, &selection),
+                MLA_ERROR_BACKEND_REJECTED,
+                {"unknown attention backend 'PREFILL_CPU_JIT'"});
+
+  // A GPU prefill backend refuses the CPU, with its reason; the decode's
+  // selection does not look at it.
+  config.backend = nullptr;
+  config.prefill_backend = "PREFILL_TC_SM80";
+  expectFailure(
+      mla_runtime_select_prefill_backend(runtime.p, &config, &selection),
+      MLA_ERROR_BACKEND_REJECTED,
+      {"prefill backend PREFILL_TC_SM80 (requested) cannot run",
+       "device CPU not supported (requires CUDA)"});
+  ASSERT_OK(mla_runtime_select_backend(runtime.p, &config, &selection));
+  EXPECT_STREQ(selection.backend, "CPU_JIT");
+
+  // MLA_PREFILL_BACKEND when the config names none; the config's name
+  // beats it.
+  {
+    ScopedPrefillEnv env("PREFILL_GENERIC_GPU");
+    config.prefill_backend = nullptr;
+    expectFailure(
+        mla_runtime_select_prefill_backend(runtime.p, &config, &selection),
+        MLA_ERROR_BACKEND_REJECTED,
+        {"PREFILL_GENERIC_GPU (named by MLA_PREFILL_BACKEND) cannot run"});
+    config.prefill_backend = "PREFILL_CPU_JIT";
+    ASSERT_OK(
+        mla_runtime_select_prefill_backend(runtime.p, &config, &selection));
+    EXPECT_EQ(selection.source, MLA_BACKEND_SOURCE_REQUESTED);
+  }
+  {
+    ScopedPrefillEnv env("PREFILL_CPU_JIT");
+    config.prefill_backend = "";
+    ASSERT_OK(
+        mla_runtime_select_prefill_backend(runtime.p, &config, &selection));
+    EXPECT_EQ(selection.source, MLA_BACKEND_SOURCE_ENVIRONMENT);
+    EXPECT_STREQ(selection.summary,
+                 "PREFILL_CPU_JIT (from MLA_PREFILL_BACKEND)");
+  }
+
+  // A malformed configuration is an argument error, not a refusal.
+  config.num_heads = 0;
+  expectFailure(
+      mla_runtime_select_prefill_backend(runtime.p, &config, &selection),
+      MLA_ERROR_INVALID_ARGUMENT, {"config->num_heads", "positive"});
+  expectFailure(
+      mla_runtime_select_prefill_backend(runtime.p, nullptr, &selection),
+      MLA_ERROR_INVALID_ARGUMENT,
+      {"mla_runtime_select_prefill_backend", "'config'"});
+  expectFailure(mla_runtime_select_prefill_backend(nullptr, &config, &selection),
+                MLA_ERROR_INVALID_ARGUMENT, {"'runtime'"});
+  expectFailure(mla_runtime_select_prefill_backend(runtime.p, &config, nullptr),
+                MLA_ERROR_INVALID_ARGUMENT, {"'selection'"});
+  expectFailure(mla_layer_prefill_selection(nullptr, &selection),
+                MLA_ERROR_INVALID_ARGUMENT,
+                {"mla_layer_prefill_selection", "'layer'"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -1036,6 +1162,41 @@ TEST_F(CApiLayerTest, DecodeStepPlannedAtAShapeCapturedOnlyOnAGpu) {
   EXPECT_EQ(graph, nullptr);
   // The padded plan runs through forward like any other.
   EXPECT_OK(mla_layer_forward(layer.p, plan.p, &args, nullptr));
+}
+
+TEST_F(CApiLayerTest, PrefillBackendOfALayer) {
+  StepData data(7);
+  CRuntime runtime;
+  makeRuntime(runtime);
+  ScopedPrefillEnv noEnv(nullptr);
+  Buffer buffers[3];
+  mla_layer_weights_t w = weights(runtime.p, data, buffers);
+  mla_layer_config_t config = step.config();
+  mla_layer_t *refused = nullptr;
+
+  // Refused before anything compiles: a selection error, not a compile one.
+  config.prefill_backend = "PREFILL_TC_SM90A";
+  expectFailure(mla_layer_create(runtime.p, &config, &w, &refused),
+                MLA_ERROR_BACKEND_REJECTED,
+                {"mla_layer_create", "prefill backend PREFILL_TC_SM90A",
+                 "device CPU not supported"});
+  EXPECT_EQ(refused, nullptr);
+
+  config.prefill_backend = "PREFILL_CPU_JIT";
+  CLayer layer;
+  ASSERT_OK(mla_layer_create(runtime.p, &config, &w, &layer.p));
+  mla_backend_selection_t prefill, decode;
+  ASSERT_OK(mla_layer_prefill_selection(layer.p, &prefill));
+  ASSERT_OK(mla_layer_selection(layer.p, &decode));
+  EXPECT_STREQ(prefill.backend, "PREFILL_CPU_JIT");
+  EXPECT_EQ(prefill.source, MLA_BACKEND_SOURCE_REQUESTED);
+  EXPECT_STREQ(prefill.summary, "PREFILL_CPU_JIT (requested)");
+  EXPECT_STREQ(decode.backend, "CPU_JIT");
+  EXPECT_EQ(decode.source, std::getenv("MLA_ATTENTION_BACKEND")
+                               ? MLA_BACKEND_SOURCE_ENVIRONMENT
+                               : MLA_BACKEND_SOURCE_PRIORITY);
+  expectFailure(mla_layer_prefill_selection(layer.p, nullptr),
+                MLA_ERROR_INVALID_ARGUMENT, {"'selection'"});
 }
 
 TEST_F(CApiLayerTest, LayerArgumentErrors) {

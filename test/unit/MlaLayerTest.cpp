@@ -3,11 +3,14 @@
 // Serving steps (mixed batch, then growing decodes) through Runtime and
 // MlaLayer against the float64 reference, on the CPU, or on the GPU with
 // MLA_TEST_DEVICE=gpu; the layer's argument and metadata errors; the kernel
-// cache seen through the runtime.
+// cache seen through the runtime; the prefill backend chosen apart from the
+// decode's (config, MLA_PREFILL_BACKEND, priority), and on an sm_90a GPU
+// the wgmma and mma.sync backends paired both ways.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DcpSimulation.h"
+#include "GpuTestSupport.h"
 #include "ServingStep.h"
 #include "TestSupport.h"
 
@@ -199,7 +202,7 @@ TEST_F(LayerTest, ModulesCompileAtOnceAndEqualOnesOnce) {
   config.dims = smallDims();
   config.blockSize = 16;
   std::vector<CompileRequest> requests =
-      layerKernelModules(config, std::nullopt);
+      layerKernelModules(config, LayerStrategies());
   ASSERT_EQ(requests.size(), 5u);
   // The decode module asked for twice, and one module that cannot build.
   requests.push_back(requests[3]);
@@ -401,6 +404,96 @@ TEST_F(LayerHostTimings, RecordedOnlyWhenAsked) {
                                       "decode attention", "decode v_up_proj"}));
   (*layer)->setHostTiming(false);
   EXPECT_TRUE(forwardParts().empty());
+}
+
+//===----------------------------------------------------------------------===//
+// The prefill backend
+//===----------------------------------------------------------------------===//
+
+TEST_F(LayerErrors, ThePrefillBackendIsChosenApart) {
+  ScopedEnv noEnv(kPrefillBackendEnvVar, nullptr);
+  const bool gpu = testingOnGpu();
+  const std::string other = gpu ? "PREFILL_CPU_JIT" : "PREFILL_GENERIC_GPU";
+  const std::string own = gpu ? "PREFILL_GENERIC_GPU" : "PREFILL_CPU_JIT";
+  MlaLayerConfig c = config;
+  c.prefillBackend = other;
+  std::string error = createError(c, weights);
+  EXPECT_NE(error.find("prefill backend " + other + " (requested) cannot run"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("not supported (requires "), std::string::npos)
+      << error;
+  c.prefillBackend = "NO_SUCH_PREFILL";
+  error = createError(c, weights);
+  EXPECT_NE(error.find("unknown prefill backend 'NO_SUCH_PREFILL'"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("valid names: PREFILL_GENERIC_GPU, PREFILL_CPU_JIT"),
+            std::string::npos)
+      << error;
+  {
+    ScopedEnv env(kPrefillBackendEnvVar, other.c_str());
+    c.prefillBackend = "";
+    error = createError(c, weights);
+    EXPECT_NE(error.find("(named by MLA_PREFILL_BACKEND) cannot run"),
+              std::string::npos)
+        << error;
+    // The config's choice beats the environment's; the decode backend is
+    // chosen by its own priorities all along.
+    c.prefillBackend = own;
+    auto layer = MlaLayer::create(*runtime, c, weights);
+    ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+    EXPECT_EQ((*layer)->prefillSelection().backend->name, own);
+    EXPECT_EQ((*layer)->prefillSelection().source, ChoiceSource::Api);
+    EXPECT_EQ((*layer)->selection().source, ChoiceSource::Priority);
+    EXPECT_EQ((*layer)->selection().backend->role, BackendRole::Decode);
+  }
+  c.prefillBackend = "";
+  auto byPriority = MlaLayer::create(*runtime, c, weights);
+  ASSERT_TRUE(bool(byPriority)) << llvm::toString(byPriority.takeError());
+  EXPECT_EQ((*byPriority)->prefillSelection().source, ChoiceSource::Priority);
+  EXPECT_EQ((*byPriority)->prefillSelection().backend->role,
+            BackendRole::Prefill);
+  if (!gpu)
+    EXPECT_EQ((*byPriority)->prefillSelection().str(), "PREFILL_CPU_JIT");
+}
+
+/// On an sm_90a GPU, the wgmma decode with the mma.sync prefill and the
+/// mma.sync decode with the wgmma prefill, each layer's steps against the
+/// float64 reference (DeepSeek's dims at 16 heads, which the wgmma decode
+/// takes, over 16-token pages; a prefill of 130 new tokens spans two of a
+/// kernel's 128-row tiles; a 64-row workspace makes several context
+/// chunks).
+TEST_F(LayerTest, DecodeAndPrefillBackendsPairedOnSm90a) {
+  if (!testingOnGpu() || !testGpu() || !testGpuRunsWgmma())
+    GTEST_SKIP() << "the wgmma backends: an sm_90a GPU only";
+  ScopedEnv noPrefillEnv(kPrefillBackendEnvVar, nullptr);
+  ScopedEnv noDecodeEnv(kAttentionBackendEnvVar, nullptr);
+  auto runtime = makeRuntime();
+  ASSERT_TRUE(runtime);
+  for (auto [decode, prefill] : {std::pair{"TC_SM90A", "PREFILL_TC_SM80"},
+                                 std::pair{"TC_SM80", "PREFILL_TC_SM90A"}}) {
+    SCOPED_TRACE(std::string(decode) + " with " + prefill);
+    ServingStepConfig c =
+        smallSteps({300, 1, 45, 0}, {70, 0, 200}, {20, 9, 130}, 2);
+    c.dims = {16, 512, 128, 64, 128};
+    c.workspaceTokens = 64;
+    c.backend = decode;
+    c.prefillBackend = prefill;
+    auto report = runServingSteps(c, *runtime, [](const std::string &) {});
+    ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+    EXPECT_EQ(report->selection.backend->name, decode);
+    EXPECT_EQ(report->prefillSelection.backend->name, prefill);
+    for (size_t i = 0; i < report->steps.size(); ++i) {
+      const StepReport &s = report->steps[i];
+      SCOPED_TRACE("step " + std::to_string(i) + ": " + s.plan);
+      EXPECT_LE(s.prefillError, report->tolerance);
+      EXPECT_LE(s.decodeError, report->tolerance);
+      EXPECT_LE(s.decodeLseError, 5e-2);
+      EXPECT_EQ(s.cacheMismatches, 0);
+      EXPECT_TRUE(s.passed);
+    }
+  }
 }
 
 } // namespace

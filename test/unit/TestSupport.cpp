@@ -157,4 +157,22 @@ TemporaryDirectory::~TemporaryDirectory() {
     llvm::sys::fs::remove_directories(directory);
 }
 
+static void setOrUnset(const std::string &variable, const char *value) {
+  if (value)
+    ::setenv(variable.c_str(), value, /*overwrite=*/1);
+  else
+    ::unsetenv(variable.c_str());
+}
+
+ScopedEnv::ScopedEnv(const char *variable, const char *value)
+    : variable(variable) {
+  if (const char *old = std::getenv(variable))
+    previous = old;
+  setOrUnset(this->variable, value);
+}
+
+ScopedEnv::~ScopedEnv() {
+  setOrUnset(variable, previous ? previous->c_str() : nullptr);
+}
+
 } // namespace mla::test

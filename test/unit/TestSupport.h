@@ -81,6 +81,20 @@ private:
   std::string directory;
 };
 
+/// Sets an environment variable (unsets it, for null) for one scope and
+/// restores its previous value, so tests do not leak into each other.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *variable, const char *value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  std::string variable;
+  std::optional<std::string> previous;
+};
+
 /// Random offsets for `lengths`: {0, l0, l0+l1, ...}.
 std::vector<int32_t> prefixSums(const std::vector<int32_t> &lengths);
 

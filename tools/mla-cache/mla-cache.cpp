@@ -94,6 +94,9 @@ static cl::opt<bool> forceFill(
 static cl::opt<std::string> backendName(
     "backend", cl::cat(cacheOptions), cl::sub(fillCommand),
     cl::desc("a backend to use instead of selection by priority"));
+static cl::opt<std::string> prefillBackendName(
+    "prefill-backend", cl::cat(cacheOptions), cl::sub(fillCommand),
+    cl::desc("a prefill backend to use instead of selection by priority"));
 
 // verify and prune
 static cl::opt<bool> removeCorrupt("remove", cl::cat(cacheOptions),
@@ -149,11 +152,21 @@ struct FillItem {
   int64_t heads = 0;
   /// Empty for the host CPU.
   std::optional<GpuTarget> target;
-  std::string backend;
+  std::string backend, prefillBackend;
+  /// Each with its kernel strategy (the prefill backend's for the chunked
+  /// prefill, the backend's for the others).
   std::vector<CompileRequest> modules;
 };
 
-/// The backend and kernel strategy a runtime on `chip` would pick for
+/// The target `module` of `item` compiles for: the item's chip, the
+/// module's strategy.
+static GpuTarget targetOf(const FillItem &item, const CompileRequest &module) {
+  GpuTarget target = *item.target;
+  target.strategy = module.strategy.value_or(KernelStrategy::Generic);
+  return target;
+}
+
+/// The backends and kernel strategies a runtime on `chip` would pick for
 /// `config`.
 static Expected<FillItem> planFill(StringRef chip, const MlaLayerConfig &config) {
   FillItem item;
@@ -183,14 +196,18 @@ static Expected<FillItem> planFill(StringRef chip, const MlaLayerConfig &config)
   auto selection = BackendRegistry::builtin().select(key, config.backend);
   if (!selection)
     return selection.takeError();
+  auto prefill = BackendRegistry::builtin(BackendRole::Prefill)
+                     .select(key, config.prefillBackend);
+  if (!prefill)
+    return prefill.takeError();
   item.backend = selection->backend->name;
-  if (item.target) {
-    item.target->strategy =
-        selection->backend->kernelStrategy.value_or(KernelStrategy::Generic);
-    if (Error error = item.target->checkStrategy())
-      return std::move(error);
-  }
-  item.modules = layerKernelModules(config, selection->backend->kernelStrategy);
+  item.prefillBackend = prefill->backend->name;
+  item.modules =
+      layerKernelModules(config, LayerStrategies::of(*selection, *prefill));
+  if (item.target)
+    for (const CompileRequest &module : item.modules)
+      if (Error error = targetOf(item, module).checkStrategy())
+        return std::move(error);
   return item;
 }
 
@@ -205,7 +222,7 @@ static Expected<CompileEvent> fillModule(const FillItem &item,
     return createStringError("the kernel module could not be built");
   if (item.target)
     return GpuKernel::compileToCache(std::move(module), request.entry,
-                                     *item.target, cache);
+                                     targetOf(item, request), cache);
   auto kernel = CpuKernel::compile(std::move(module), request.entry, {}, &cache);
   if (!kernel)
     return kernel.takeError();
@@ -229,6 +246,7 @@ static int runFill() {
   base.needsDecodeLse = decodeLse;
   base.wantsCudaGraphs = cudaGraphs;
   base.backend = backendName;
+  base.prefillBackend = prefillBackendName;
   if (blockSize < 1 || decodeThreshold < 1 || kvLoraRank < 1 ||
       qkNopeHeadDim < 1 || qkRopeHeadDim < 1 || vHeadDim < 1 ||
       !(softmaxScale >= 0))
@@ -297,7 +315,8 @@ static int runFill() {
   for (size_t i = 0, j = 0; i < items.size(); ++i) {
     const FillItem &item = items[i];
     outs() << item.chip << ", " << item.heads << " heads: backend "
-           << item.backend << "\n";
+           << item.backend << ", prefill backend " << item.prefillBackend
+           << "\n";
     for (size_t m = 0; m < item.modules.size(); ++m, ++j) {
       Expected<CompileEvent> &result = *results[j];
       if (!result) {

@@ -2,11 +2,11 @@
  *
  * What a serving engine written in C does with include/mla/mla.h, end to
  * end: open a runtime (the GPU if there is one, else the CPU), ask which
- * attention backend runs a DeepSeek-shaped layer and why, create the layer
- * with its weights in device memory, describe one mixed batch (two decodes
- * and a prefill with cached context) on a small paged cache as vLLM does,
- * plan it, run the forward, and read the output back; on a GPU, then
- * capture the decodes' step as a CUDA graph and replay it.
+ * backends run a DeepSeek-shaped layer's decode and prefill and why,
+ * create the layer with its weights in device memory, describe one mixed
+ * batch (two decodes and a prefill with cached context) on a small paged
+ * cache as vLLM does, plan it, run the forward, and read the output back;
+ * on a GPU, then capture the decodes' step as a CUDA graph and replay it.
  *
  * Every call's status is checked; a failure prints mla_last_error() and
  * exits 1 after releasing what was made.
@@ -173,6 +173,13 @@ int main(void) {
     printf("skipped:\n  %s\n", selection.skipped);
   else
     printf("skipped: none (the first backend in priority fits)\n");
+  /* The chunked prefill's backend is chosen apart, by its own priorities. */
+  mla_backend_selection_t prefillSelection;
+  CHECK(mla_runtime_select_prefill_backend(runtime, &config,
+                                           &prefillSelection));
+  printf("prefill backend: %s\n", prefillSelection.backend);
+  if (prefillSelection.num_skipped)
+    printf("prefill skipped:\n  %s\n", prefillSelection.skipped);
 
   const int64_t lkv = config.kv_lora_rank, p = config.qk_nope_head_dim,
                 r = config.qk_rope_head_dim, v = config.v_head_dim;

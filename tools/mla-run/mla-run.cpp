@@ -2,11 +2,12 @@
 //
 // The main job, a driver over the runtime's host API: creates a runtime (the
 // GPU when there is one, else the CPU), an MLA attention layer (showing the
-// backend chosen and why the others were not, and every kernel compiled or
-// found in the kernel cache), then runs serving steps with growing contexts,
-// each checked against the float64 reference, with per-phase timings. Run
-// it twice: the second run loads its kernels from the disk cache. The work
-// itself lives in tools/support (ServingStep.h).
+// backend and the prefill backend chosen and why the others were not, and
+// every kernel compiled or found in the kernel cache), then runs serving
+// steps with growing contexts, each checked against the float64
+// reference, with per-phase timings. Run it twice: the second run loads
+// its kernels from the disk cache. The work itself lives in tools/support
+// (ServingStep.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +75,13 @@ static cl::opt<int> hostRepeats(
     cl::desc("repeats of the last step (decodes only, on a GPU) whose host "
              "side, plan and launches, is timed (0: none)"),
     cl::init(200));
+// --- Prefill backend selection -------------------------------------------
+static cl::opt<std::string> prefillBackend(
+    "prefill-backend", cl::cat(runOptions),
+    cl::desc("prefill backend to use for the chunked prefill (default: "
+             "selection by priority, or MLA_PREFILL_BACKEND)"),
+    cl::init(""));
+// ---------------------------------------------------------------------------
 static cl::opt<unsigned> seed("seed", cl::cat(runOptions),
                               cl::desc("random seed"), cl::init(1));
 static cl::opt<std::string>
@@ -106,6 +114,7 @@ static int runDcpSimulation(mla::runtime::Runtime &runtime,
   config.worldSize = dcpWorldSize;
   config.interleave = dcpInterleave;
   config.backend = steps.backend;
+  config.prefillBackend = steps.prefillBackend;
   config.seed = steps.seed;
   auto report = mla::runDcpSimulation(config, runtime, [](const std::string &line) {
     outs() << "  ... " << line << "\n";
@@ -141,6 +150,24 @@ static int runDcpSimulation(mla::runtime::Runtime &runtime,
                    (long long)r.cacheMismatches, r.tolerance);
   outs() << (r.passed ? "PASS" : "FAIL") << "\n";
   return r.passed ? 0 : 1;
+}
+
+/// Why `chosen` of `registry`: every other backend of the registry with
+/// its reasons for `attention`, or that it would do at a lower priority.
+static void printOtherBackends(const mla::BackendRegistry &registry,
+                               const mla::Selection &chosen,
+                               const mla::AttentionConfig &attention) {
+  for (const mla::Backend &other : registry.backends()) {
+    if (&other == chosen.backend)
+      continue;
+    std::vector<std::string> reasons = other.validate(attention);
+    std::string why;
+    for (const std::string &r : reasons)
+      why += (why.empty() ? "" : "; ") + r;
+    outs() << "  not " << other.name << ": "
+           << (why.empty() ? "valid, lower priority on this device" : why)
+           << "\n";
+  }
 }
 
 /// Each phase of the first mixed step beside the same phase of the later
@@ -228,6 +255,7 @@ int main(int argc, char **argv) {
   config.mixedSteps = mixedSteps;
   config.decodeQueryLen = decodeQueryLen;
   config.backend = backend;
+  config.prefillBackend = prefillBackend;
   config.seed = seed;
   config.hostTimingRepeats = hostRepeats;
   if (!decodeContexts.empty())
@@ -271,7 +299,8 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  // Why this backend: the ones above it in priority, then every other one.
+  // Why these backends: the ones above them in priority, then every other
+  // one, the decode's and the prefill's.
   outs() << "\nbackend: " << report->selection.backend->name << " ("
          << report->selection.backend->description << ")\n";
   mla::AttentionConfig attention = (*runtime)->onThisDevice([&] {
@@ -283,17 +312,12 @@ int main(int argc, char **argv) {
     c.needsDecodeLse = true;
     return c.attentionConfig(**runtime);
   }());
-  for (const mla::Backend &other : (*runtime)->backends().backends()) {
-    if (&other == report->selection.backend)
-      continue;
-    std::vector<std::string> reasons = other.validate(attention);
-    std::string why;
-    for (const std::string &r : reasons)
-      why += (why.empty() ? "" : "; ") + r;
-    outs() << "  not " << other.name << ": "
-           << (why.empty() ? "valid, lower priority on this device" : why)
-           << "\n";
-  }
+  printOtherBackends((*runtime)->backends(), report->selection, attention);
+  const mla::Backend &prefillChosen = *report->prefillSelection.backend;
+  outs() << "prefill backend: " << prefillChosen.name << " ("
+         << prefillChosen.description << ")\n";
+  printOtherBackends((*runtime)->backends(mla::BackendRole::Prefill),
+                     report->prefillSelection, attention);
 
   outs() << format("\nlayer setup %.1f ms (best code of every kernel after "
                    "%.1f ms); kernels:\n",

@@ -181,6 +181,7 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
   layerConfig.blockSize = page;
   layerConfig.needsDecodeLse = true;
   layerConfig.backend = config.backend;
+  layerConfig.prefillBackend = config.prefillBackend;
   // Runs `layer`'s decode step on `cache` with `m`: output rows and LSE.
   auto runStep = [&](runtime::MlaLayer &layer,
                      const runtime::CommonAttentionMetadata &m,

@@ -34,7 +34,8 @@ struct DcpSimulationConfig {
   int64_t worldSize = 2;
   /// Tokens a rank holds in a row (vLLM's cp_kv_cache_interleave_size).
   int64_t interleave = 1;
-  std::string backend;
+  /// Backends to ask for (empty: automatic selection).
+  std::string backend, prefillBackend;
   uint32_t seed = 1;
 };
 

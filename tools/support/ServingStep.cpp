@@ -246,6 +246,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   layerConfig.needsDecodeLse = true;
   layerConfig.decodeThreshold = perStep;
   layerConfig.backend = config.backend;
+  layerConfig.prefillBackend = config.prefillBackend;
   size_t eventsBefore = runtime.compileEvents().size();
   auto setupStart = Clock::now();
   auto layer = runtime::MlaLayer::create(runtime, layerConfig,
@@ -261,6 +262,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
       std::chrono::duration<double, std::milli>(Clock::now() - setupStart)
           .count();
   report.selection = (*layer)->selection();
+  report.prefillSelection = (*layer)->prefillSelection();
   std::vector<CompileEvent> events = runtime.compileEvents();
   report.compiles.assign(events.begin() + eventsBefore, events.end());
   (*layer)->setPhaseTiming(true);

@@ -56,6 +56,11 @@ struct ServingStepConfig {
   /// the step captured as a CUDA graph), when that step has no prefills
   /// and the device is a GPU; 0 times nothing.
   int64_t hostTimingRepeats = 0;
+
+  // --- Prefill backend selection ---------------------------------------
+  /// A prefill backend to ask for (empty: automatic selection).
+  std::string prefillBackend;
+  // ----------------------------------------------------------------------
 };
 
 struct StepReport {
@@ -111,6 +116,8 @@ struct HostStepTiming {
 
 struct ServingStepReport {
   Selection selection;
+  /// The layer's prefill backend.
+  Selection prefillSelection;
   /// Creating the layer: selection plus every kernel compiled or loaded.
   double layerSetupMs = 0;
   /// From the same start until the kernels ran their best code (the

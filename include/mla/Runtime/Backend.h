@@ -7,6 +7,12 @@
 // `Backend::validate` compares a configuration against that declaration and
 // names every mismatch, so a selector can say why a backend was skipped.
 //
+// A backend has a role: the decode (the layer's decode and the kernels
+// around it) or the chunked prefill. The two are chosen apart, each from
+// its own backends and priorities, as vLLM chooses MLA prefill backends
+// apart from the decode's: a layer may pair the wgmma decode with the
+// mma.sync prefill.
+//
 // This mirrors vLLM's AttentionBackend.validate_configuration, with one
 // readable reason per mismatch instead of a fixed phrase.
 //
@@ -75,6 +81,13 @@ enum class CudaGraphSupport : uint8_t {
 
 std::string_view name(CudaGraphSupport support);
 
+/// What a backend's kernels run in a layer. Decode: the cache write, the
+/// decode query, the decode attention and the V up-projection (the decode
+/// backend decides the split schedule and CUDA-graph capture). Prefill:
+/// the chunked prefill (new tokens and cached context, its gather,
+/// kv_up_proj and merges), which no CUDA graph holds.
+enum class BackendRole : uint8_t { Decode, Prefill };
+
 /// Everything backend selection depends on, in a hashable form: the
 /// selector's cache key (vLLM's AttentionSelectorConfig). Two configs that
 /// differ in any field are different keys.
@@ -136,13 +149,25 @@ struct MlaDimsRule {
   int64_t multipleOf = 1;
 };
 
+/// A head dim of the prefill attention (qk: qk_nope_head_dim + rope dim,
+/// or v): a multiple of `multipleOf`, at most `max` (0: no maximum). The
+/// prefill kernels cut their tiles along these, which MlaDimsRule's
+/// per-dim rules cannot say for the qk sum.
+struct HeadDimRule {
+  int64_t multipleOf = 1;
+  int64_t max = 0;
+};
+
 /// One attention backend: a name and a declaration of what it supports.
 /// Plain data, so adding a backend is adding a table entry
-/// (runtime/backends/BuiltinBackends.cpp).
+/// (runtime/backends/BuiltinBackends.cpp, BuiltinPrefillBackends.cpp).
 struct Backend {
   std::string name;
   /// One line for listings.
   std::string description;
+  /// The decode backends and the prefill backends are registries apart
+  /// (BackendRegistry::builtin(role)).
+  BackendRole role = BackendRole::Decode;
 
   /// False for a backend that is declared but cannot run (not built, not
   /// implemented); validate then names `unavailableReason` first.
@@ -167,8 +192,12 @@ struct Backend {
   int64_t headsMultipleOf = 1;
 
   MlaDimsRule dims;
+  /// The prefill attention's qk and v head dims (prefill backends).
+  HeadDimRule qkHeadDim;
+  HeadDimRule vHeadDim;
 
-  /// Decode with more than one query token per request.
+  /// Decode with more than one query token per request. This and the two
+  /// below concern the decode: a prefill backend's validate skips them.
   bool supportsMultiTokenQuery = true;
   bool returnsDecodeLse = true;
   CudaGraphSupport cudaGraphs = CudaGraphSupport::NEVER;

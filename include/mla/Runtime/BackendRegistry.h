@@ -7,9 +7,15 @@
 // their reasons, so callers can log why a faster backend was not used.
 //
 // A backend can also be named: by the caller (select's `choice`), else by
-// the environment variable MLA_ATTENTION_BACKEND. A named backend is used if
-// it validates and refused with its reasons otherwise; there is no fallback,
-// because a user who names a backend wants that one or an explanation.
+// an environment variable (MLA_ATTENTION_BACKEND). A named backend is used
+// if it validates and refused with its reasons otherwise; there is no
+// fallback, because a user who names a backend wants that one or an
+// explanation.
+//
+// A registry holds the backends of one role (Backend.h): the decode
+// backends, or the prefill backends with their own priorities and their
+// own variable, MLA_PREFILL_BACKEND, as vLLM's MLA prefill selector has.
+// The same machinery selects both.
 //
 // Selections are cached per (configuration, choice); the cache is
 // thread-safe.
@@ -41,8 +47,25 @@ inline constexpr const char *kTcSm90aBackend = "TC_SM90A";
 /// The environment variable naming a backend.
 inline constexpr const char *kAttentionBackendEnvVar = "MLA_ATTENTION_BACKEND";
 
-/// The built-in backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync decode
-/// and prefill) and TC_SM90A (wgmma decode on sm_90a, 16..128 heads).
+//===- Prefill backends (role Prefill) -------------------------------------===//
+
+/// Names of the built-in prefill backends: the decode backends' names
+/// after PREFILL_, for the same kernel strategies.
+inline constexpr const char *kPrefillGenericGpuBackend = "PREFILL_GENERIC_GPU";
+inline constexpr const char *kPrefillCpuJitBackend = "PREFILL_CPU_JIT";
+inline constexpr const char *kPrefillTcSm80Backend = "PREFILL_TC_SM80";
+inline constexpr const char *kPrefillTcSm90aBackend = "PREFILL_TC_SM90A";
+
+/// The environment variable naming a prefill backend.
+inline constexpr const char *kPrefillBackendEnvVar = "MLA_PREFILL_BACKEND";
+
+/// The variable naming a backend of `role`.
+const char *backendEnvVar(BackendRole role);
+
+//===-----------------------------------------------------------------------===//
+
+/// The built-in (decode) backends: GENERIC_GPU, CPU_JIT, TC_SM80 (mma.sync
+/// decode) and TC_SM90A (wgmma decode on sm_90a, 16..128 heads).
 std::vector<Backend> builtinBackends();
 
 /// The backends to try, in order, on the devices a rule matches: CUDA
@@ -62,6 +85,16 @@ struct PriorityRule {
 /// [GENERIC_GPU] (which explains the minimum), CPU -> [CPU_JIT].
 std::vector<PriorityRule> builtinPriorities();
 
+/// The built-in prefill backends (BuiltinPrefillBackends.cpp):
+/// PREFILL_TC_SM90A (the wgmma prefill, sm_90a), PREFILL_TC_SM80 (the
+/// mma.sync prefill, sm_80+), PREFILL_GENERIC_GPU, PREFILL_CPU_JIT.
+std::vector<Backend> builtinPrefillBackends();
+/// Their priorities, per device as the decode's: sm_90 -> [PREFILL_TC_SM90A,
+/// PREFILL_TC_SM80, PREFILL_GENERIC_GPU], sm_80..sm_89 and sm_100+ ->
+/// [PREFILL_TC_SM80, PREFILL_GENERIC_GPU], older CUDA ->
+/// [PREFILL_GENERIC_GPU], CPU -> [PREFILL_CPU_JIT].
+std::vector<PriorityRule> builtinPrefillPriorities();
+
 /// A backend that was not chosen, with every reason.
 struct Rejection {
   const Backend *backend = nullptr;
@@ -80,25 +113,30 @@ struct Selection {
   ChoiceSource source = ChoiceSource::Priority;
 
   /// One line for logs: "GENERIC_GPU (skipped TC_SM90A: [not implemented
-  /// yet])".
+  /// yet])"; a named backend says where the name came from.
   std::string str() const;
 };
 
-/// Backends and per-device priorities, with the selection cache. Immutable
-/// after construction except for the cache, so Backend pointers handed out
-/// stay valid for the registry's lifetime.
+/// Backends of one role and per-device priorities, with the selection
+/// cache. Immutable after construction except for the cache, so Backend
+/// pointers handed out stay valid for the registry's lifetime.
 class BackendRegistry {
 public:
   /// Every name in `priorities` must name one of `backends`; names must be
-  /// unique.
+  /// unique; every backend must have the registry's `role`, which decides
+  /// the environment variable read and the wording of errors ("attention
+  /// backend" or "prefill backend").
   BackendRegistry(std::vector<Backend> backends,
-                  std::vector<PriorityRule> priorities);
+                  std::vector<PriorityRule> priorities,
+                  BackendRole role = BackendRole::Decode);
   BackendRegistry(const BackendRegistry &) = delete;
   BackendRegistry &operator=(const BackendRegistry &) = delete;
 
-  /// The process-wide registry of the built-in backends and priorities.
-  static BackendRegistry &builtin();
+  /// The process-wide registry of the built-in backends and priorities of
+  /// `role`.
+  static BackendRegistry &builtin(BackendRole role = BackendRole::Decode);
 
+  BackendRole role() const { return backendRole; }
   const std::vector<Backend> &backends() const { return allBackends; }
   /// The backend called `name`, or null.
   const Backend *find(llvm::StringRef name) const;
@@ -107,10 +145,11 @@ public:
   std::vector<const Backend *> priorities(const AttentionConfig &config) const;
 
   /// The backend for `config`. `choice` names one explicitly; when empty,
-  /// MLA_ATTENTION_BACKEND does if set and non-empty; otherwise the first
-  /// backend in priority order without a rejection reason. Fails with
-  /// every reason when the named backend is refused or none fits, and with
-  /// the valid names when the named backend does not exist.
+  /// the role's variable (MLA_ATTENTION_BACKEND, MLA_PREFILL_BACKEND) does
+  /// if set and non-empty; otherwise the first backend in priority order
+  /// without a rejection reason. Fails with every reason when the named
+  /// backend is refused or none fits, and with the valid names when the
+  /// named backend does not exist.
   llvm::Expected<Selection> select(const AttentionConfig &config,
                                    llvm::StringRef choice = {}) const;
 
@@ -133,9 +172,12 @@ private:
                                            llvm::StringRef choice,
                                            ChoiceSource source) const;
   std::string validNames() const;
+  /// "attention backend" or "prefill backend", for messages.
+  std::string noun() const;
 
   std::vector<Backend> allBackends;
   std::vector<PriorityRule> rules;
+  BackendRole backendRole;
 
   mutable std::mutex cacheMutex;
   /// Only successful selections: failures are rare, end the caller's setup,

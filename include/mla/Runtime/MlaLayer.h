@@ -77,6 +77,13 @@ struct MlaLayerConfig {
   /// MLA_ATTENTION_BACKEND, else the priority list).
   std::string backend;
 
+  // --- Prefill backend selection ---------------------------------------
+  /// A prefill backend to use for the chunked prefill instead of automatic
+  /// selection (else MLA_PREFILL_BACKEND, else the prefill priority list);
+  /// chosen apart from `backend`.
+  std::string prefillBackend;
+  // ----------------------------------------------------------------------
+
   float effectiveScale() const;
   /// The selection key of this layer, its device fields unset.
   AttentionConfig selectionKey() const;
@@ -230,8 +237,10 @@ private:
 
 class MlaLayer {
 public:
-  /// Selects the backend for `config` on `runtime`'s device and compiles
-  /// (or loads) the layer's kernels. `runtime` must outlive the layer. A
+  /// Selects the backend and the prefill backend for `config` on
+  /// `runtime`'s device and compiles (or loads) the layer's kernels: the
+  /// chunked prefill with the prefill backend's strategy, the others with
+  /// the backend's. `runtime` must outlive the layer. A
   /// bad config or weight buffer is an ArgumentError naming it.
   static llvm::Expected<std::unique_ptr<MlaLayer>>
   create(Runtime &runtime, MlaLayerConfig config, MlaLayerWeights weights);
@@ -240,6 +249,9 @@ public:
   const MlaLayerConfig &config() const { return layerConfig; }
   /// The backend chosen, with those skipped and why.
   const Selection &selection() const { return chosen; }
+  /// The prefill backend chosen (its kernel strategy compiled the chunked
+  /// prefill), with those skipped and why.
+  const Selection &prefillSelection() const { return chosenPrefill; }
 
   /// Validates `m` (against a cache of `numCacheBlocks` pages) and plans the
   /// step: decode/prefill split, decode schedule, chunked-context plan.
@@ -356,6 +368,7 @@ private:
   MlaLayerConfig layerConfig;
   MlaLayerWeights weights;
   Selection chosen;
+  Selection chosenPrefill;
   int64_t workspaceTokens = 0;
 
   std::shared_ptr<Kernel> cacheWrite, prefill, decodeQuery, decode, vUpProj;

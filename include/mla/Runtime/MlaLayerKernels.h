@@ -16,14 +16,37 @@
 
 namespace mla::runtime {
 
-/// The kernel modules a layer of `config` compiles, for `strategy` (the
-/// backend's): the cache write, the chunked prefill, the decode query, the
-/// decode attention and the V up-projection, then under decode context
-/// parallelism the merge of the group's partials. The layer compiles them at
-/// once; `mla-cache fill` compiles the same modules ahead of time.
+/// The kernel strategies of a layer's modules (none: generic; the CPU
+/// ignores them): the decode backend's for every module but the chunked
+/// prefill, which takes the prefill backend's.
+struct LayerStrategies {
+  std::optional<KernelStrategy> decode;
+  std::optional<KernelStrategy> prefill;
+
+  /// The strategies of the backends `decode` and `prefill` chose.
+  static LayerStrategies of(const Selection &decode, const Selection &prefill);
+};
+
+/// The modules of a layer, in the order layerKernelModules lists them.
+enum LayerModule : size_t {
+  CacheWriteModule,
+  ChunkedPrefillModule,
+  DecodeQueryModule,
+  DecodeAttentionModule,
+  VUpProjModule,
+  NumLayerModules,
+  /// Under decode context parallelism only, after the others.
+  DcpMergeModule = NumLayerModules
+};
+
+/// The kernel modules a layer of `config` compiles, each with its
+/// strategy: the cache write, the chunked prefill (strategies.prefill),
+/// the decode query, the decode attention and the V up-projection
+/// (strategies.decode), then under decode context parallelism the merge of
+/// the group's partials. The layer compiles them at once; `mla-cache fill`
+/// compiles the same modules ahead of time.
 std::vector<CompileRequest>
-layerKernelModules(const MlaLayerConfig &config,
-                   std::optional<KernelStrategy> strategy);
+layerKernelModules(const MlaLayerConfig &config, LayerStrategies strategies);
 
 } // namespace mla::runtime
 

@@ -5,8 +5,9 @@
 // compiled kernels of this process. Everything else asks it for kernels:
 //
 //   Runtime::create  -> the device (GPU when present, else CPU, or as asked)
-//   selectBackend    -> which attention backend runs a configuration, and
-//                       why each one above it in priority does not
+//   selectBackend    -> which attention backend runs a configuration (its
+//                       decode, or its prefill), and why each one above it
+//                       in priority does not
 //   compileSource    -> a kernel for a module of mla ops given as text:
 //                       from this process's kernels, the disk cache, or the
 //                       compiler (modules built in MLIR: RuntimeCompile.h)
@@ -142,10 +143,13 @@ public:
 
   /// `config` with the device fields (kind, capability) of this runtime.
   AttentionConfig onThisDevice(AttentionConfig config) const;
-  /// The backend for `config` (see BackendRegistry::select); logged.
-  llvm::Expected<Selection> selectBackend(const AttentionConfig &config,
-                                          llvm::StringRef choice = {}) const;
-  const BackendRegistry &backends() const;
+  /// The backend of `role` for `config` (see BackendRegistry::select);
+  /// logged ("backend: ...", "prefill backend: ...").
+  llvm::Expected<Selection>
+  selectBackend(const AttentionConfig &config, llvm::StringRef choice = {},
+                BackendRole role = BackendRole::Decode) const;
+  /// The registry of the backends of `role`.
+  const BackendRegistry &backends(BackendRole role = BackendRole::Decode) const;
 
   /// A kernel for a module written in MLIR's textual form, entry `entry`:
   /// as compile (RuntimeCompile.h) with a module parsed from `source`.

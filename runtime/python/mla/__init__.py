@@ -23,6 +23,7 @@ A step of an MLA layer::
     config = mla.LayerConfig(num_heads=16)         # DeepSeek-V3 dims, bf16, 64-token pages
     layer = mla.Layer(rt, config, kv_b_proj, w_uk_t, w_uv)
     print(layer.selection)                         # the backend, and why others were skipped
+    print(layer.prefill_selection)                 # the chunked prefill's, chosen apart
 
     md = mla.BatchMetadata(query_start_loc, seq_lens, block_table, slot_mapping)
     plan = layer.plan(md, num_cache_blocks)        # host only: checks and plans the batch
@@ -48,6 +49,7 @@ Public API
         .description, .parallelism, .cache_dir
         .cache_stats() -> CacheStats
         .select_backend(config) -> BackendSelection
+        .select_prefill_backend(config) -> BackendSelection
         .compile(source, entry) -> Kernel
         .allocate(shape, dtype) -> DeviceBuffer
         .synchronize(stream=None)
@@ -57,7 +59,7 @@ Public API
         .upload(host, stream=None), .download(out=None, stream=None)
     LayerConfig(...): dataclass, DeepSeek-V3 defaults
     Layer(runtime, config, kv_b_proj, w_uk_t, w_uv)
-        .config, .runtime, .weights, .selection
+        .config, .runtime, .weights, .selection, .prefill_selection
         .plan(metadata, num_cache_blocks) -> Plan
         .forward(plan, q, kv_c, k_pe, kv_cache, output, decode_lse=None,
                  stream=None)

@@ -119,6 +119,8 @@ class mla_layer_config_t(Structure):
         ("max_num_seqs", c_int64),
         ("workspace_tokens", c_int64),
         ("backend", c_char_p),
+        # --- Prefill backend selection ---
+        ("prefill_backend", c_char_p),
     ]
 
 
@@ -255,12 +257,17 @@ PROTOTYPES = {
         status,
         [handle, P(mla_layer_config_t), P(mla_backend_selection_t)],
     ),
+    "mla_runtime_select_prefill_backend": (
+        status,
+        [handle, P(mla_layer_config_t), P(mla_backend_selection_t)],
+    ),
     "mla_layer_create": (
         status,
         [handle, P(mla_layer_config_t), P(mla_layer_weights_t), P(handle)],
     ),
     "mla_layer_destroy": (status, [handle]),
     "mla_layer_selection": (status, [handle, P(mla_backend_selection_t)]),
+    "mla_layer_prefill_selection": (status, [handle, P(mla_backend_selection_t)]),
     "mla_layer_plan": (
         status,
         [handle, P(mla_batch_metadata_t), c_int64, P(handle)],

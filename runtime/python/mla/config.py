@@ -56,6 +56,10 @@ class LayerConfig:
         backend: a backend name ("CPU_JIT", "GENERIC_GPU", ...) instead of
             automatic selection; None: $MLA_ATTENTION_BACKEND, else the
             device's priority list.
+        prefill_backend: a prefill backend name ("PREFILL_TC_SM80",
+            "PREFILL_CPU_JIT", ...) for the chunked prefill, chosen apart
+            from `backend`; None: $MLA_PREFILL_BACKEND, else the device's
+            prefill priority list.
     """
 
     num_heads: int = 128
@@ -74,6 +78,8 @@ class LayerConfig:
     max_num_seqs: int = 256
     workspace_tokens: int = 0
     backend: Optional[str] = None
+    # --- Prefill backend selection ---
+    prefill_backend: Optional[str] = None
 
     def __post_init__(self) -> None:
         for field in _INTEGER_FIELDS:
@@ -88,10 +94,10 @@ class LayerConfig:
                     f"config.softmax_scale must be a number or None, got {self.softmax_scale!r}"
                 ) from None
             object.__setattr__(self, "softmax_scale", scale)
-        if self.backend is not None and not isinstance(self.backend, str):
-            raise InvalidArgumentError(
-                f"config.backend must be a backend's name or None, got {self.backend!r}"
-            )
+        for field in ("backend", "prefill_backend"):
+            value = getattr(self, field)
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgumentError(f"config.{field} must be a backend's name or None, got {value!r}")
 
     @property
     def qk_head_dim(self) -> int:
@@ -113,4 +119,5 @@ class LayerConfig:
         c.needs_decode_lse = int(bool(self.needs_decode_lse))
         c.wants_cuda_graphs = int(bool(self.wants_cuda_graphs))
         c.backend = self.backend.encode() if self.backend else None
+        c.prefill_backend = self.prefill_backend.encode() if self.prefill_backend else None
         return c

@@ -64,8 +64,9 @@ class Plan(Handle):
 
 
 class Layer(Handle):
-    """An MLA attention layer on a runtime: its backend selected and its
-    kernels compiled (or loaded from the kernel cache) when it is made.
+    """An MLA attention layer on a runtime: its backend and prefill backend
+    selected and its kernels compiled (or loaded from the kernel cache)
+    when it is made.
 
     Args:
         runtime: the runtime it runs on (kept alive by the layer).
@@ -81,8 +82,8 @@ class Layer(Handle):
 
     Errors: InvalidArgumentError for a malformed config (naming the field)
     or a weight of the wrong dtype, shape or device (naming it),
-    BackendRejectedError when no backend takes the config, CompileError
-    when a kernel does not compile.
+    BackendRejectedError when no backend (or no prefill backend) takes the
+    config, CompileError when a kernel does not compile.
 
     Tensors of a step, each in the runtime's device memory, contiguous, the
     token-indexed ones with at least num_actual_tokens rows (row t belongs
@@ -118,6 +119,9 @@ class Layer(Handle):
         selection = _capi.mla_backend_selection_t()
         library.mla_layer_selection(handle, ctypes.byref(selection))
         self._selection = BackendSelection._from_c(selection)
+        prefill = _capi.mla_backend_selection_t()
+        library.mla_layer_prefill_selection(handle, ctypes.byref(prefill))
+        self._prefill_selection = BackendSelection._from_c(prefill)
 
     def __repr__(self) -> str:
         return f"<mla.Layer {self._selection.backend}, {self._config.num_heads} heads{' (closed)' if self.closed else ''}>"
@@ -140,6 +144,12 @@ class Layer(Handle):
         """The backend the layer runs on and why those above it were not
         chosen."""
         return self._selection
+
+    @property
+    def prefill_selection(self) -> BackendSelection:
+        """The prefill backend the layer's chunked prefill runs on (chosen
+        apart from `selection`) and why those above it were not chosen."""
+        return self._prefill_selection
 
     def plan(self, metadata: BatchMetadata, num_cache_blocks: int) -> Plan:
         """Checks `metadata` against itself and a cache of

@@ -37,14 +37,15 @@ class CacheStats:
 
 @dataclass(frozen=True)
 class BackendSelection:
-    """Which attention backend runs a layer, and why each backend above it
-    in priority was passed over.
+    """Which attention backend runs a layer (its decode, or its chunked
+    prefill), and why each backend above it in priority was passed over.
 
     Attributes:
         backend: the chosen backend's name, e.g. "CPU_JIT".
         source: how it was chosen: "priority" (the first that fits),
-            "requested" (LayerConfig.backend) or "environment"
-            ($MLA_ATTENTION_BACKEND).
+            "requested" (LayerConfig.backend, or .prefill_backend) or
+            "environment" ($MLA_ATTENTION_BACKEND, or
+            $MLA_PREFILL_BACKEND).
         skipped: (backend, reasons) for each backend passed over, in
             priority order.
         summary: all of it in one line.
@@ -53,7 +54,7 @@ class BackendSelection:
             into CUDA graphs: "never", "uniform_single_token_decode" (decodes
             of one new token each), "uniform_batch" (decodes of the same
             number of new tokens each) or "always" (vLLM's
-            AttentionCGSupport levels).
+            AttentionCGSupport levels); "never" for a prefill backend.
     """
 
     backend: str
@@ -218,6 +219,18 @@ class Runtime(Handle):
         backend fits or the named one does not exist or refuses."""
         selection = _capi.mla_backend_selection_t()
         self._library.mla_runtime_select_backend(
+            self._live(), ctypes.byref(config._to_c()), ctypes.byref(selection)
+        )
+        return BackendSelection._from_c(selection)
+
+    def select_prefill_backend(self, config: LayerConfig) -> BackendSelection:
+        """The prefill backend that would run the chunked prefill of a
+        layer configured as `config` here (config.prefill_backend, else
+        $MLA_PREFILL_BACKEND, else the device's prefill priorities, whatever
+        the decode's backend), and why each one above it was passed over.
+        Errors as select_backend."""
+        selection = _capi.mla_backend_selection_t()
+        self._library.mla_runtime_select_prefill_backend(
             self._live(), ctypes.byref(config._to_c()), ctypes.byref(selection)
         )
         return BackendSelection._from_c(selection)

@@ -12,6 +12,7 @@
 // RUNTOOL-DAG: --steps=<int>
 // RUNTOOL-DAG: --host-repeats=<int>
 // RUNTOOL-DAG: --mixed-steps=<int>
+// RUNTOOL-DAG: --prefill-backend=<string>
 
 // CACHE: fill - compile a layer's kernels for chips into the cache
 // CACHE-DAG: list - list the cache's entries
@@ -21,6 +22,7 @@
 // FILL-DAG: --chips=<string>
 // FILL-DAG: --heads=<int>
 // FILL-DAG: --cache-dir=<string>
+// FILL-DAG: --prefill-backend=<string>
 
 // BENCH: mla-bench options:
 // BENCH-DAG: --suite=<string>

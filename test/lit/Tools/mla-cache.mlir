@@ -5,9 +5,9 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: mla-cache fill --cache-dir %t/cache --chips sm_80,cpu --heads 2 --kv-lora-rank 64 --qk-nope-head-dim 16 --qk-rope-head-dim 16 --v-head-dim 16 | FileCheck %s --check-prefix=FILL
 // FILL: filling {{.*}}cache
-// FILL: sm_80, 2 heads: backend TC_SM80
+// FILL: sm_80, 2 heads: backend TC_SM80, prefill backend PREFILL_TC_SM80
 // FILL: compiled {{.*}} concat_and_cache__lkv64_r16_bs64_bf16_cbf16__sm_80+ptx70-{{.*}}-portable__
-// FILL: cpu, 2 heads: backend CPU_JIT
+// FILL: cpu, 2 heads: backend CPU_JIT, prefill backend PREFILL_CPU_JIT
 // FILL: 10 modules in {{.*}}: 10 compiled, 0 already in the cache, 0 failed
 
 // A second fill finds everything.

@@ -215,6 +215,16 @@ class MlaJitBackend:
         return shared_runtime(runtime).select_backend(config)
 
     @classmethod
+    def select_prefill(cls, config: LayerConfig, runtime: Any = None) -> BackendSelection:
+        """The libmla prefill backend that would run the chunked prefill of
+        layers of `config` on `runtime`, chosen apart from the decode's as
+        vLLM's get_mla_prefill_backend chooses its MLA prefill backend:
+        `config.prefill_backend` (vLLM's attention_config.mla_prefill_backend),
+        else $MLA_PREFILL_BACKEND, else the device's prefill priorities.
+        BackendRejectedError with every reason when none would."""
+        return shared_runtime(runtime).select_prefill_backend(config)
+
+    @classmethod
     def validate_configuration(
         cls,
         head_size: int,
@@ -240,7 +250,9 @@ class MlaJitBackend:
         checked here; everything else (heads, dims, block size, the device
         and its compute capability, CUDA graphs if the config wants them,
         $MLA_ATTENTION_BACKEND or config.backend) by libmla's backend
-        selection on `runtime`, whose message lists each backend's reasons.
+        selection on `runtime`, whose message lists each backend's reasons,
+        and by its prefill backend selection (config.prefill_backend or
+        $MLA_PREFILL_BACKEND), since a layer needs both.
         """
         config = config or LayerConfig()
         reasons = []
@@ -283,4 +295,10 @@ class MlaJitBackend:
             cls.select(candidate, runtime)
         except (BackendRejectedError, InvalidArgumentError) as refused:
             reasons.append(refused.message)
+        else:
+            # A malformed config was named by the decode's selection already.
+            try:
+                cls.select_prefill(candidate, runtime)
+            except BackendRejectedError as refused:
+                reasons.append(refused.message)
         return reasons

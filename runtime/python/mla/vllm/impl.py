@@ -30,7 +30,8 @@ class MlaJitImpl:
             torch's current device).
         config: a LayerConfig carrying the engine-wide settings (block_size,
             decode_threshold, wants_cuda_graphs, max_model_len,
-            max_num_seqs, workspace_tokens, backend); pass the builder's.
+            max_num_seqs, workspace_tokens, backend, prefill_backend); pass
+            the builder's.
             The dims, heads and scale come from this impl's arguments, the
             dtypes from `act_dtype` and `kv_cache_dtype`.
     """
