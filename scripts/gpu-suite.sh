@@ -19,6 +19,12 @@
 #              $MLA_STARTUP_ROUNDS (3)
 #   first-step the first and the warm mixed steps, with the driver loading
 #              kernels lazily (its default) and eagerly
+#   dcp        decode context parallelism: the merge and the DCP layer on
+#              one GPU (numerics, memcheck, mla-run's simulated groups),
+#              then with 2 GPUs two processes over NCCL (mla.dcp): the
+#              check at DeepSeek's dims, 16 and 128 heads, with the whole
+#              step captured into a torch.cuda.graph, and the step timed at
+#              64 x 32k against one GPU holding the whole contexts
 #   bench      mla-bench with ceilings measured in the same run
 # Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
 set -uo pipefail
@@ -136,6 +142,46 @@ for step in $steps; do
       done
       rm -rf "$cache"
     done
+    ;;
+  dcp)
+    dcp_filter='MergeN*:Merge.*:MetadataDcp*:LayerTest.Dcp*:LayerErrors.Dcp*'
+    MLA_TEST_DEVICE=gpu "$bin/mla-unit-tests" --gtest_filter="$dcp_filter" \
+      > "$out/dcp-numerics.log" 2>&1
+    summary+=("dcp numerics: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/dcp-numerics.log" | tr '\n' ' '))")
+    "$bin/mla-run" --device=gpu --dcp-world-size=2 > "$out/dcp-run-2.log" 2>&1
+    summary+=("mla-run --dcp-world-size=2: exit $? ($(grep -E 'merged:' "$out/dcp-run-2.log" | tr -s ' '))")
+    "$bin/mla-run" --device=gpu --heads=128 --dcp-world-size=4 --dcp-interleave=16 \
+      --decode-contexts=4000,100,16000,1,0 > "$out/dcp-run-4.log" 2>&1
+    summary+=("mla-run --heads=128 --dcp-world-size=4 --dcp-interleave=16: exit $? ($(grep -E 'merged:' "$out/dcp-run-4.log" | tr -s ' '))")
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      # NVLink multicast stays off (the machines' rule).
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      worker() {
+        local log=$1; shift
+        local port=$((20000 + RANDOM % 20000))
+        for rank in 0 1; do
+          MLA_LIBRARY=$here/lib/libmla.so PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH} \
+            "${MLA_PYTHON:-python3}" "$here/python/tests/dcp_worker.py" --rank $rank --world 2 \
+            --init tcp://127.0.0.1:$port --backend nccl --block-size 64 "$@" >> "$log" 2>&1 &
+        done
+        wait
+      }
+      # The float64 reference up-projects every context on the host: the
+      # 128-head check keeps its contexts short.
+      for check in "16 4000,1500,64,0,1,8191,3000,777" "128 1200,64,0,1,700"; do
+        set -- $check
+        log=$out/dcp-nccl-check-$1.log
+        worker "$log" --heads "$1" --dtype bf16 --graph --contexts "$2"
+        summary+=("2 GPUs over NCCL, $1 heads: $(grep -E '^rank' "$log" | tr '\n' ';')")
+      done
+      log=$out/dcp-nccl-bench.log
+      worker "$log" --heads 16 --dtype bf16 --bench 64x32768 --repeats 20
+      summary+=("2 GPUs over NCCL, 64 x 32k, 16 heads: $(grep -E '^rank' "$log" | tr '\n' ';')")
+    fi
+    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    MLA_TEST_DEVICE=gpu "$sanitizer" --tool memcheck --error-exitcode 97 \
+      "$bin/mla-unit-tests" --gtest_filter="$dcp_filter" > "$out/dcp-memcheck.log" 2>&1
+    summary+=("dcp memcheck: exit $? ($(grep -E 'ERROR SUMMARY' "$out/dcp-memcheck.log" | tail -1))")
     ;;
   bench)
     [ -x "$bin/mla-bench" ] || { summary+=("bench: not in this bundle"); continue; }

@@ -389,6 +389,20 @@ typedef struct mla_layer_config {
    *  from `backend`; NULL or "": MLA_PREFILL_BACKEND if set, else the
    *  device's prefill priority list. Copied by the calls that take it. */
   const char *prefill_backend;
+
+  /* --- Decode context parallelism -------------------------------------- */
+  /** This layer is rank `dcp_rank` of a group of `dcp_world_size` that
+   *  spreads every request's cache over its ranks, token i on rank
+   *  (i / dcp_interleave) mod dcp_world_size (vLLM's dcp_world_size,
+   *  dcp_rank, cp_kv_cache_interleave_size). 0 or 1: off. A rank plans its
+   *  own block table and slot mapping (its new tokens, -1 for the others),
+   *  runs decodes of one new token over its share and writes partial rows
+   *  and decode_lse, which mla_layer_merge_dcp_partials merges once the
+   *  engine has all-gathered them. */
+  int64_t dcp_world_size;
+  int64_t dcp_rank;
+  /** Tokens a rank holds in a row; must divide block_size. 0 or 1: 1. */
+  int64_t dcp_interleave;
 } mla_layer_config_t;
 
 /** Fills DeepSeek-V3's attention: 128 heads, Lkv 512, P 128, R 64, V 128,
@@ -607,6 +621,53 @@ typedef struct mla_forward_args {
  *  fails to run. */
 mla_status_t mla_layer_forward(mla_layer_t *layer, const mla_plan_t *plan,
                                const mla_forward_args_t *args, void *stream);
+
+/** The merge of a DCP group's decode partials (Td = decodes x new tokens
+ *  each, N heads, V the value head dim, W the group's size): the runtime
+ *  device's memory, contiguous. */
+typedef struct mla_dcp_merge_args {
+  /** [W, Td, N, V], activation dtype: every rank's first Td rows of
+   *  `output` after its mla_layer_forward, rank by rank (an all-gather). */
+  mla_tensor_t gathered_output;
+  /** [W, decodes, N, new tokens] f32: every rank's decode_lse. */
+  mla_tensor_t gathered_lse;
+  /** [Td, H, V], activation dtype: the merged rows of every head (H = N)
+   *  or of this rank's share (H = N / W, heads dcp_rank H onwards). */
+  mla_tensor_t output;
+  /** Optional [decodes, H, new tokens] f32, the merged LSE; a zeroed
+   *  tensor when not wanted. */
+  mla_tensor_t lse;
+} mla_dcp_merge_args_t;
+
+/** The slot mapping of DCP rank `dcp_rank` of `dcp_world_size` (tokens in
+ *  runs of `dcp_interleave`, 0 meaning 1) for the new tokens of
+ *  `metadata`: the batch as every rank sees it (its global seq_lens),
+ *  with the rank's own block table, whose pages hold the rank's share in
+ *  token order. Writes metadata->num_slots entries (num_actual_tokens
+ *  when 0) to `slots`: the rank's slot of each new token it owns, -1 for
+ *  the others and for padding. What mla_layer_plan checks a DCP rank's
+ *  slot_mapping against. MLA_ERROR_INVALID_ARGUMENT for a bad group or
+ *  block size; MLA_ERROR_INVALID_METADATA for a block table that cannot
+ *  hold the rank's share, naming the request. */
+mla_status_t mla_dcp_local_slot_mapping(const mla_batch_metadata_t *metadata,
+                                        int64_t block_size,
+                                        int64_t dcp_world_size,
+                                        int64_t dcp_rank,
+                                        int64_t dcp_interleave,
+                                        int64_t *slots);
+
+/** Decode context parallelism's step after the all-gather, queued on
+ *  `stream`: the exact decode rows from the group's partials (vLLM's
+ *  cp_lse_ag_out_rs). The engine calls mla_layer_forward on every rank
+ *  (with decode_lse), all-gathers each rank's first Td output rows and its
+ *  decode_lse over its communicator, then calls this with `plan`, the
+ *  step's plan. MLA_ERROR_INVALID_ARGUMENT for a layer without DCP, or a
+ *  tensor of the wrong dtype or shape (named: "gathered_output",
+ *  "gathered_lse", "output", "lse"). */
+mla_status_t mla_layer_merge_dcp_partials(mla_layer_t *layer,
+                                          const mla_plan_t *plan,
+                                          const mla_dcp_merge_args_t *args,
+                                          void *stream);
 
 /*===----------------------------------------------------------------------===*
  * Decode steps replayed as CUDA graphs

@@ -212,6 +212,10 @@ mla_status_t toLayerConfig(const char *fn, const mla_layer_config_t &c,
   out.workspaceTokens = c.workspace_tokens;
   out.backend = c.backend ? c.backend : "";
   out.prefillBackend = c.prefill_backend ? c.prefill_backend : "";
+  // Zero-initialized configs run without DCP; the layer checks the rest.
+  out.dcp.worldSize = c.dcp_world_size == 0 ? 1 : c.dcp_world_size;
+  out.dcp.rank = c.dcp_rank;
+  out.dcp.interleave = c.dcp_interleave == 0 ? 1 : c.dcp_interleave;
   return MLA_OK;
 }
 

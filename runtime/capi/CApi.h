@@ -3,7 +3,8 @@
 // The C interface (include/mla/mla.h) is written one file per object:
 // Errors.cpp (status, last error, version), Tensors.cpp, Runtime.cpp
 // (runtime and device memory), Config.cpp (layer configuration and backend
-// selection), Layer.cpp (layer, plans, forward), DecodeGraph.cpp, Kernel.cpp.
+// selection), Layer.cpp (layer, plans, forward), Dcp.cpp (the merge of a
+// DCP group's partials), DecodeGraph.cpp, Kernel.cpp.
 // This header, implemented in CApi.cpp, holds what they share: the handles
 // behind the opaque C types, and the conversions and checks between C
 // descriptors and the C++ runtime.

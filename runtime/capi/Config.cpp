@@ -34,6 +34,9 @@ extern "C" mla_status_t mla_layer_config_default(mla_layer_config_t *config) {
     config->workspace_tokens = defaults.workspaceTokens;
     config->backend = nullptr;
     config->prefill_backend = nullptr;
+    config->dcp_world_size = defaults.dcp.worldSize;
+    config->dcp_rank = defaults.dcp.rank;
+    config->dcp_interleave = defaults.dcp.interleave;
     return succeed();
   });
 }

@@ -102,12 +102,18 @@ llvm::Error MlaLayer::mergeDcpPartials(const MlaStepPlan &plan,
                   DType::F32,
                   {w, b, heads, sq},
                   {b * n * sq, n * sq, sq, 1}};
+  void *mergedLse = args.lse.data;
+  if (!withLse) {
+    auto scratch =
+        reserve(dcpMergeLse, size_t(b * heads * sq) * sizeof(float), stream);
+    if (!scratch)
+      return scratch.takeError();
+    mergedLse = *scratch;
+  }
   std::vector<BufferView> kernelArgs{
       partials, lses,
-      BufferView::contiguous(args.output.data, act, {b, sq, heads, v})};
-  if (withLse)
-    kernelArgs.push_back(
-        BufferView::contiguous(args.lse.data, DType::F32, {b, heads, sq}));
+      BufferView::contiguous(args.output.data, act, {b, sq, heads, v}),
+      BufferView::contiguous(mergedLse, DType::F32, {b, heads, sq})};
   timings.clear();
   hostParts.clear();
   return runPhase("dcp merge", *dcpMerge, kernelArgs, stream);

@@ -24,9 +24,10 @@ def native(runtime):
     return ("PREFILL_GENERIC_GPU", "PREFILL_CPU_JIT") if runtime.is_cuda else ("PREFILL_CPU_JIT", "PREFILL_GENERIC_GPU")
 
 
-def test_the_config_field_is_last_in_the_c_struct():
+def test_the_config_fields_are_appended_to_the_c_struct():
     fields = [name for name, _ in mla._capi.mla_layer_config_t._fields_]
-    assert fields[-2:] == ["backend", "prefill_backend"]
+    # Appended after backend; the DCP fields came after it.
+    assert fields[-5:] == ["backend", "prefill_backend", "dcp_world_size", "dcp_rank", "dcp_interleave"]
     config = mla.LayerConfig(prefill_backend="PREFILL_CPU_JIT")._to_c()
     assert ctypes.string_at(config.prefill_backend) == b"PREFILL_CPU_JIT"
     assert mla.LayerConfig()._to_c().prefill_backend is None

@@ -512,12 +512,19 @@ private:
   std::string previous;
 };
 
-// Appended last, so that callers built against the struct before it still
-// find every other field where it was.
-static_assert(offsetof(mla_layer_config_t, prefill_backend) +
-                      sizeof(const char *) ==
+// Fields are appended, so that callers built against an older struct
+// still find every earlier field where it was: prefill_backend after
+// backend, then the DCP fields, last.
+static_assert(offsetof(mla_layer_config_t, prefill_backend) ==
+                  offsetof(mla_layer_config_t, backend) + sizeof(const char *),
+              "prefill_backend follows backend");
+static_assert(offsetof(mla_layer_config_t, dcp_world_size) ==
+                  offsetof(mla_layer_config_t, prefill_backend) +
+                      sizeof(const char *),
+              "the DCP fields follow prefill_backend");
+static_assert(offsetof(mla_layer_config_t, dcp_interleave) + sizeof(int64_t) ==
                   sizeof(mla_layer_config_t),
-              "prefill_backend is the config's last field");
+              "dcp_interleave is the config's last field");
 
 TEST_F(CApiTest, PrefillBackendSelection) {
   CRuntime runtime;

@@ -269,8 +269,26 @@ protected:
     return llvm::toString(layer.takeError());
   }
 
+  /// A view of `shape` over `hostBytes`: enough for the tests whose calls
+  /// fail before any kernel reads their buffers.
+  BufferView hostView(DType t, std::vector<int64_t> shape) {
+    return BufferView::contiguous(hostBytes.data(), t, shape);
+  }
+  /// One token's forward buffers over a 4-page cache of 16-token pages,
+  /// output `outputExtra` columns too wide, no decode LSE.
+  MlaForwardArgs oneTokenArgs(int64_t outputExtra = 0) {
+    const MlaDims d = config.dims;
+    return {hostView(DType::BF16, {1, d.numHeads, d.qkHeadDim()}),
+            hostView(DType::BF16, {1, d.kvLoraRank}),
+            hostView(DType::BF16, {1, d.ropeDim}),
+            hostView(DType::BF16, {4, 16, d.cacheEntry()}),
+            hostView(DType::BF16, {1, d.numHeads, d.vHeadDim + outputExtra}),
+            {}};
+  }
+
   std::unique_ptr<Runtime> runtime;
   std::vector<DeviceAllocation> storage;
+  std::vector<char> hostBytes = std::vector<char>(1 << 20);
   MlaLayerWeights weights;
   MlaLayerConfig config;
 };
@@ -339,16 +357,10 @@ TEST_F(LayerErrors, ForwardNamesTheWrongBuffer) {
   auto plan = (*layer)->plan(m, 4);
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
   const MlaDims d = config.dims;
-  std::vector<char> bytes(1 << 20);
   auto view = [&](DType t, std::vector<int64_t> shape) {
-    return BufferView::contiguous(bytes.data(), t, shape);
+    return hostView(t, std::move(shape));
   };
-  MlaForwardArgs args{view(DType::BF16, {1, d.numHeads, d.qkHeadDim()}),
-                      view(DType::BF16, {1, d.kvLoraRank}),
-                      view(DType::BF16, {1, d.ropeDim}),
-                      view(DType::BF16, {4, 16, d.cacheEntry()}),
-                      view(DType::BF16, {1, d.numHeads, d.vHeadDim + 1}),
-                      {}};
+  MlaForwardArgs args = oneTokenArgs(/*outputExtra=*/1);
   llvm::Error error = (*layer)->forward(*plan, args);
   ASSERT_TRUE(bool(error));
   std::string text = llvm::toString(std::move(error));
@@ -454,8 +466,9 @@ TEST_F(LayerErrors, ThePrefillBackendIsChosenApart) {
   EXPECT_EQ((*byPriority)->prefillSelection().source, ChoiceSource::Priority);
   EXPECT_EQ((*byPriority)->prefillSelection().backend->role,
             BackendRole::Prefill);
-  if (!gpu)
+  if (!gpu) {
     EXPECT_EQ((*byPriority)->prefillSelection().str(), "PREFILL_CPU_JIT");
+  }
 }
 
 /// On an sm_90a GPU, the wgmma decode with the mma.sync prefill and the
@@ -537,8 +550,9 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
     EXPECT_EQ(report->cacheMismatches, 0);
     EXPECT_EQ(report->rankHeadsError.has_value(),
               g.heads % g.worldSize == 0);
-    if (report->rankHeadsError)
+    if (report->rankHeadsError) {
       EXPECT_LE(*report->rankHeadsError, report->tolerance);
+    }
     EXPECT_TRUE(report->passed);
     // Every token is held by exactly one rank.
     int64_t held = 0, total = 0;
@@ -607,17 +621,10 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
   plan = (*layer)->plan(m, 4);
   ASSERT_TRUE(bool(plan));
   const MlaDims d = config.dims;
-  std::vector<char> bytes(1 << 20);
   auto view = [&](DType t, std::vector<int64_t> shape) {
-    return BufferView::contiguous(bytes.data(), t, shape);
+    return hostView(t, std::move(shape));
   };
-  MlaForwardArgs args{view(DType::BF16, {1, d.numHeads, d.qkHeadDim()}),
-                      view(DType::BF16, {1, d.kvLoraRank}),
-                      view(DType::BF16, {1, d.ropeDim}),
-                      view(DType::BF16, {4, 16, d.cacheEntry()}),
-                      view(DType::BF16, {1, d.numHeads, d.vHeadDim}),
-                      {}};
-  llvm::Error fwd = (*layer)->forward(*plan, args);
+  llvm::Error fwd = (*layer)->forward(*plan, oneTokenArgs());
   ASSERT_TRUE(bool(fwd));
   error = llvm::toString(std::move(fwd));
   EXPECT_NE(error.find("decode_lse is required"), std::string::npos) << error;

@@ -174,14 +174,9 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
       return t->takeError();
 
   // --- One layer without DCP, then each rank's -----------------------------
-  runtime::MlaLayerConfig layerConfig;
-  layerConfig.dims = d;
-  layerConfig.activation = act;
-  layerConfig.cacheDType = config.cache;
-  layerConfig.blockSize = page;
-  layerConfig.needsDecodeLse = true;
-  layerConfig.backend = config.backend;
-  layerConfig.prefillBackend = config.prefillBackend;
+  runtime::MlaLayerConfig layerConfig =
+      checkedLayerConfig(d, act, config.cache, page, config.backend,
+                         config.prefillBackend);
   // Runs `layer`'s decode step on `cache` with `m`: output rows and LSE.
   auto runStep = [&](runtime::MlaLayer &layer,
                      const runtime::CommonAttentionMetadata &m,
@@ -189,19 +184,16 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
     auto plan = layer.plan(m, cache.numBlocks);
     if (!plan)
       return plan.takeError();
-    HostTensor outH(act, {requests, n, v}), lseH(DType::F32, {requests, n, 1});
-    outH.poison();
-    lseH.poison();
-    auto out = mirror(runtime, std::move(outH));
-    auto lse = mirror(runtime, std::move(lseH));
-    if (!out || !lse)
-      return out ? lse.takeError() : out.takeError();
+    auto rowsAndLse = poisonedRows(runtime, act, requests, n, v);
+    if (!rowsAndLse)
+      return rowsAndLse.takeError();
+    Mirrored *out = &rowsAndLse->first, *lse = &rowsAndLse->second;
     if (llvm::Error e = layer.forward(
             *plan, {q->deviceView(), kvc->deviceView(), kpe->deviceView(),
                     cache.tensor.deviceView(), out->deviceView(),
                     lse->deviceView()}))
       return std::move(e);
-    for (Mirrored *t : {&*out, &*lse, &cache.tensor})
+    for (Mirrored *t : {out, lse, &cache.tensor})
       if (llvm::Error e = download(runtime, *t))
         return std::move(e);
     std::vector<Mirrored> results;
@@ -290,19 +282,15 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
   // Rank `r` merges `heads` heads into fresh poisoned buffers.
   auto merge = [&](int64_t r, int64_t heads)
       -> llvm::Expected<std::pair<std::vector<double>, std::vector<double>>> {
-    HostTensor outH(act, {requests, heads, v}),
-        lseH(DType::F32, {requests, heads, 1});
-    outH.poison();
-    lseH.poison();
-    auto out = mirror(runtime, std::move(outH));
-    auto lse = mirror(runtime, std::move(lseH));
-    if (!out || !lse)
-      return out ? lse.takeError() : out.takeError();
+    auto rowsAndLse = poisonedRows(runtime, act, requests, heads, v);
+    if (!rowsAndLse)
+      return rowsAndLse.takeError();
+    Mirrored *out = &rowsAndLse->first, *lse = &rowsAndLse->second;
     if (llvm::Error e = rankLayers[r]->mergeDcpPartials(
             rankPlans[r], {gatheredOut->deviceView(), gatheredLse->deviceView(),
                            out->deviceView(), lse->deviceView()}))
       return std::move(e);
-    for (Mirrored *t : {&*out, &*lse})
+    for (Mirrored *t : {out, lse})
       if (llvm::Error e = download(runtime, *t))
         return std::move(e);
     return std::make_pair(out->host.toDouble(), lse->host.toDouble());

@@ -237,16 +237,11 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   // --- The layer: backend selection and kernels --------------------------
   progress("creating the MLA layer (selecting a backend, compiling or "
            "loading its kernels)");
-  runtime::MlaLayerConfig layerConfig;
-  layerConfig.dims = d;
-  layerConfig.activation = act;
-  layerConfig.cacheDType = config.cache;
-  layerConfig.blockSize = page;
+  runtime::MlaLayerConfig layerConfig =
+      checkedLayerConfig(d, act, config.cache, page, config.backend,
+                         config.prefillBackend);
   layerConfig.workspaceTokens = config.workspaceTokens;
-  layerConfig.needsDecodeLse = true;
   layerConfig.decodeThreshold = perStep;
-  layerConfig.backend = config.backend;
-  layerConfig.prefillBackend = config.prefillBackend;
   size_t eventsBefore = runtime.compileEvents().size();
   auto setupStart = Clock::now();
   auto layer = runtime::MlaLayer::create(runtime, layerConfig,

@@ -90,6 +90,37 @@ llvm::Expected<Weights> makeWeights(Runtime &runtime, const MlaDims &d,
 }
 
 
+runtime::MlaLayerConfig checkedLayerConfig(const MlaDims &dims, DType activation,
+                                           DType cache, int64_t blockSize,
+                                           const std::string &backend,
+                                           const std::string &prefillBackend) {
+  runtime::MlaLayerConfig c;
+  c.dims = dims;
+  c.activation = activation;
+  c.cacheDType = cache;
+  c.blockSize = blockSize;
+  c.needsDecodeLse = true;
+  c.backend = backend;
+  c.prefillBackend = prefillBackend;
+  return c;
+}
+
+llvm::Expected<std::pair<Mirrored, Mirrored>>
+poisonedRows(Runtime &runtime, DType activation, int64_t rows, int64_t heads,
+             int64_t headDim) {
+  HostTensor out(activation, {rows, heads, headDim}),
+      lse(DType::F32, {rows, heads, 1});
+  out.poison();
+  lse.poison();
+  auto outMirror = mirror(runtime, std::move(out));
+  if (!outMirror)
+    return outMirror.takeError();
+  auto lseMirror = mirror(runtime, std::move(lse));
+  if (!lseMirror)
+    return lseMirror.takeError();
+  return std::make_pair(std::move(*outMirror), std::move(*lseMirror));
+}
+
 runtime::MlaLayerWeights Weights::views() {
   return {onDevice[0].deviceView(), onDevice[1].deviceView(),
           onDevice[2].deviceView()};

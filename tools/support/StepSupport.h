@@ -17,6 +17,8 @@
 #include "llvm/Support/Error.h"
 
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace mla::step {
@@ -61,6 +63,20 @@ struct Weights {
 
   runtime::MlaLayerWeights views();
 };
+
+/// A layer's config for the harnesses: `dims`, the dtypes and page size,
+/// the decode LSE on (the checks read it), the backends asked for.
+runtime::MlaLayerConfig checkedLayerConfig(const MlaDims &dims, DType activation,
+                                           DType cache, int64_t blockSize,
+                                           const std::string &backend,
+                                           const std::string &prefillBackend);
+
+/// Output rows [rows, heads, V] in `activation` and their LSE [rows,
+/// heads, 1] f32, NaN-poisoned on the host and the device, so that a check
+/// sees only what a step wrote.
+llvm::Expected<std::pair<Mirrored, Mirrored>>
+poisonedRows(runtime::Runtime &runtime, DType activation, int64_t rows,
+             int64_t heads, int64_t headDim);
 
 llvm::Expected<Weights> makeWeights(runtime::Runtime &runtime,
                                     const MlaDims &d, DType act,

@@ -372,8 +372,10 @@ private:
   int64_t workspaceTokens = 0;
 
   std::shared_ptr<Kernel> cacheWrite, prefill, decodeQuery, decode, vUpProj;
-  /// Under DCP: the merge of the group's partials (merge_attn_states_n).
+  /// Under DCP: the merge of the group's partials (merge_attn_states_n),
+  /// and where its LSE goes when the caller wants none.
   std::shared_ptr<Kernel> dcpMerge;
+  DeviceAllocation dcpMergeLse;
   /// The checks of a DCP layer's config (create).
   static llvm::Error checkDcpConfig(const MlaLayerConfig &config);
   /// The tokens of a sequence of `seqLen` this layer's cache holds: all of

@@ -177,9 +177,9 @@ LoopBuilder::StateWeights LoopBuilder::mergeWeights(ArrayRef<Value> lses) {
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v, pos);
     read.push_back(arith::SelectOp::create(b, loc, isPosInf, neg, v));
   }
-  Value m = read[0];
-  for (Value l : ArrayRef<Value>(read).drop_front())
-    m = arith::MaximumFOp::create(b, loc, m, l);
+  Value m;
+  for (Value l : read)
+    m = m ? arith::MaximumFOp::create(b, loc, m, l).getResult() : l;
   Value empty =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, neg);
   // With every state empty, m - m would be NaN: use weights of zero.
@@ -189,9 +189,9 @@ LoopBuilder::StateWeights LoopBuilder::mergeWeights(ArrayRef<Value> lses) {
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, l, m));
     raw.push_back(arith::SelectOp::create(b, loc, empty, zero, w));
   }
-  Value sum = raw[0];
-  for (Value w : ArrayRef<Value>(raw).drop_front())
-    sum = arith::AddFOp::create(b, loc, sum, w);
+  Value sum;
+  for (Value w : raw)
+    sum = sum ? arith::AddFOp::create(b, loc, sum, w).getResult() : w;
   Value inverse = arith::SelectOp::create(
       b, loc, empty, zero, arith::DivFOp::create(b, loc, f32(1.0), sum));
   Value merged =

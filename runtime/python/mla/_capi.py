@@ -121,6 +121,10 @@ class mla_layer_config_t(Structure):
         ("backend", c_char_p),
         # --- Prefill backend selection ---
         ("prefill_backend", c_char_p),
+        # --- Decode context parallelism ---
+        ("dcp_world_size", c_int64),
+        ("dcp_rank", c_int64),
+        ("dcp_interleave", c_int64),
     ]
 
 
@@ -180,6 +184,15 @@ class mla_forward_args_t(Structure):
         ("kv_cache", mla_tensor_t),
         ("output", mla_tensor_t),
         ("decode_lse", mla_tensor_t),
+    ]
+
+
+class mla_dcp_merge_args_t(Structure):
+    _fields_ = [
+        ("gathered_output", mla_tensor_t),
+        ("gathered_lse", mla_tensor_t),
+        ("output", mla_tensor_t),
+        ("lse", mla_tensor_t),
     ]
 
 
@@ -278,6 +291,14 @@ PROTOTYPES = {
     "mla_layer_forward": (
         status,
         [handle, handle, P(mla_forward_args_t), c_void_p],
+    ),
+    "mla_dcp_local_slot_mapping": (
+        status,
+        [P(mla_batch_metadata_t), c_int64, c_int64, c_int64, c_int64, P(c_int64)],
+    ),
+    "mla_layer_merge_dcp_partials": (
+        status,
+        [handle, handle, P(mla_dcp_merge_args_t), c_void_p],
     ),
     "mla_layer_plan_decode_step": (
         status,

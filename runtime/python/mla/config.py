@@ -19,6 +19,9 @@ _INTEGER_FIELDS = (
     "max_model_len",
     "max_num_seqs",
     "workspace_tokens",
+    "dcp_world_size",
+    "dcp_rank",
+    "dcp_interleave",
 )
 
 
@@ -60,6 +63,12 @@ class LayerConfig:
             "PREFILL_CPU_JIT", ...) for the chunked prefill, chosen apart
             from `backend`; None: $MLA_PREFILL_BACKEND, else the device's
             prefill priority list.
+        dcp_world_size, dcp_rank, dcp_interleave: decode context
+            parallelism (vLLM's dcp_world_size, dcp_rank and
+            cp_kv_cache_interleave_size): this layer is one rank of a group
+            that spreads every request's cache over its ranks, token i on
+            rank (i // dcp_interleave) % dcp_world_size. World size 1 is
+            off. See `mla.dcp` for the step across the group.
     """
 
     num_heads: int = 128
@@ -80,6 +89,10 @@ class LayerConfig:
     backend: Optional[str] = None
     # --- Prefill backend selection ---
     prefill_backend: Optional[str] = None
+    # --- Decode context parallelism ---
+    dcp_world_size: int = 1
+    dcp_rank: int = 0
+    dcp_interleave: int = 1
 
     def __post_init__(self) -> None:
         for field in _INTEGER_FIELDS:

@@ -202,6 +202,35 @@ class Layer(Handle):
             self._live(), plan._live(), ctypes.byref(args), stream_handle(stream, self._runtime)
         )
 
+    def merge_dcp_partials(
+        self,
+        plan: Plan,
+        gathered_output: Any,
+        gathered_lse: Any,
+        output: Any,
+        lse: Optional[Any] = None,
+        stream: Any = None,
+    ) -> None:
+        """Decode context parallelism's step after the all-gather (vLLM's
+        cp_lse_ag_out_rs): `gathered_output` [W, Td, N, V] holds every
+        rank's first Td = decodes x new-token rows of its `forward` output,
+        `gathered_lse` [W, decodes, N, new tokens] float32 every rank's
+        decode_lse; writes the exact rows into `output` [Td, H, V], of every
+        head (H = N) or of this rank's share (H = N / W, heads
+        dcp_rank * H onwards), and their LSE into `lse` [decodes, H, new
+        tokens] when given. `plan` is the step's plan. See `mla.dcp`."""
+        args = _capi.mla_dcp_merge_args_t()
+        target = memoryview(args).cast("B")
+        runtime, size = self._runtime, _TENSOR_BYTES
+        describe_into(target, 0, gathered_output, "gathered_output", runtime)
+        describe_into(target, size, gathered_lse, "gathered_lse", runtime)
+        describe_into(target, 2 * size, output, "output", runtime, writable=True)
+        if lse is not None:
+            describe_into(target, 3 * size, lse, "lse", runtime, writable=True)
+        self._library.mla_layer_merge_dcp_partials(
+            self._live(), plan._live(), ctypes.byref(args), stream_handle(stream, self._runtime)
+        )
+
     def plan_decode_step(self, metadata: BatchMetadata, shape: DecodeGraphShape) -> Plan:
         """Plans a decode-only batch padded to `shape` (a captured graph's
         `shape`): padding requests have no context, their output rows come

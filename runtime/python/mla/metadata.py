@@ -221,12 +221,18 @@ class BatchMetadata:
         block_table: Any,
         block_size: int,
         num_slots: Optional[int] = None,
+        dcp: Optional[Tuple[int, int, int]] = None,
     ) -> "BatchMetadata":
         """The metadata of requests with `query_lens` new tokens each, the
         last of their `seq_lens` positions, in the pages of `block_table`:
         query_start_loc is their running sum and each new token's slot is
         the page and row of its position. `num_slots` pads slot_mapping
-        with -1 (padding tokens, as a CUDA-graph batch has)."""
+        with -1 (padding tokens, as a CUDA-graph batch has).
+
+        With `dcp` = (world_size, rank, interleave), `block_table` is a
+        decode-context-parallel rank's own (its pages hold its share of
+        each sequence) and the slots are the rank's: those of the new
+        tokens it owns, -1 for the others (`mla.dcp.local_slot_mapping`)."""
         queries = _as_list(query_lens)
         lengths = _as_list(seq_lens)
         table = _as_list(block_table)
@@ -234,6 +240,21 @@ class BatchMetadata:
             raise InvalidMetadataError(
                 f"query_lens has {len(queries)} entries, seq_lens {len(lengths)}"
             )
+        if dcp is not None:
+            starts = [0]
+            for query_len in queries:
+                starts.append(starts[-1] + query_len)
+            count = starts[-1] if num_slots is None else num_slots
+            if count < starts[-1]:
+                raise InvalidMetadataError(
+                    f"num_slots ({count}) is less than the {starts[-1]} new tokens"
+                )
+            placeholder = cls(starts, lengths, block_table, [-1] * count)
+            from .dcp import local_slot_mapping
+
+            world_size, rank, interleave = dcp
+            slots = local_slot_mapping(placeholder, block_size, world_size, rank, interleave)
+            return cls(starts, lengths, block_table, slots)
         starts = [0]
         slots: List[int] = []
         for b, (query_len, seq_len) in enumerate(zip(queries, lengths)):
