@@ -398,7 +398,8 @@ typedef struct mla_layer_config {
    *  own block table and slot mapping (its new tokens, -1 for the others),
    *  runs decodes of one new token over its share and writes partial rows
    *  and decode_lse, which mla_layer_merge_dcp_partials merges once the
-   *  engine has all-gathered them. */
+   *  engine has all-gathered them. At most 64 ranks; under DCP
+   *  decode_threshold must be 1 (mla_layer_create refuses otherwise). */
   int64_t dcp_world_size;
   int64_t dcp_rank;
   /** Tokens a rank holds in a row; must divide block_size. 0 or 1: 1. */
@@ -639,8 +640,8 @@ typedef struct mla_dcp_merge_args {
   mla_tensor_t lse;
 } mla_dcp_merge_args_t;
 
-/** The slot mapping of DCP rank `dcp_rank` of `dcp_world_size` (tokens in
- *  runs of `dcp_interleave`, 0 meaning 1) for the new tokens of
+/** The slot mapping of DCP rank `dcp_rank` of `dcp_world_size` (0 meaning
+ *  1; tokens in runs of `dcp_interleave`, 0 meaning 1) for the new tokens of
  *  `metadata`: the batch as every rank sees it (its global seq_lens),
  *  with the rank's own block table, whose pages hold the rank's share in
  *  token order. Writes metadata->num_slots entries (num_actual_tokens
@@ -656,7 +657,9 @@ mla_status_t mla_dcp_local_slot_mapping(const mla_batch_metadata_t *metadata,
                                         int64_t dcp_interleave,
                                         int64_t *slots);
 
-/** Decode context parallelism's step after the all-gather, queued on
+/** Decode context parallelism's step after the all-gather (give `lse`
+ *  when capturing it into a CUDA graph: without it the layer allocates
+ *  scratch for the LSE on first use), queued on
  *  `stream`: the exact decode rows from the group's partials (vLLM's
  *  cp_lse_ag_out_rs). The engine calls mla_layer_forward on every rank
  *  (with decode_lse), all-gathers each rank's first Td output rows and its

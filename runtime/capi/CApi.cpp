@@ -57,8 +57,8 @@ void setLastErrorNoThrow(const char *fn, const char *what) {
   }
 }
 
-/// Every field of the configuration, and the backend, whose kernels the
-/// decode schedule follows. Not the prefill backend: a plan is the same
+/// Every field of the configuration (the DCP rank's place included), and
+/// the backend, whose kernels the decode schedule follows. Not the prefill backend: a plan is the same
 /// whichever kernel runs the prefill.
 std::string planFingerprint(const MlaLayer &layer) {
   const MlaLayerConfig &c = layer.config();
@@ -66,7 +66,10 @@ std::string planFingerprint(const MlaLayer &layer) {
          " workspace=" + std::to_string(c.workspaceTokens) +
          " max_model_len=" + std::to_string(c.maxModelLen) +
          " max_num_seqs=" + std::to_string(c.maxNumSeqs) +
-         " backend=" + layer.selection().backend->name;
+         " backend=" + layer.selection().backend->name +
+         // A DCP rank's plan reads its own share of the cache.
+         " dcp=" + std::to_string(c.dcp.worldSize) + "/" +
+         std::to_string(c.dcp.rank) + "/" + std::to_string(c.dcp.interleave);
 }
 
 std::string str(int64_t value) { return std::to_string(value); }

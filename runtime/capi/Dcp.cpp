@@ -51,7 +51,8 @@ mla_dcp_local_slot_mapping(const mla_batch_metadata_t *metadata,
     // No cache to check pages against here: the plan does that.
     if (mla_status_t s = toMetadata(fn, *metadata, /*num_cache_blocks=*/1, m))
       return s;
-    DcpConfig dcp{dcp_world_size, dcp_rank,
+    // 0 means off (world size 1) and 1 (interleave), as in the config.
+    DcpConfig dcp{dcp_world_size == 0 ? 1 : dcp_world_size, dcp_rank,
                   dcp_interleave == 0 ? 1 : dcp_interleave};
     if (llvm::Error error = checkDcp(dcp, block_size))
       return fail(MLA_ERROR_INVALID_ARGUMENT, fn, std::move(error));

@@ -215,8 +215,7 @@ MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
     return makeError(
         "the batch holds " + llvm::Twine(split->numPrefills) +
         " prefills, which a layer under decode context parallelism does not "
-        "run yet (their context chunks need the group's all-gather): run "
-        "them on a layer without DCP");
+        "run yet (their context chunks need the group's all-gather)");
 
   MlaStepPlan plan;
   plan.split = *split;

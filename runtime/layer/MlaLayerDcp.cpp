@@ -21,6 +21,12 @@ llvm::Error MlaLayer::checkDcpConfig(const MlaLayerConfig &config) {
     return makeArgumentError("MLA layer: " + llvm::toString(std::move(error)));
   if (dcp.worldSize == 1)
     return llvm::Error::success();
+  // merge_attn_states_n unrolls its states (the dialect's bound).
+  if (dcp.worldSize > kMaxDcpWorldSize)
+    return makeArgumentError(
+        "MLA layer: decode context parallelism merges at most " +
+        llvm::Twine(kMaxDcpWorldSize) + " ranks, got dcp_world_size = " +
+        llvm::Twine(dcp.worldSize));
   // A rank's decode masks its keys as if they were the whole sequence,
   // which is exact only when every query sees every key: one new token a
   // request.
@@ -84,6 +90,27 @@ llvm::Error MlaLayer::mergeDcpPartials(const MlaStepPlan &plan,
     if (llvm::Error e = checkContiguousBuffer("lse", args.lse, DType::F32,
                                               {b, heads, sq}))
       return e;
+  // The kernel reads every partial of a row before writing it, but rows
+  // are spread over blocks: a merge in place would race.
+  auto bytes = [](const BufferView &view) {
+    const char *first = static_cast<const char *>(view.data);
+    return std::make_pair(first, first + view.numElements() *
+                                             byteWidth(view.dtype));
+  };
+  for (const BufferView *out : {&args.output, &args.lse})
+    for (const BufferView *in : {&args.gatheredOutput, &args.gatheredLse}) {
+      if (!out->data)
+        continue;
+      auto [outFirst, outEnd] = bytes(*out);
+      auto [inFirst, inEnd] = bytes(*in);
+      if (outFirst < inEnd && inFirst < outEnd)
+        return makeArgumentError(
+            "mergeDcpPartials: '" +
+            llvm::Twine(out == &args.output ? "output" : "lse") +
+            "' overlaps '" +
+            (in == &args.gatheredOutput ? "gathered_output" : "gathered_lse") +
+            "': the merge cannot run in place");
+    }
   if (b == 0)
     return llvm::Error::success();
 

@@ -17,7 +17,7 @@ constexpr int64_t kMaxTokensInARow = int64_t(1) << 20;
 
 llvm::Error checkInterleave(int64_t interleave) {
   if (interleave < 1 || interleave > kMaxTokensInARow)
-    return fail("cp_kv_cache_interleave_size must be in [1, " +
+    return fail("cp_kv_cache_interleave_size (dcp_interleave) must be in [1, " +
                 llvm::Twine(kMaxTokensInARow) + "], got " +
                 llvm::Twine(interleave));
   return llvm::Error::success();
@@ -45,7 +45,7 @@ llvm::Error checkDcp(const DcpConfig &dcp, int64_t blockSize) {
     return fail("block_size must be in [1, " + llvm::Twine(kMaxTokensInARow) +
                 "], got " + llvm::Twine(blockSize));
   if (dcp.interleave > blockSize || blockSize % dcp.interleave != 0)
-    return fail("cp_kv_cache_interleave_size must divide block_size = " +
+    return fail("cp_kv_cache_interleave_size (dcp_interleave) must divide block_size = " +
                 llvm::Twine(blockSize) + ", got " +
                 llvm::Twine(dcp.interleave));
   return llvm::Error::success();

@@ -177,18 +177,18 @@ TEST(MetadataDcp, BadConfigsAndMetadataAreErrors) {
   EXPECT_EQ(errorText(checkDcp({2, -1, 1}, 16)),
             "dcp_rank must be in [0, dcp_world_size = 2), got -1");
   EXPECT_EQ(errorText(checkDcp({2, 0, 3}, 16)),
-            "cp_kv_cache_interleave_size must divide block_size = 16, got 3");
+            "cp_kv_cache_interleave_size (dcp_interleave) must divide block_size = 16, got 3");
   EXPECT_EQ(errorText(checkDcp({2, 0, 32}, 16)),
-            "cp_kv_cache_interleave_size must divide block_size = 16, got 32");
+            "cp_kv_cache_interleave_size (dcp_interleave) must divide block_size = 16, got 32");
   EXPECT_EQ(errorText(checkDcp({2, 0, 16}, 16)), "success");
   EXPECT_EQ(errorText(checkDcp({2, 0, 0}, 16)),
-            "cp_kv_cache_interleave_size must be in [1, 1048576], got 0");
+            "cp_kv_cache_interleave_size (dcp_interleave) must be in [1, 1048576], got 0");
   EXPECT_EQ(errorText(checkDcp({2, 0, 1}, 0)),
             "block_size must be in [1, 1048576], got 0");
   auto noInterleave = dcpLocalSeqLens({4}, {2, 0, -3});
   ASSERT_FALSE(noInterleave);
   EXPECT_EQ(llvm::toString(noInterleave.takeError()),
-            "cp_kv_cache_interleave_size must be in [1, 1048576], got -3");
+            "cp_kv_cache_interleave_size (dcp_interleave) must be in [1, 1048576], got -3");
 
   auto lens = dcpLocalSeqLens({4, -1}, {2, 0, 1});
   ASSERT_FALSE(lens);

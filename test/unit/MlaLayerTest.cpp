@@ -655,3 +655,31 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
             std::string::npos)
       << error;
 }
+
+TEST_F(LayerErrors, DcpMergesNotInPlaceAndAtMost64Ranks) {
+  MlaLayerConfig c = config;
+  c.dcp = {kMaxDcpWorldSize + 1, 0, 1};
+  std::string error = createError(c, weights);
+  EXPECT_NE(error.find("at most 64 ranks"), std::string::npos) << error;
+  c.dcp = {2, 0, 1};
+  auto layer = MlaLayer::create(*runtime, c, weights);
+  ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+  std::vector<int32_t> table = {3, 0};
+  auto m = makeCommonAttentionMetadata({1}, {9}, table, 2, 16);
+  m.slotMapping[0] = 3 * 16 + 4;
+  auto plan = (*layer)->plan(m, 4);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  const MlaDims d = config.dims;
+  // The output over rank 0's own partial in the gathered buffer.
+  DcpMergeArgs merge{hostView(DType::BF16, {2, 1, d.numHeads, d.vHeadDim}),
+                     BufferView::contiguous(hostBytes.data() + 4096,
+                                            DType::F32, {2, 1, d.numHeads, 1}),
+                     hostView(DType::BF16, {1, d.numHeads, d.vHeadDim}),
+                     {}};
+  llvm::Error merged = (*layer)->mergeDcpPartials(*plan, merge);
+  ASSERT_TRUE(bool(merged));
+  error = llvm::toString(std::move(merged));
+  EXPECT_NE(error.find("'output' overlaps 'gathered_output'"),
+            std::string::npos)
+      << error;
+}

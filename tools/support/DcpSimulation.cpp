@@ -177,13 +177,16 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
   runtime::MlaLayerConfig layerConfig =
       checkedLayerConfig(d, act, config.cache, page, config.backend,
                          config.prefillBackend);
-  // Runs `layer`'s decode step on `cache` with `m`: output rows and LSE.
+  // Runs `layer`'s decode step on `cache` with `m`: output rows and LSE;
+  // its plan into `plan`.
   auto runStep = [&](runtime::MlaLayer &layer,
                      const runtime::CommonAttentionMetadata &m,
-                     PagedCache &cache) -> llvm::Expected<std::vector<Mirrored>> {
+                     PagedCache &cache, runtime::MlaStepPlan &planned)
+      -> llvm::Expected<std::vector<Mirrored>> {
     auto plan = layer.plan(m, cache.numBlocks);
     if (!plan)
       return plan.takeError();
+    planned = *plan;
     auto rowsAndLse = poisonedRows(runtime, act, requests, n, v);
     if (!rowsAndLse)
       return rowsAndLse.takeError();
@@ -211,7 +214,8 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
   (*singleLayer)->setPhaseTiming(true);
   runtime::CommonAttentionMetadata m = runtime::makeCommonAttentionMetadata(
       queryLens, seqLens, single->table, width, page);
-  auto singleResult = runStep(**singleLayer, m, *single);
+  runtime::MlaStepPlan singlePlan;
+  auto singleResult = runStep(**singleLayer, m, *single, singlePlan);
   if (!singleResult)
     return singleResult.takeError();
   report.singleAttentionMs = phaseMs(**singleLayer, "decode attention");
@@ -237,12 +241,10 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
       return slots.takeError();
     rm.slotMapping = *slots;
     std::vector<double> before = cache.tensor.host.toDouble();
-    auto result = runStep(**layer, rm, cache);
+    runtime::MlaStepPlan plan;
+    auto result = runStep(**layer, rm, cache, plan);
     if (!result)
       return result.takeError();
-    auto plan = (*layer)->plan(rm, cache.numBlocks);
-    if (!plan)
-      return plan.takeError();
     report.rankAttentionMs.push_back(phaseMs(**layer, "decode attention"));
     rankOut.push_back((*result)[0].host.toDouble());
     rankLse.push_back((*result)[1].host.toDouble());
@@ -271,7 +273,7 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
       held += groups[r].localLength(s);
     report.rankTokens.push_back(held);
     rankLayers.push_back(std::move(*layer));
-    rankPlans.push_back(std::move(*plan));
+    rankPlans.push_back(std::move(plan));
   }
 
   // --- The all-gather, then the merges ------------------------------------

@@ -124,6 +124,10 @@ struct MlaForwardArgs {
 /// the group's size, Td = numDecodes x decodeQueryLen the step's decode
 /// tokens, N the layer's heads. Buffers in the runtime device's memory,
 /// contiguous.
+/// The most ranks a DCP group may have: the merge (merge_attn_states_n)
+/// unrolls its states.
+inline constexpr int64_t kMaxDcpWorldSize = 64;
+
 struct DcpMergeArgs {
   /// [W, Td, N, V] activation dtype: every rank's decode rows of `output`
   /// (its first Td rows), rank by rank, as an all-gather leaves them.
@@ -134,7 +138,9 @@ struct DcpMergeArgs {
   /// of this rank's share of them (H = N / W, heads rank H .. rank H + H - 1).
   BufferView output;
   /// Optional [numDecodes, H, decodeQueryLen] f32: the merged LSE; leave
-  /// data null when not wanted.
+  /// data null when not wanted. Without it the merge writes the LSE to
+  /// scratch the layer allocates on first use: give it when capturing the
+  /// merge into a CUDA graph.
   BufferView lse;
 };
 

@@ -83,13 +83,11 @@ def decode_step(
     if own_heads and heads % world == 0:
         heads //= world
     merged = torch.empty((td, heads, config.v_head_dim), dtype=partial.dtype, device=partial.device)
-    lse = None
-    if merged_lse:
-        lse = torch.empty(
-            (info.num_decodes, heads, info.decode_query_len), dtype=torch.float32, device=partial.device
-        )
+    # Always an LSE of our own: the step stays capturable into a CUDA graph
+    # (without one the layer would allocate scratch on first use).
+    lse = torch.empty((info.num_decodes, heads, info.decode_query_len), dtype=torch.float32, device=partial.device)
     layer.merge_dcp_partials(plan, gathered_output, gathered_lse, merged, lse)
-    return merged, lse
+    return merged, (lse if merged_lse else None)
 
 
 def _all_gather(gathered: Any, tensor: Any, group: Any) -> None:
@@ -98,7 +96,8 @@ def _all_gather(gathered: Any, tensor: Any, group: Any) -> None:
     (gloo)."""
     import torch.distributed as dist
 
-    if dist.get_backend(group) == "nccl":
+    # CUDA tensors go through NCCL (a group may also hold gloo for CPUs).
+    if tensor.is_cuda:
         dist.all_gather_into_tensor(gathered, tensor, group=group)
         return
     import torch

@@ -218,7 +218,9 @@ class Layer(Handle):
         decode_lse; writes the exact rows into `output` [Td, H, V], of every
         head (H = N) or of this rank's share (H = N / W, heads
         dcp_rank * H onwards), and their LSE into `lse` [decodes, H, new
-        tokens] when given. `plan` is the step's plan. See `mla.dcp`."""
+        tokens] when given (give it when capturing the merge into a CUDA
+        graph: without it the layer allocates scratch on first use). `plan`
+        is the step's plan. See `mla.dcp`."""
         args = _capi.mla_dcp_merge_args_t()
         target = memoryview(args).cast("B")
         runtime, size = self._runtime, _TENSOR_BYTES
