@@ -30,6 +30,9 @@ struct MergeNCase {
   /// Heads of the buffers the views are taken from; the merged heads are
   /// [firstHead, firstHead + heads). 0: the views are the whole buffers.
   int64_t bufferHeads = 0, firstHead = 0;
+  /// With it, the partials' view starts one element into its buffer: no
+  /// 16-byte vectors (the GPU kernel's run-time check falls back).
+  bool misalignedPartials = false;
 };
 
 /// State s's LSE of row (b, h, q): random, or empty in patterns that give
@@ -53,8 +56,10 @@ void checkMergeN(const MergeNCase &c) {
       testContext(), {s, n, d, c.partials, c.output, c.withLse}));
   ASSERT_TRUE(kernel);
 
-  HostTensor partials(c.partials, {s, b, q, wide, d});
+  // One element more, for the misaligned view.
+  HostTensor partials(c.partials, {s * b * q * wide * d + 1});
   partials.fillRandom(rng());
+  const int64_t shift = c.misalignedPartials ? 1 : 0;
   HostTensor lses(DType::F32, {s, b, wide, q});
   std::vector<double> lseValues(s * b * wide * q);
   for (int64_t i = 0; i < (int64_t)lseValues.size(); ++i)
@@ -66,22 +71,27 @@ void checkMergeN(const MergeNCase &c) {
   std::vector<double> outBefore = out.toDouble(), lseBefore = outLse.toDouble();
 
   // Views of the merged heads.
-  auto headsOf = [&](HostTensor &t, int64_t headDim) {
-    BufferView v = t.view();
+  auto headsOf = [&](BufferView v, int64_t headDim) {
     v.shape[headDim] = n;
     v.data = static_cast<char *>(v.data) +
              c.firstHead * v.strides[headDim] * byteWidth(v.dtype);
     return v;
   };
-  std::vector<BufferView> args{headsOf(partials, 3), headsOf(lses, 2),
-                               headsOf(out, 2)};
+  BufferView partialsView = BufferView::contiguous(
+      static_cast<char *>(partials.view().data) +
+          shift * byteWidth(c.partials),
+      c.partials, {s, b, q, wide, d});
+  std::vector<BufferView> args{headsOf(partialsView, 3),
+                               headsOf(lses.view(), 2),
+                               headsOf(out.view(), 2)};
   if (c.withLse)
-    args.push_back(headsOf(outLse, 1));
+    args.push_back(headsOf(outLse.view(), 1));
   runKernel(*kernel, args);
 
   // The reference: the states folded pairwise in float64, in the
   // reference's layouts (outputs [T, N, D], LSEs [N, T], t = b * Q + q).
   std::vector<double> pv = partials.toDouble();
+  pv.erase(pv.begin(), pv.begin() + shift);
   auto stateOut = [&](int64_t st) {
     std::vector<double> o(tokens * n * d);
     for (int64_t t = 0; t < tokens; ++t)
@@ -181,6 +191,15 @@ TEST(MergeN, WithoutOutputLse) {
 
 TEST(MergeN, UnalignedHeadDim) {
   checkMergeN({3, 4, 2, 3, 21, DType::F32, DType::F32});
+}
+
+TEST(MergeN, MisalignedPartialsTakeTheElementPath) {
+  MergeNCase c{3, 4, 1, 16, 128, DType::BF16, DType::BF16};
+  c.misalignedPartials = true;
+  checkMergeN(c);
+  c.bufferHeads = 32;
+  c.firstHead = 16;
+  checkMergeN(c);
 }
 
 TEST(MergeN, ARanksHeadsOfWiderBuffers) {

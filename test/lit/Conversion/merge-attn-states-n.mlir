@@ -25,13 +25,20 @@
 // CPU-NOT: mla.
 
 // One kernel: a (request, query, head) row per group of lanes, the three
-// LSEs read once, three exponentials and one logarithm; outputs do not
+// LSEs read once, three exponentials and one logarithm; the rows in
+// 16-byte vectors where the bases and the views' dynamic strides allow
+// (checked at run time), element by element otherwise; outputs do not
 // overlap inputs, so the LSE is written without a block barrier.
 // GPU: gpu.launch_func @mla_kernels::@merge_attn_states_n_0 blocks in
 // GPU: gpu.func @merge_attn_states_n_0(
 // GPU-COUNT-3: memref.load %arg1[
 // GPU-COUNT-3: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // GPU: llvm.call_intrinsic "llvm.nvvm.lg2.approx.ftz.f"
+// GPU: memref.extract_strided_metadata %arg0
+// GPU: scf.if
+// GPU-COUNT-3: vector.load %arg0[{{.+}}] {alignment = 16 : i64} : {{.+}}, vector<8xbf16>
+// GPU: vector.store {{.+}}, %arg2[{{.+}}] {alignment = 16 : i64}
+// GPU: } else {
 // GPU: memref.store {{.+}}, %arg2[
 // GPU-NOT: gpu.barrier
 // GPU: memref.store {{.+}}, %arg3[

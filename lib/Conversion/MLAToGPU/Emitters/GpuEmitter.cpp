@@ -150,7 +150,7 @@ static int64_t vectorBytes(Value memref) {
   return GpuEmitter::kVectorWidth * element.getIntOrFloatBitWidth() / 8;
 }
 
-bool GpuEmitter::hasVectorRows(Value memref) {
+bool GpuEmitter::hasVectorRows(Value memref, bool dynamicStrides) {
   auto type = cast<MemRefType>(memref.getType());
   if (type.getRank() == 0)
     return false;
@@ -159,15 +159,17 @@ bool GpuEmitter::hasVectorRows(Value memref) {
     return false;
   if (type.getLayout().isIdentity())
     return true;
-  // Views (a column range of wider rows, leading rows of a buffer) qualify
-  // when their rows are contiguous and start whole vectors apart; a
-  // dynamic offset is part of the run-time alignment check.
+  // Views (a column range of wider rows, leading rows of a buffer, a
+  // range of heads) qualify when their rows are contiguous and start whole
+  // vectors apart; a dynamic offset, and where allowed a dynamic stride,
+  // is part of the run-time alignment check.
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
     return false;
   for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
-    if (ShapedType::isDynamic(stride) || stride % kVectorWidth != 0)
+    if (ShapedType::isDynamic(stride) ? !dynamicStrides
+                                      : stride % kVectorWidth != 0)
       return false;
   return true;
 }
@@ -189,6 +191,23 @@ Value GpuEmitter::vectorAligned(ValueRange memrefs) {
                                           misaligned, index(0));
     all = all ? arith::AndIOp::create(b, loc, all, aligned).getResult()
               : aligned;
+    // Rows start whole vectors apart: dynamic strides are checked here
+    // (hasVectorRows checked the static ones).
+    auto type = cast<MemRefType>(memref.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getLayout().isIdentity() ||
+        failed(type.getStridesAndOffset(strides, offset)))
+      continue;
+    for (auto [d, stride] : llvm::enumerate(strides)) {
+      if (!ShapedType::isDynamic(stride))
+        continue;
+      Value rest = arith::RemUIOp::create(b, loc, metadata.getStrides()[d],
+                                          index(kVectorWidth));
+      Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          rest, index(0));
+      all = arith::AndIOp::create(b, loc, all, whole);
+    }
   }
   return all;
 }

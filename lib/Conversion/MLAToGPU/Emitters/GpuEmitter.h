@@ -99,12 +99,16 @@ public:
   /// that is a multiple of kVectorWidth, given a suitably aligned first
   /// element: a strided layout with contiguous rows (innermost stride 1),
   /// the innermost dimension static and a multiple of the width, and every
-  /// outer stride static and a multiple of it. Identity layouts and views
-  /// such as a column range of wider rows qualify.
-  static bool hasVectorRows(mlir::Value memref);
+  /// outer stride a multiple of it: static, or with `dynamicStrides` also
+  /// dynamic (then checked at run time by vectorAligned; for kernels that
+  /// address rows through the strides alone, as RowMove does). Identity
+  /// layouts and views such as a column range of wider rows or a range of
+  /// heads qualify.
+  static bool hasVectorRows(mlir::Value memref, bool dynamicStrides = false);
   /// i1: every memref's first element (base plus the view's offset) is at
-  /// a multiple of its vector access size (kVectorWidth elements). The
-  /// same for every thread, so branching on it never diverges.
+  /// a multiple of its vector access size (kVectorWidth elements), and its
+  /// dynamic strides are multiples of kVectorWidth. The same for every
+  /// thread, so branching on it never diverges.
   mlir::Value vectorAligned(mlir::ValueRange memrefs);
   /// memref[indices] .. memref[indices + kVectorWidth - 1] (innermost
   /// index) as a vector of the element type.

@@ -10,10 +10,10 @@ static constexpr int64_t kWidth = GpuEmitter::kVectorWidth;
 
 bool RowMove::vectorizable() const {
   if (length % kWidth || dstFirstColumn % kWidth || srcFirstColumn % kWidth ||
-      !GpuEmitter::hasVectorRows(dst))
+      !GpuEmitter::hasVectorRows(dst, /*dynamicStrides=*/true))
     return false;
   for (auto &[memref, prefix] : sources)
-    if (!GpuEmitter::hasVectorRows(memref))
+    if (!GpuEmitter::hasVectorRows(memref, /*dynamicStrides=*/true))
       return false;
   return true;
 }
@@ -52,7 +52,7 @@ void RowMove::emit(GpuEmitter &e, Value lane, int64_t lanes,
 
 Value vectorPathFlag(GpuEmitter &e, ValueRange memrefs) {
   for (Value m : memrefs)
-    if (!GpuEmitter::hasVectorRows(m))
+    if (!GpuEmitter::hasVectorRows(m, /*dynamicStrides=*/true))
       return Value();
   return e.vectorAligned(memrefs);
 }
