@@ -2,6 +2,7 @@
 
 #include "OperandChecker.h"
 #include "mla/Dialect/MLADialect.h"
+#include "mla/Support/MlaDims.h"
 
 using namespace mlir;
 using namespace mla;
@@ -10,8 +11,6 @@ using namespace mla::detail;
 /// Decode kernels tile heads in groups of 64 rows; 128 heads per device is
 /// the largest DeepSeek configuration (no tensor parallelism).
 static constexpr int64_t kMaxDecodeHeads = 128;
-/// merge_attn_states_n unrolls its states: enough for any DCP group.
-static constexpr int64_t kMaxMergedStates = 64;
 
 LogicalResult PrefillAttentionOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))

@@ -22,10 +22,10 @@ llvm::Error MlaLayer::checkDcpConfig(const MlaLayerConfig &config) {
   if (dcp.worldSize == 1)
     return llvm::Error::success();
   // merge_attn_states_n unrolls its states (the dialect's bound).
-  if (dcp.worldSize > kMaxDcpWorldSize)
+  if (dcp.worldSize > kMaxMergedStates)
     return makeArgumentError(
         "MLA layer: decode context parallelism merges at most " +
-        llvm::Twine(kMaxDcpWorldSize) + " ranks, got dcp_world_size = " +
+        llvm::Twine(kMaxMergedStates) + " ranks, got dcp_world_size = " +
         llvm::Twine(dcp.worldSize));
   // A rank's decode masks its keys as if they were the whole sequence,
   // which is exact only when every query sees every key: one new token a

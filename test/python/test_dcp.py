@@ -21,12 +21,7 @@ import support
 from mla import DType
 
 SMALL = dict(
-    num_heads=4,
-    kv_lora_rank=64,
-    qk_nope_head_dim=32,
-    qk_rope_head_dim=16,
-    v_head_dim=32,
-    block_size=16,
+    **support.SMALL_DIMS,
     needs_decode_lse=True,
     activation_dtype=DType.F32,
     cache_dtype=DType.F32,

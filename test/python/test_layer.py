@@ -11,15 +11,10 @@ import reference
 import support
 from mla import DType
 
-# Small dims keep the CPU fast; a 32-token context workspace over 16-token
-# pages splits every context of more than 16 tokens into chunks.
+# A 32-token context workspace over 16-token pages splits every context of
+# more than 16 tokens into chunks.
 SMALL = dict(
-    num_heads=4,
-    kv_lora_rank=64,
-    qk_nope_head_dim=32,
-    qk_rope_head_dim=16,
-    v_head_dim=32,
-    block_size=16,
+    **support.SMALL_DIMS,
     decode_threshold=2,
     needs_decode_lse=True,
     workspace_tokens=32,

@@ -159,10 +159,11 @@ void checkMergeN(const MergeNCase &c) {
       ASSERT_TRUE(std::isnan(gotLse[li]) == std::isnan(lseBefore[li]))
           << "lse of head " << h << " outside the merged range written";
     }
-  if (!c.withLse)
+  if (!c.withLse) {
     for (size_t i = 0; i < gotLse.size(); ++i)
       ASSERT_TRUE(std::isnan(gotLse[i]) == std::isnan(lseBefore[i]))
           << "output_lse written without the operand";
+  }
 }
 
 TEST(MergeN, TwoToEightStatesEveryDType) {

@@ -124,10 +124,6 @@ struct MlaForwardArgs {
 /// the group's size, Td = numDecodes x decodeQueryLen the step's decode
 /// tokens, N the layer's heads. Buffers in the runtime device's memory,
 /// contiguous.
-/// The most ranks a DCP group may have: the merge (merge_attn_states_n)
-/// unrolls its states.
-inline constexpr int64_t kMaxDcpWorldSize = 64;
-
 struct DcpMergeArgs {
   /// [W, Td, N, V] activation dtype: every rank's decode rows of `output`
   /// (its first Td rows), rank by rank, as an all-gather leaves them.

@@ -35,6 +35,11 @@ struct MlaDims {
   }
 };
 
+/// The most partial states mla.merge_attn_states_n merges (its kernels
+/// unroll them): the verifier's bound, and so the largest decode context
+/// parallel group a layer takes.
+inline constexpr int64_t kMaxMergedStates = 64;
+
 } // namespace mla
 
 #endif // MLA_SUPPORT_MLADIMS_H
