@@ -275,7 +275,8 @@ OwningOpRef<ModuleOp> buildChunkedPrefill(MLIRContext &ctx,
       m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
       a[9], a[10], a[11], m.i64(n), m.i64(d.kvLoraRank),
       m.i64(d.qkNopeHeadDim), m.i64(d.ropeDim), m.i64(d.vHeadDim),
-      m.i64(s.blockSize), m.type(s.cache), m.f32(s.softmaxScale));
+      m.i64(s.blockSize), m.type(s.cache), m.f32(s.softmaxScale),
+      s.contextOnly ? m.b.getUnitAttr() : UnitAttr());
   return std::move(m.module);
 }
 

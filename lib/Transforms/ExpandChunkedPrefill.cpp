@@ -3,6 +3,7 @@
 // Writes out the chunked-context prefill as primitive mla ops:
 //
 //   kv_up_proj(new tokens) ; prefill_attention causal      -> running state
+//     (skipped with `context_only`: out/lse hold the running state)
 //   for c in chunks:
 //     gather_cache(chunk c) -> workspace[0:total_c]
 //     kv_up_proj(workspace)  -> k_ctx, v_ctx
@@ -90,17 +91,24 @@ void expand(ChunkedPrefillOp op) {
         newTokens ? UnitAttr() : b.getUnitAttr());
   };
 
-  // New tokens: causal attention over themselves is the initial state.
-  Value numTokens = memref::DimOp::create(b, loc, op.getQ(), 0);
-  Value kNew = allocLike(b, loc, {numTokens}, {dyn, heads, nope + rope}, act);
-  Value vNew = allocLike(b, loc, {numTokens}, {dyn, heads, vDim}, act);
-  upProject(op.getKvC(), op.getKPe(), kNew, vNew);
-  attend(kNew, vNew, op.getCuSeqlensQ(), /*newTokens=*/true);
+  // New tokens: causal attention over themselves is the initial state
+  // (already in out/lse when only context chunks are asked for).
+  SmallVector<Value> buffers;
+  if (!op.getContextOnly()) {
+    Value numTokens = memref::DimOp::create(b, loc, op.getQ(), 0);
+    Value kNew =
+        allocLike(b, loc, {numTokens}, {dyn, heads, nope + rope}, act);
+    Value vNew = allocLike(b, loc, {numTokens}, {dyn, heads, vDim}, act);
+    upProject(op.getKvC(), op.getKPe(), kNew, vNew);
+    attend(kNew, vNew, op.getCuSeqlensQ(), /*newTokens=*/true);
+    buffers.append({kNew, vNew});
+  }
 
   // Context chunks, each merged into the running state.
   Value rows = memref::DimOp::create(b, loc, op.getWorkspace(), 0);
   Value kCtx = allocLike(b, loc, {rows}, {dyn, heads, nope + rope}, act);
   Value vCtx = allocLike(b, loc, {rows}, {dyn, heads, vDim}, act);
+  buffers.append({kCtx, vCtx});
 
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -133,7 +141,7 @@ void expand(ChunkedPrefillOp op) {
     attend(kChunk, vChunk, cuChunk, /*newTokens=*/false);
   }
 
-  for (Value buffer : {kNew, vNew, kCtx, vCtx})
+  for (Value buffer : buffers)
     memref::DeallocOp::create(b, loc, buffer);
   op.erase();
 }

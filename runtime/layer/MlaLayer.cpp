@@ -138,9 +138,9 @@ llvm::Error MlaLayer::compileKernels() {
   // In the order layerKernelModules lists them.
   std::vector<std::shared_ptr<Kernel> *> slots{&cacheWrite, &prefill,
                                                &decodeQuery, &decode, &vUpProj};
-  static_assert(NumLayerModules == 5 && DcpMergeModule == 5);
+  static_assert(NumLayerModules == 5 && NumDcpLayerModules == 8);
   if (layerConfig.dcp.worldSize > 1)
-    slots.push_back(&dcpMerge);
+    slots.insert(slots.end(), {&dcpMerge, &dcpContextGather, &dcpContextChunk});
   auto kernels = compileAll(
       runtime, layerKernelModules(
                    layerConfig, LayerStrategies::of(chosen, chosenPrefill)));
@@ -211,12 +211,6 @@ MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
   auto split = splitDecodesAndPrefills(m, c.decodeThreshold);
   if (!split)
     return split.takeError();
-  if (c.dcp.worldSize > 1 && split->numPrefills > 0)
-    return makeError(
-        "the batch holds " + llvm::Twine(split->numPrefills) +
-        " prefills, which a layer under decode context parallelism does not "
-        "run yet (their context chunks need the group's all-gather)");
-
   MlaStepPlan plan;
   plan.split = *split;
   plan.numActualTokens = m.numActualTokens;
@@ -244,6 +238,12 @@ MlaLayer::plan(const CommonAttentionMetadata &m, int64_t numCacheBlocks) const {
     if (!prefill)
       return prefill.takeError();
     plan.prefill = std::move(*prefill);
+    if (c.dcp.worldSize > 1) {
+      auto context = planDcpContext(plan.prefill.chunks, c.dcp);
+      if (!context)
+        return context.takeError();
+      plan.dcpContext = std::move(*context);
+    }
   }
   return plan;
 }
@@ -276,6 +276,11 @@ llvm::Error MlaLayer::checkArgs(const MlaStepPlan &plan,
     return makeArgumentError(
         "decode_lse is required under decode context parallelism: the "
         "group's partial decode rows merge by it");
+  if (plan.dcpContext.rowsPerRank > 0 && !dcpAllGather)
+    return makeArgumentError(
+        "the step's prefills read context chunks that the decode context "
+        "parallel group holds: set the group's all-gather "
+        "(setDcpAllGather) first");
   if (args.decodeLse.data || !args.decodeLse.shape.empty())
     if (llvm::Error e = checkContiguousBuffer(
             "decode_lse", args.decodeLse, DType::F32,
@@ -335,23 +340,9 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
   timings.clear();
   hostParts.clear();
 
-  // One upload of every metadata array the kernels read: on a GPU from
-  // page-locked slots, so that forward does not wait for the stream's
-  // earlier work; on the CPU the block is host memory, written in place.
-  auto layout = detail::StepMetadataLayout::of(plan);
-  auto block = reserve(metadata, layout.bytes, stream);
+  auto block = uploadMetadata(plan, metadata, stream);
   if (!block)
     return block.takeError();
-  auto fill = [&](char *to) { layout.write(plan, to); };
-  if (const cuda::Device *gpu = runtime.gpu()) {
-    if (llvm::Error error = gpu->makeCurrent())
-      return error;
-    if (llvm::Error error =
-            staging->upload(runtime, *block, layout.bytes, fill, stream))
-      return error;
-  } else {
-    fill(static_cast<char *>(*block));
-  }
   if (timeHost)
     hostParts.push_back(
         {"checks and metadata upload", millisecondsSince(start)});
@@ -367,8 +358,30 @@ llvm::Error MlaLayer::forward(const MlaStepPlan &plan,
       return at.takeError();
     pointers.at[i] = *at;
   }
-  return launchPhases(plan, args, static_cast<char *>(*block), pointers,
-                      stream);
+  return launchPhases(plan, args, *block, pointers, stream);
+}
+
+llvm::Expected<char *> MlaLayer::uploadMetadata(const MlaStepPlan &plan,
+                                                DeviceAllocation &slot,
+                                                Stream stream) {
+  // One upload of every metadata array the kernels read: on a GPU from
+  // page-locked slots, so that forward does not wait for the stream's
+  // earlier work; on the CPU the block is host memory, written in place.
+  auto layout = detail::StepMetadataLayout::of(plan);
+  auto block = reserve(slot, layout.bytes, stream);
+  if (!block)
+    return block.takeError();
+  auto fill = [&](char *to) { layout.write(plan, to); };
+  if (const cuda::Device *gpu = runtime.gpu()) {
+    if (llvm::Error error = gpu->makeCurrent())
+      return std::move(error);
+    if (llvm::Error error =
+            staging->upload(runtime, *block, layout.bytes, fill, stream))
+      return std::move(error);
+  } else {
+    fill(static_cast<char *>(*block));
+  }
+  return static_cast<char *>(*block);
 }
 
 llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
@@ -386,16 +399,10 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
   const int64_t numChunks = pf.chunks.numChunks;
   auto layout = StepMetadataLayout::of(plan);
   auto array = [&](MetadataArray a, DType type, std::vector<int64_t> shape) {
-    return BufferView::contiguous(metadataBlock + layout.offsets[a], type,
-                                  std::move(shape));
+    return layout.view(metadataBlock, a, type, std::move(shape));
   };
-  auto rows = [&](const BufferView &v, int64_t first, int64_t count) {
-    std::vector<int64_t> shape = v.shape;
-    shape[0] = count;
-    size_t rowBytes = size_t(v.numElements() / std::max<int64_t>(v.shape[0], 1)) *
-                      byteWidth(v.dtype);
-    return BufferView::contiguous(
-        static_cast<char *>(v.data) + size_t(first) * rowBytes, v.dtype, shape);
+  auto rows = [](const BufferView &v, int64_t first, int64_t count) {
+    return v.rows(first, count);
   };
 
   // 1. The new tokens' latent entries into the cache.
@@ -406,9 +413,11 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
                    stream))
     return error;
 
-  // 2. Prefills: new tokens plus cached context in chunks.
+  // 2. Prefills: new tokens plus cached context in chunks (under DCP the
+  //    chunks come from the group, one by one, after the new tokens).
   if (s.numPrefills > 0) {
     int64_t first = s.numDecodeTokens, count = s.numPrefillTokens;
+    const int64_t ownChunks = layerConfig.dcp.worldSize > 1 ? 0 : numChunks;
     if (llvm::Error error = runPhase(
             "prefill", *prefill,
             {rows(args.q, first, count), rows(args.kvC, first, count),
@@ -417,8 +426,8 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
              args.kvCache,
              array(PrefillBlockTable, DType::I32,
                    {s.numPrefills, pf.maxBlocks}),
-             array(ChunkCuSeqLens, DType::I32, {numChunks, s.numPrefills + 1}),
-             array(ChunkStarts, DType::I32, {numChunks, s.numPrefills}),
+             array(ChunkCuSeqLens, DType::I32, {ownChunks, s.numPrefills + 1}),
+             array(ChunkStarts, DType::I32, {ownChunks, s.numPrefills}),
              weights.kvBProj,
              BufferView::contiguous(scratch[ContextWorkspace], act,
                                     {workspaceTokens, d.cacheEntry()}),
@@ -427,6 +436,10 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
                                     {n, count})},
             stream))
       return error;
+    if (ownChunks < numChunks)
+      if (llvm::Error error =
+              runDcpContextChunks(plan, args, metadataBlock, scratch, stream))
+        return error;
   }
 
   // 3. Decodes, absorbed.

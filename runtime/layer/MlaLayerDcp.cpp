@@ -5,13 +5,20 @@
 // each decode over the rank's tokens only; its forward writes partial
 // decode rows with their LSEs, and mergeDcpPartials turns the group's
 // all-gathered partials into the exact rows with merge_attn_states_n.
+// Prefills attend over their whole context: each context chunk's rows are
+// gathered by every rank from its share, all-gathered by the engine's
+// collective and read back in token order (DcpContextPlan).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mla/Runtime/MlaLayer.h"
 
+#include "StepMetadata.h"
+
 #include "mla/Runtime/EntryPoint.h"
 #include "mla/Support/Diagnostics.h"
+
+#include <chrono>
 
 namespace mla::runtime {
 
@@ -144,6 +151,136 @@ llvm::Error MlaLayer::mergeDcpPartials(const MlaStepPlan &plan,
   timings.clear();
   hostParts.clear();
   return runPhase("dcp merge", *dcpMerge, kernelArgs, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// Prefill context chunks across the group
+//===----------------------------------------------------------------------===//
+
+/// Row `index` of a contiguous [rows, ...] view, without its first
+/// dimension.
+static BufferView rowOf(const BufferView &view, int64_t index) {
+  BufferView row = view.rows(index, 1);
+  row.shape.erase(row.shape.begin());
+  row.strides.erase(row.strides.begin());
+  return row;
+}
+
+llvm::Error MlaLayer::queueDcpContextGather(const MlaStepPlan &plan,
+                                            int64_t chunk,
+                                            const BufferView &kvCache,
+                                            const BufferView &rows,
+                                            char *metadataBlock,
+                                            Stream stream) {
+  using namespace detail;
+  auto layout = StepMetadataLayout::of(plan);
+  const int64_t b = plan.split.numPrefills,
+                chunks = plan.prefill.chunks.numChunks;
+  BufferView cu = layout.view(metadataBlock, DcpLocalCuSeqLens, DType::I32,
+                              {chunks, b + 1});
+  BufferView starts =
+      layout.view(metadataBlock, DcpLocalStarts, DType::I32, {chunks, b});
+  return runPhase("dcp context gather", *dcpContextGather,
+                  {kvCache,
+                   layout.view(metadataBlock, PrefillBlockTable, DType::I32,
+                               {b, plan.prefill.maxBlocks}),
+                   rowOf(cu, chunk), rowOf(starts, chunk), rows},
+                  stream);
+}
+
+llvm::Error MlaLayer::runDcpContextChunks(
+    const MlaStepPlan &plan, const MlaForwardArgs &args, char *metadataBlock,
+    const detail::ScratchPointers &scratch, Stream stream) {
+  using namespace detail;
+  const MlaDims &d = layerConfig.dims;
+  const DType act = layerConfig.activation;
+  const DcpContextPlan &context = plan.dcpContext;
+  const int64_t b = plan.split.numPrefills,
+                chunks = plan.prefill.chunks.numChunks,
+                first = plan.split.numDecodeTokens,
+                count = plan.split.numPrefillTokens;
+  auto layout = StepMetadataLayout::of(plan);
+  auto array = [&](MetadataArray a, DType type, std::vector<int64_t> shape) {
+    return layout.view(metadataBlock, a, type, std::move(shape));
+  };
+  BufferView sent = BufferView::contiguous(
+      scratch[DcpSendRows], act, {context.rowsPerRank, d.cacheEntry()});
+  // The group's rows as pages of one token, for the chunk's block table.
+  BufferView gathered = BufferView::contiguous(
+      scratch[DcpGatheredRows], act,
+      {context.gatheredRows(layerConfig.dcp), 1, d.cacheEntry()});
+  BufferView order = array(DcpGatherOrder, DType::I32,
+                           {chunks, b, context.orderWidth});
+  BufferView chunkCu =
+      array(ChunkCuSeqLens, DType::I32, {chunks, b + 1});
+  for (int64_t c = 0; c < chunks; ++c) {
+    if (llvm::Error error = queueDcpContextGather(plan, c, args.kvCache, sent,
+                                                  metadataBlock, stream))
+      return error;
+    auto start = std::chrono::steady_clock::now();
+    size_t bytes = size_t(sent.numElements()) * byteWidth(act);
+    if (llvm::Error error =
+            dcpAllGather(sent.data, gathered.data, bytes, stream))
+      return makeError("the DCP group's all-gather of context chunk " +
+                       llvm::Twine(c) + ": " +
+                       llvm::toString(std::move(error)));
+    if (timePhases) {
+      if (llvm::Error error = runtime.synchronize(stream))
+        return error;
+      timings.push_back(
+          {"dcp all-gather",
+           std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - start)
+               .count()});
+    }
+    if (llvm::Error error = runPhase(
+            "dcp context chunk", *dcpContextChunk,
+            {args.q.rows(first, count), args.kvC.rows(first, count),
+             args.kPe.rows(first, count),
+             array(PrefillCuSeqlensQ, DType::I32, {b + 1}), gathered,
+             rowOf(order, c), chunkCu.rows(c, 1),
+             array(DcpOrderStarts, DType::I32, {1, b}), weights.kvBProj,
+             BufferView::contiguous(scratch[ContextWorkspace], act,
+                                    {workspaceTokens, d.cacheEntry()}),
+             args.output.rows(first, count),
+             BufferView::contiguous(scratch[PrefillLse], DType::F32,
+                                    {d.numHeads, count})},
+            stream))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error MlaLayer::gatherDcpContextChunk(const MlaStepPlan &plan,
+                                            int64_t chunk,
+                                            const BufferView &kvCache,
+                                            const BufferView &rows,
+                                            Stream stream) {
+  if (!dcpContextGather)
+    return makeArgumentError(
+        "gatherDcpContextChunk: the layer runs without decode context "
+        "parallelism (dcp.worldSize = 1)");
+  const int64_t chunks = plan.dcpContext.rowsPerRank > 0
+                             ? plan.prefill.chunks.numChunks
+                             : 0;
+  if (chunk < 0 || chunk >= chunks)
+    return makeArgumentError("gatherDcpContextChunk: chunk " +
+                             llvm::Twine(chunk) + " of a plan with " +
+                             llvm::Twine(chunks) +
+                             " context chunks to gather");
+  const MlaDims &d = layerConfig.dims;
+  if (llvm::Error e = checkContiguousBuffer(
+          "kv_cache", kvCache, layerConfig.cacheDType,
+          {plan.numCacheBlocks, layerConfig.blockSize, d.cacheEntry()}))
+    return e;
+  if (llvm::Error e = checkContiguousBuffer(
+          "rows", rows, layerConfig.activation,
+          {plan.dcpContext.rowsPerRank, d.cacheEntry()}))
+    return e;
+  auto block = uploadMetadata(plan, dcpGatherMetadata, stream);
+  if (!block)
+    return block.takeError();
+  return queueDcpContextGather(plan, chunk, kvCache, rows, *block, stream);
 }
 
 } // namespace mla::runtime

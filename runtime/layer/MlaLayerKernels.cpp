@@ -45,12 +45,25 @@ layerKernelModules(const MlaLayerConfig &config, LayerStrategies strategies) {
         return buildVUpProj(ctx, {d, c.activation});
       }),
   };
-  if (c.dcp.worldSize > 1)
-    modules.push_back(request(decode, [=](mlir::MLIRContext &ctx) {
-      return buildMergeAttnStatesN(
-          ctx, {c.dcp.worldSize, /*numHeads=*/0, d.vHeadDim, c.activation,
-                c.activation, /*withOutputLse=*/true});
-    }));
+  if (c.dcp.worldSize == 1)
+    return modules;
+  modules.push_back(request(decode, [=](mlir::MLIRContext &ctx) {
+    return buildMergeAttnStatesN(
+        ctx, {c.dcp.worldSize, /*numHeads=*/0, d.vHeadDim, c.activation,
+              c.activation, /*withOutputLse=*/true});
+  }));
+  modules.push_back(request(prefill, [=](mlir::MLIRContext &ctx) {
+    return buildGatherCache(
+        ctx, {d.cacheEntry(), c.blockSize, c.cacheDType, c.activation});
+  }));
+  // The group's gathered rows are pages of one token in the activation
+  // dtype; the chunk's block table puts them in token order.
+  modules.push_back(request(prefill, [=](mlir::MLIRContext &ctx) {
+    ChunkedPrefillSpec spec{d, c.activation, c.activation, /*blockSize=*/1,
+                            scale};
+    spec.contextOnly = true;
+    return buildChunkedPrefill(ctx, spec);
+  }));
   return modules;
 }
 

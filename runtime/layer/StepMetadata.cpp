@@ -26,7 +26,11 @@ std::array<ArrayBytes, NumMetadataArrays> arraysOf(const MlaStepPlan &plan) {
           bytesOf(pf.cuSeqlensQ),
           bytesOf(pf.blockTable),
           bytesOf(pf.chunks.chunkCuSeqLens),
-          bytesOf(pf.chunks.chunkStarts)};
+          bytesOf(pf.chunks.chunkStarts),
+          bytesOf(plan.dcpContext.localCuSeqLens),
+          bytesOf(plan.dcpContext.localStarts),
+          bytesOf(plan.dcpContext.gatherOrder),
+          bytesOf(plan.dcpContext.orderStarts)};
 }
 } // namespace
 
@@ -58,6 +62,10 @@ ScratchBytes scratchBytes(const MlaLayerConfig &config, int64_t workspaceTokens,
   if (plan.split.numPrefills > 0) {
     bytes[ContextWorkspace] = size_t(workspaceTokens) * d.cacheEntry() * width;
     bytes[PrefillLse] = n * size_t(plan.split.numPrefillTokens) * f32;
+    size_t rowBytes = d.cacheEntry() * width;
+    size_t sent = size_t(plan.dcpContext.rowsPerRank) * rowBytes;
+    bytes[DcpSendRows] = sent;
+    bytes[DcpGatheredRows] = size_t(config.dcp.worldSize) * sent;
   }
   if (plan.split.numDecodes > 0) {
     size_t rows = size_t(plan.split.numDecodeTokens) * n;

@@ -28,6 +28,11 @@ enum MetadataArray : size_t {
   PrefillBlockTable,
   ChunkCuSeqLens,
   ChunkStarts,
+  /// Under DCP with context chunks (DcpContextPlan).
+  DcpLocalCuSeqLens,
+  DcpLocalStarts,
+  DcpGatherOrder,
+  DcpOrderStarts,
   NumMetadataArrays
 };
 
@@ -41,6 +46,11 @@ struct StepMetadataLayout {
   /// Copies the plan's arrays into `block` (at least `bytes` long), which
   /// must have been laid out for a plan of the same array sizes.
   void write(const MlaStepPlan &plan, char *block) const;
+  /// Array `a` of the block at `block`, as a contiguous view.
+  BufferView view(char *block, MetadataArray a, DType type,
+                  std::vector<int64_t> shape) const {
+    return BufferView::contiguous(block + offsets[a], type, std::move(shape));
+  }
   bool operator==(const StepMetadataLayout &other) const {
     return offsets == other.offsets && bytes == other.bytes;
   }
@@ -56,6 +66,10 @@ enum ScratchBuffer : size_t {
   DecodeSplitLse,
   /// Only when the caller passes no decode_lse buffer.
   DecodeLse,
+  /// Under DCP with context chunks: the rows a rank sends per chunk and
+  /// the group's rows it receives.
+  DcpSendRows,
+  DcpGatheredRows,
   NumScratchBuffers
 };
 

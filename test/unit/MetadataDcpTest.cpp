@@ -259,3 +259,113 @@ TEST(MetadataDcp, ValidationReadsTheRanksShare) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Prefill context chunks across the group
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A plan's gathered rows of chunk c, built rank by rank from what each
+/// rank's plan says it sends (its local starts and packed offsets), the
+/// rank's local tokens listed by counting ownership one token at a time:
+/// entry i is the global context token in gathered row i (-1: padding).
+std::vector<int64_t> gatheredTokens(const ChunkedContextPlan &chunks,
+                                    int64_t c, DcpConfig dcp) {
+  const int64_t b = chunks.numPrefills;
+  std::vector<int64_t> rows;
+  int64_t rowsPerRank = 0;
+  std::vector<std::vector<int64_t>> perRank;
+  for (dcp.rank = 0; dcp.rank < dcp.worldSize; ++dcp.rank) {
+    DcpContextPlan plan = take(planDcpContext(chunks, dcp));
+    rowsPerRank = plan.rowsPerRank;
+    std::vector<int64_t> sent(plan.rowsPerRank, -1);
+    for (int64_t p = 0; p < b; ++p) {
+      int64_t begin = plan.localCuSeqLens[c * (b + 1) + p];
+      int64_t end = plan.localCuSeqLens[c * (b + 1) + p + 1];
+      int64_t local = plan.localStarts[c * b + p];
+      // The rank's tokens in order; its local token k is the k-th.
+      std::vector<int64_t> held;
+      for (int64_t t = 0; t < chunks.contextLens[p]; ++t)
+        if (dcp.ownerOf(t) == dcp.rank)
+          held.push_back(t);
+      for (int64_t row = begin; row < end; ++row)
+        sent[row] = held[local + row - begin];
+    }
+    perRank.push_back(sent);
+  }
+  for (const std::vector<int64_t> &sent : perRank) {
+    EXPECT_EQ(int64_t(sent.size()), rowsPerRank);
+    rows.insert(rows.end(), sent.begin(), sent.end());
+  }
+  return rows;
+}
+} // namespace
+
+TEST(MetadataDcpContext, OneChunkByHand) {
+  // Context of 5 over 2 ranks, interleave 1: rank 0 holds 0, 2, 4 and
+  // rank 1 holds 1, 3. Gathered rows: [0 2 4 | 1 3 pad].
+  ChunkedContextPlan chunks = take(planChunkedContext({5}, 64, 1));
+  ASSERT_EQ(chunks.numChunks, 1);
+  DcpContextPlan rank0 = take(planDcpContext(chunks, {2, 0, 1}));
+  DcpContextPlan rank1 = take(planDcpContext(chunks, {2, 1, 1}));
+  EXPECT_EQ(rank0.rowsPerRank, 3);
+  EXPECT_EQ(rank1.rowsPerRank, 3);
+  EXPECT_EQ(rank0.localCuSeqLens, (std::vector<int32_t>{0, 3}));
+  EXPECT_EQ(rank1.localCuSeqLens, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(rank0.localStarts, std::vector<int32_t>{0});
+  EXPECT_EQ(rank0.orderWidth, 64);
+  std::vector<int32_t> order(rank0.gatherOrder.begin(),
+                             rank0.gatherOrder.begin() + 5);
+  EXPECT_EQ(order, (std::vector<int32_t>{0, 3, 1, 4, 2}));
+  EXPECT_EQ(rank0.gatherOrder, rank1.gatherOrder);
+  EXPECT_EQ(rank0.orderStarts, std::vector<int32_t>{0});
+}
+
+TEST(MetadataDcpContext, SecondChunkStartsMidShare) {
+  // Two prefills, contexts 40 and 8, pages of 8, a workspace of 32: each
+  // takes 16 tokens a chunk. Over 2 ranks with interleave 4, chunk 1 of
+  // prefill 0 (tokens 16-31) is rank 0's local tokens 8-15 (16-19, 24-27).
+  ChunkedContextPlan chunks = take(planChunkedContext({40, 8}, 32, 8));
+  ASSERT_EQ(chunks.maxContextChunk, 16);
+  ASSERT_EQ(chunks.numChunks, 3);
+  DcpContextPlan rank0 = take(planDcpContext(chunks, {2, 0, 4}));
+  EXPECT_EQ(rank0.localStarts, (std::vector<int32_t>{0, 0, 8, 4, 16, 4}));
+  // Chunk 0: 8 of prefill 0's tokens and 4 of prefill 1's; chunk 1: 8 and
+  // none; chunk 2: 4 (tokens 32-35) and none.
+  EXPECT_EQ(rank0.localCuSeqLens,
+            (std::vector<int32_t>{0, 8, 12, 0, 8, 8, 0, 4, 4}));
+  EXPECT_EQ(rank0.rowsPerRank, 12);
+}
+
+TEST(MetadataDcpContext, GatheredRowsComeBackInTokenOrder) {
+  std::mt19937 rng(20261127);
+  for (int trial = 0; trial < 300; ++trial) {
+    DcpConfig dcp;
+    dcp.worldSize = 1 + rng() % 4;
+    int64_t page = int64_t(1) << (rng() % 5);
+    dcp.interleave = int64_t(1) << (rng() % 5);
+    if (dcp.interleave > page)
+      std::swap(dcp.interleave, page);
+    std::vector<int32_t> contexts(1 + rng() % 4);
+    for (int32_t &len : contexts)
+      len = rng() % 3 ? int32_t(rng() % 200) : 0;
+    int64_t workspace = int64_t(contexts.size()) * page * (1 + rng() % 6);
+    ChunkedContextPlan chunks =
+        take(planChunkedContext(contexts, workspace, page));
+    DcpContextPlan plan = take(planDcpContext(chunks, dcp));
+    const int64_t b = chunks.numPrefills;
+    for (int64_t c = 0; c < chunks.numChunks; ++c) {
+      std::vector<int64_t> rows = gatheredTokens(chunks, c, dcp);
+      ASSERT_EQ(int64_t(rows.size()), plan.gatheredRows(dcp));
+      for (int64_t p = 0; p < b; ++p)
+        for (int64_t j = 0; j < chunks.length(c, p); ++j) {
+          int32_t row = plan.gatherOrder[(c * b + p) * plan.orderWidth + j];
+          ASSERT_GE(row, 0);
+          ASSERT_LT(row, int64_t(rows.size()));
+          ASSERT_EQ(rows[row], chunks.start(c, p) + j)
+              << "trial " << trial << ", chunk " << c << ", prefill " << p
+              << ", token " << j;
+        }
+    }
+  }
+}

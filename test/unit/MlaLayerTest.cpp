@@ -520,9 +520,11 @@ TEST_F(LayerTest, DecodeAndPrefillBackendsPairedOnSm90a) {
 //===----------------------------------------------------------------------===//
 
 /// Ranks simulated in one process (runDcpSimulation): each rank's layer
-/// over its share of the tokens, the partials gathered and merged, equal
-/// to the layer without DCP and to the float64 reference, for every head
-/// and for each rank's own heads.
+/// over its share of the tokens, the decode partials gathered and merged,
+/// equal to the layer without DCP and to the float64 reference, for every
+/// head and for each rank's own heads; the prefills' rows, which read
+/// their context chunks through the group's all-gather, equal to the
+/// layer without DCP on every rank.
 TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
   auto runtime = makeRuntime();
   ASSERT_TRUE(runtime);
@@ -543,6 +545,12 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
     c.decodeContexts = {0, 1, int32_t(g.worldSize * g.interleave - 1)};
     for (int i = 0; i < 5; ++i)
       c.decodeContexts.push_back(context(rng()));
+    // Prefills with context in several chunks, one without context, one
+    // whose context is shorter than the group's first run.
+    c.prefillContexts = {context(rng()), 0, int32_t(g.interleave - 1) + 1,
+                         context(rng())};
+    c.prefillNewTokens = {13, 2, 5, 30};
+    c.workspaceTokens = 48;
     SCOPED_TRACE("world " + std::to_string(g.worldSize) + ", interleave " +
                  std::to_string(g.interleave));
     auto report = runDcpSimulation(c, *runtime, [](const std::string &) {});
@@ -557,6 +565,11 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
     if (report->rankHeadsError) {
       EXPECT_LE(*report->rankHeadsError, report->tolerance);
     }
+    EXPECT_LE(report->singlePrefillError, report->tolerance);
+    EXPECT_LE(report->rankPrefillError, report->tolerance);
+    // The same chunks in the same order through the same kernels.
+    EXPECT_EQ(report->rankPrefillVsSingle, 0.0);
+    EXPECT_GE(report->contextChunks, 2);
     EXPECT_TRUE(report->passed);
     // Every token is held by exactly one rank.
     int64_t held = 0, total = 0;
@@ -564,8 +577,32 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
       held += t;
     for (int32_t ctx : c.decodeContexts)
       total += ctx + 1;
+    for (size_t p = 0; p < c.prefillContexts.size(); ++p)
+      total += c.prefillContexts[p] + c.prefillNewTokens[p];
     EXPECT_EQ(held, total);
   }
+}
+
+/// A step of prefills only: nothing to merge, every rank's rows exact.
+TEST_F(LayerTest, DcpPrefillOnlyStep) {
+  auto runtime = makeRuntime();
+  ASSERT_TRUE(runtime);
+  DcpSimulationConfig c;
+  c.dims = smallDims(4);
+  c.blockSize = 16;
+  c.worldSize = 3;
+  c.interleave = 4;
+  c.seed = rng()();
+  c.decodeContexts = {};
+  c.prefillContexts = {100, 37};
+  c.prefillNewTokens = {6, 17};
+  c.workspaceTokens = 32;
+  auto report = runDcpSimulation(c, *runtime, [](const std::string &) {});
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_EQ(report->contextChunks, 7);
+  EXPECT_LE(report->rankPrefillError, report->tolerance);
+  EXPECT_EQ(report->rankPrefillVsSingle, 0.0);
+  EXPECT_TRUE(report->passed);
 }
 
 TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
@@ -608,17 +645,58 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
   EXPECT_NE(error.find("belongs to another DCP rank"), std::string::npos)
       << error;
 
-  // Prefills are not run under DCP yet, and say so.
+  // A prefill with context reads it through the group's all-gather: the
+  // forward needs one; a chunk gathered by hand must be one of the plan's.
   std::vector<int32_t> wide = {3, 0, 1, 2};
-  auto mixed = makeCommonAttentionMetadata({1, 6}, {9, 6}, wide, 2, 16);
-  mixed.slotMapping[0] = 3 * 16 + 4;
+  auto mixed = makeCommonAttentionMetadata({1, 6}, {9, 26}, wide, 2, 16);
   auto slots = dcpLocalSlotMapping(mixed, 16, c.dcp);
   ASSERT_TRUE(bool(slots)) << llvm::toString(slots.takeError());
   mixed.slotMapping = *slots;
-  plan = (*layer)->plan(mixed, 4);
-  ASSERT_FALSE(bool(plan));
-  error = llvm::toString(plan.takeError());
-  EXPECT_NE(error.find("prefills"), std::string::npos) << error;
+  auto mixedPlan = (*layer)->plan(mixed, 4);
+  ASSERT_TRUE(bool(mixedPlan)) << llvm::toString(mixedPlan.takeError());
+  EXPECT_EQ(mixedPlan->dcpContext.rowsPerRank, 10);
+  const MlaDims dims = config.dims;
+  // Device buffers: the last forward runs kernels before the all-gather.
+  auto onDevice = [&](DType t, std::vector<int64_t> shape) {
+    BufferView v = BufferView::contiguous(nullptr, t, shape);
+    v.data = bf16Buffer({int64_t(v.numElements() * byteWidth(t) / 2)}).data;
+    return v;
+  };
+  MlaForwardArgs mixedArgs{
+      onDevice(DType::BF16, {7, dims.numHeads, dims.qkHeadDim()}),
+      onDevice(DType::BF16, {7, dims.kvLoraRank}),
+      onDevice(DType::BF16, {7, dims.ropeDim}),
+      onDevice(DType::BF16, {4, 16, dims.cacheEntry()}),
+      onDevice(DType::BF16, {7, dims.numHeads, dims.vHeadDim}),
+      onDevice(DType::F32, {1, dims.numHeads, 1})};
+  llvm::Error noGather = (*layer)->forward(*mixedPlan, mixedArgs);
+  ASSERT_TRUE(bool(noGather));
+  error = llvm::toString(std::move(noGather));
+  EXPECT_NE(error.find("setDcpAllGather"), std::string::npos) << error;
+  BufferView sendRows = onDevice(DType::BF16, {10, dims.cacheEntry()});
+  llvm::Error badChunk = (*layer)->gatherDcpContextChunk(
+      *mixedPlan, 1, mixedArgs.kvCache, sendRows);
+  ASSERT_TRUE(bool(badChunk));
+  error = llvm::toString(std::move(badChunk));
+  EXPECT_NE(error.find("chunk 1 of a plan with 1 context chunks"),
+            std::string::npos)
+      << error;
+  llvm::Error badRows = (*layer)->gatherDcpContextChunk(
+      *mixedPlan, 0, mixedArgs.kvCache,
+      onDevice(DType::BF16, {9, dims.cacheEntry()}));
+  ASSERT_TRUE(bool(badRows));
+  error = llvm::toString(std::move(badRows));
+  EXPECT_NE(error.find("rows"), std::string::npos) << error;
+  // The engine's all-gather failing ends the forward with its error.
+  (*layer)->setDcpAllGather([](const void *, void *, size_t, Stream) {
+    return llvm::createStringError("the group is gone");
+  });
+  llvm::Error failed = (*layer)->forward(*mixedPlan, mixedArgs);
+  ASSERT_TRUE(bool(failed));
+  error = llvm::toString(std::move(failed));
+  EXPECT_NE(error.find("all-gather of context chunk 0: the group is gone"),
+            std::string::npos)
+      << error;
 
   // A rank's forward needs decode_lse; the merge needs a DCP layer and an
   // output of every head or the rank's share.

@@ -91,9 +91,10 @@ static cl::opt<std::string>
 
 static cl::opt<int> dcpWorldSize(
     "dcp-world-size", cl::cat(runOptions),
-    cl::desc("simulate a decode step of this many decode-context-parallel "
-             "ranks in one process and check their merged rows against a "
-             "layer without DCP and the float64 reference (1: off)"),
+    cl::desc("simulate a step (the decodes, and the prefills given) of "
+             "this many decode-context-parallel ranks in one process and "
+             "check their rows against a layer without DCP and the float64 "
+             "reference (1: off)"),
     cl::init(1));
 static cl::opt<int> dcpInterleave(
     "dcp-interleave", cl::cat(runOptions),
@@ -101,7 +102,7 @@ static cl::opt<int> dcpInterleave(
              "cp_kv_cache_interleave_size)"),
     cl::init(1));
 
-/// The DCP simulation (--dcp-world-size): one decode step over the group.
+/// The DCP simulation (--dcp-world-size): one step over the group.
 static int runDcpSimulation(mla::runtime::Runtime &runtime,
                             const mla::ServingStepConfig &steps) {
   mla::DcpSimulationConfig config;
@@ -109,8 +110,10 @@ static int runDcpSimulation(mla::runtime::Runtime &runtime,
   config.activation = steps.activation;
   config.cache = steps.cache;
   config.blockSize = steps.blockSize;
-  if (!decodeContexts.empty())
-    config.decodeContexts.assign(decodeContexts.begin(), decodeContexts.end());
+  config.decodeContexts = steps.decodeContexts;
+  config.prefillContexts = steps.prefillContexts;
+  config.prefillNewTokens = steps.prefillNewTokens;
+  config.workspaceTokens = steps.workspaceTokens;
   config.worldSize = dcpWorldSize;
   config.interleave = dcpInterleave;
   config.backend = steps.backend;
@@ -126,10 +129,11 @@ static int runDcpSimulation(mla::runtime::Runtime &runtime,
   }
   const mla::DcpSimulationReport &r = *report;
   outs() << "backend: " << r.selection.str() << "\n";
-  outs() << format("decode step over %d DCP ranks (interleave %d), %zu "
-                   "requests; tokens per rank:",
+  outs() << format("step over %d DCP ranks (interleave %d), %zu decodes and "
+                   "%zu prefills (%lld context chunks); tokens per rank:",
                    int(dcpWorldSize), int(dcpInterleave),
-                   config.decodeContexts.size());
+                   config.decodeContexts.size(), config.prefillContexts.size(),
+                   (long long)r.contextChunks);
   for (int64_t t : r.rankTokens)
     outs() << " " << t;
   outs() << "\n";
@@ -143,6 +147,11 @@ static int runDcpSimulation(mla::runtime::Runtime &runtime,
   if (r.rankHeadsError)
     outs() << format("  each rank's own heads: rel L2 %.2e\n",
                      *r.rankHeadsError);
+  if (!config.prefillContexts.empty())
+    outs() << format("  prefill rows: rel L2 %.2e without DCP, %.2e on the "
+                     "worst rank; worst rank vs without DCP %.2e\n",
+                     r.singlePrefillError, r.rankPrefillError,
+                     r.rankPrefillVsSingle);
   for (size_t i = 0; i < r.rankAttentionMs.size(); ++i)
     outs() << format("  rank %zu: decode attention %.3f ms\n", i,
                      r.rankAttentionMs[i]);
@@ -282,10 +291,9 @@ int main(int argc, char **argv) {
   }
 
   if (dcpWorldSize != 1) {
-    if (decodeQueryLen != 1 || !prefillContexts.empty() || !prefillNew.empty()) {
-      errs() << "mla-run: --dcp-world-size simulates a decode step of one new "
-                "token a request: it takes no --decode-query-len, "
-                "--prefill-contexts or --prefill-new-tokens\n";
+    if (decodeQueryLen != 1) {
+      errs() << "mla-run: --dcp-world-size simulates decodes of one new "
+                "token a request: it takes no --decode-query-len\n";
       return 2;
     }
     return runDcpSimulation(**runtime, config);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 namespace mla {
 namespace {
@@ -32,12 +33,14 @@ struct TokenShare {
   std::function<int64_t(int64_t)> localLength;
 };
 
-/// A cache for `share` of every request (block tables `width` wide), its
-/// context tokens' rows from `contextRows` (request b's position p at row
+/// A cache for `share` of every request (block tables `width` wide, pages
+/// for `seqLens` tokens), its context tokens' rows (the first contexts[b]
+/// of request b) from `contextRows` (request b's position p at row
 /// offsets[b] + p), every other row random.
 llvm::Expected<PagedCache>
 buildCache(Runtime &runtime, const DcpSimulationConfig &config,
            const TokenShare &share, llvm::ArrayRef<int32_t> seqLens,
+           llvm::ArrayRef<int32_t> contexts,
            const std::vector<double> &contextRows,
            llvm::ArrayRef<int64_t> offsets, int64_t width, std::mt19937 &rng) {
   const int64_t page = config.blockSize, entry = config.dims.cacheEntry(),
@@ -62,7 +65,7 @@ buildCache(Runtime &runtime, const DcpSimulationConfig &config,
   host.fillRandom(rng);
   std::vector<double> values = host.toDouble();
   for (int64_t b = 0; b < requests; ++b)
-    for (int64_t p = 0; p + 1 < seqLens[b]; ++p) {
+    for (int64_t p = 0; p < contexts[b]; ++p) {
       if (!share.holds(p))
         continue;
       int64_t local = share.localPosition(p);
@@ -97,164 +100,279 @@ double phaseMs(const runtime::MlaLayer &layer, llvm::StringRef phase) {
   return 0;
 }
 
-} // namespace
-
-llvm::Expected<DcpSimulationReport>
-runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
-                 const std::function<void(const std::string &)> &progress) {
-  const MlaDims &d = config.dims;
-  const int64_t n = d.numHeads, v = d.vHeadDim, entry = d.cacheEntry(),
-                page = config.blockSize, w = config.worldSize,
-                requests = int64_t(config.decodeContexts.size());
-  const DType act = config.activation;
-  if (llvm::Error e = runtime::checkDcp({w, 0, config.interleave}, page))
-    return std::move(e);
-  if (requests == 0)
-    return makeError("the DCP simulation needs at least one decode request");
-  std::mt19937 rng(config.seed);
-  DcpSimulationReport report;
-  report.tolerance = outputTolerance(act);
-
-  // --- The batch and its tokens ------------------------------------------
-  std::vector<int32_t> seqLens, queryLens(requests, 1);
+/// The batch as every rank sees it: decodes of one new token, then the
+/// prefills; the context rows every cache takes its share of.
+struct Batch {
+  std::vector<int32_t> queryLens, seqLens, contexts;
   std::vector<int64_t> offsets;
-  int64_t contextTokens = 0;
-  for (int32_t c : config.decodeContexts) {
-    if (c < 0)
-      return makeError("negative decode context length");
-    seqLens.push_back(c + 1);
-    offsets.push_back(contextTokens);
-    contextTokens += c;
-  }
-  HostTensor contextHost(config.cache, {std::max<int64_t>(contextTokens, 1), entry});
-  contextHost.fillRandom(rng);
-  std::vector<double> contextRows = contextHost.toDouble();
-  int64_t width = 1;
-  for (int32_t s : seqLens)
-    width = std::max<int64_t>(width, (s + page - 1) / page);
+  std::vector<double> contextRows;
+  int64_t decodes = 0, tokens = 0, width = 1;
+};
 
+llvm::Expected<Batch> makeBatch(const DcpSimulationConfig &config,
+                                std::mt19937 &rng) {
+  Batch batch;
+  if (config.prefillContexts.size() != config.prefillNewTokens.size())
+    return makeError("the DCP simulation needs as many prefill contexts as "
+                     "prefill new-token counts");
+  batch.decodes = int64_t(config.decodeContexts.size());
+  for (int32_t c : config.decodeContexts) {
+    batch.contexts.push_back(c);
+    batch.queryLens.push_back(1);
+  }
+  for (size_t p = 0; p < config.prefillContexts.size(); ++p) {
+    if (config.prefillNewTokens[p] < 2)
+      return makeError("a prefill of the DCP simulation has at least 2 new "
+                       "tokens (fewer would be a decode)");
+    batch.contexts.push_back(config.prefillContexts[p]);
+    batch.queryLens.push_back(config.prefillNewTokens[p]);
+  }
+  if (batch.contexts.empty())
+    return makeError("the DCP simulation needs at least one request");
+  int64_t contextTokens = 0;
+  for (size_t b = 0; b < batch.contexts.size(); ++b) {
+    if (batch.contexts[b] < 0)
+      return makeError("negative context length");
+    batch.seqLens.push_back(batch.contexts[b] + batch.queryLens[b]);
+    batch.offsets.push_back(contextTokens);
+    contextTokens += batch.contexts[b];
+    batch.tokens += batch.queryLens[b];
+    batch.width = std::max<int64_t>(
+        batch.width, (batch.seqLens[b] + config.blockSize - 1) /
+                         config.blockSize);
+  }
+  HostTensor contextHost(config.cache, {std::max<int64_t>(contextTokens, 1),
+                                        config.dims.cacheEntry()});
+  contextHost.fillRandom(rng);
+  batch.contextRows = contextHost.toDouble();
+  return batch;
+}
+
+/// A layer's run of the step: its plan, output rows, decode LSE and cache
+/// after the step (host copies).
+struct StepRun {
+  runtime::MlaStepPlan plan;
+  std::vector<double> out, lse;
+};
+
+class Simulation {
+public:
+  Simulation(const DcpSimulationConfig &config, Runtime &runtime,
+             const std::function<void(const std::string &)> &progress)
+      : config(config), runtime(runtime), progress(progress),
+        d(config.dims), rng(config.seed) {}
+
+  llvm::Expected<DcpSimulationReport> run();
+
+private:
+  llvm::Error setUp();
+  /// The step on `layer` over `cache` with `m`, planned into `into.plan`;
+  /// the cache's host copy is refreshed.
+  llvm::Error runStep(runtime::MlaLayer &layer,
+                      const runtime::CommonAttentionMetadata &m,
+                      PagedCache &cache, StepRun &into);
+  llvm::Error createRanks();
+  /// What the engine's all-gather does for rank `r`'s forward: each call
+  /// is the next context chunk; every rank's layer gathers its rows of it.
+  runtime::DcpAllGather allGatherFor(int64_t r);
+  llvm::Error runRanks();
+  /// Rank `r`'s merge of `heads` heads of the gathered decode partials.
+  llvm::Expected<std::pair<std::vector<double>, std::vector<double>>>
+  merge(int64_t r, int64_t heads);
+  llvm::Error check();
+
+  const DcpSimulationConfig &config;
+  Runtime &runtime;
+  const std::function<void(const std::string &)> &progress;
+  const MlaDims &d;
+  std::mt19937 rng;
+  DcpSimulationReport report;
+
+  Batch batch;
+  runtime::MlaLayerConfig layerConfig;
+  std::optional<PagedCache> single;
+  std::vector<PagedCache> rankCaches;
+  std::vector<DcpConfig> groups;
+  std::optional<Weights> weights;
+  std::optional<Mirrored> q, kvc, kpe, gatheredOut, gatheredLse;
+  StepRun singleRun;
+  std::vector<std::unique_ptr<runtime::MlaLayer>> rankLayers;
+  std::vector<runtime::CommonAttentionMetadata> rankMetadata;
+  std::vector<StepRun> rankRuns;
+  /// Context chunks gathered so far in the forward now running.
+  int64_t chunksGathered = 0;
+};
+
+llvm::Error Simulation::setUp() {
+  const int64_t w = config.worldSize;
+  auto made = makeBatch(config, rng);
+  if (!made)
+    return made.takeError();
+  batch = std::move(*made);
   progress("filling the caches of one layer without DCP and of " +
            std::to_string(w) + " ranks on " + runtime.deviceDescription());
   TokenShare everything{[](int64_t) { return true; },
                         [](int64_t p) { return p; },
                         [](int64_t s) { return s; }};
-  auto single = buildCache(runtime, config, everything, seqLens, contextRows,
-                           offsets, width, rng);
-  if (!single)
-    return single.takeError();
-  std::vector<PagedCache> rankCaches;
-  std::vector<DcpConfig> groups;
+  auto cache = buildCache(runtime, config, everything, batch.seqLens,
+                          batch.contexts, batch.contextRows, batch.offsets,
+                          batch.width, rng);
+  if (!cache)
+    return cache.takeError();
+  single = std::move(*cache);
   for (int64_t r = 0; r < w; ++r) {
     DcpConfig dcp{w, r, config.interleave};
     groups.push_back(dcp);
     TokenShare share{[dcp](int64_t p) { return dcp.ownerOf(p) == dcp.rank; },
                      [dcp](int64_t p) { return dcp.localPosition(p); },
                      [dcp](int64_t s) { return dcp.localLength(s); }};
-    auto cache = buildCache(runtime, config, share, seqLens, contextRows,
-                            offsets, width, rng);
-    if (!cache)
-      return cache.takeError();
-    rankCaches.push_back(std::move(*cache));
+    auto rankCache = buildCache(runtime, config, share, batch.seqLens,
+                                batch.contexts, batch.contextRows,
+                                batch.offsets, batch.width, rng);
+    if (!rankCache)
+      return rankCache.takeError();
+    rankCaches.push_back(std::move(*rankCache));
   }
-  auto weights = makeWeights(runtime, d, act, rng);
-  if (!weights)
-    return weights.takeError();
+  auto made2 = makeWeights(runtime, d, config.activation, rng);
+  if (!made2)
+    return made2.takeError();
+  weights = std::move(*made2);
 
-  // --- The step's inputs, shared by every layer ---------------------------
-  HostTensor qH(act, {requests, n, d.qkHeadDim()});
-  HostTensor kvcH(act, {requests, d.kvLoraRank}), kpeH(act, {requests, d.ropeDim});
+  // The step's inputs, shared by every layer.
+  const DType act = config.activation;
+  HostTensor qH(act, {batch.tokens, d.numHeads, d.qkHeadDim()});
+  HostTensor kvcH(act, {batch.tokens, d.kvLoraRank}),
+      kpeH(act, {batch.tokens, d.ropeDim});
   qH.fillRandom(rng, -2.0, 2.0);
   kvcH.fillRandom(rng);
   kpeH.fillRandom(rng);
-  auto q = mirror(runtime, std::move(qH));
-  auto kvc = mirror(runtime, std::move(kvcH));
-  auto kpe = mirror(runtime, std::move(kpeH));
-  for (auto *t : {&q, &kvc, &kpe})
-    if (!*t)
-      return t->takeError();
+  for (auto [into, host] : {std::pair{&q, &qH}, std::pair{&kvc, &kvcH},
+                            std::pair{&kpe, &kpeH}}) {
+    auto mirrored = mirror(runtime, std::move(*host));
+    if (!mirrored)
+      return mirrored.takeError();
+    *into = std::move(*mirrored);
+  }
+  layerConfig = checkedLayerConfig(d, act, config.cache, config.blockSize,
+                                   config.backend, config.prefillBackend);
+  layerConfig.workspaceTokens = config.workspaceTokens;
+  return llvm::Error::success();
+}
 
-  // --- One layer without DCP, then each rank's -----------------------------
-  runtime::MlaLayerConfig layerConfig =
-      checkedLayerConfig(d, act, config.cache, page, config.backend,
-                         config.prefillBackend);
-  // Runs `layer`'s decode step on `cache` with `m`: output rows and LSE;
-  // its plan into `plan`.
-  auto runStep = [&](runtime::MlaLayer &layer,
-                     const runtime::CommonAttentionMetadata &m,
-                     PagedCache &cache, runtime::MlaStepPlan &planned)
-      -> llvm::Expected<std::vector<Mirrored>> {
-    auto plan = layer.plan(m, cache.numBlocks);
-    if (!plan)
-      return plan.takeError();
-    planned = *plan;
-    auto rowsAndLse = poisonedRows(runtime, act, requests, n, v);
-    if (!rowsAndLse)
-      return rowsAndLse.takeError();
-    Mirrored *out = &rowsAndLse->first, *lse = &rowsAndLse->second;
-    if (llvm::Error e = layer.forward(
-            *plan, {q->deviceView(), kvc->deviceView(), kpe->deviceView(),
-                    cache.tensor.deviceView(), out->deviceView(),
-                    lse->deviceView()}))
-      return std::move(e);
-    for (Mirrored *t : {out, lse, &cache.tensor})
-      if (llvm::Error e = download(runtime, *t))
-        return std::move(e);
-    std::vector<Mirrored> results;
-    results.push_back(std::move(*out));
-    results.push_back(std::move(*lse));
-    return results;
-  };
+llvm::Error Simulation::runStep(runtime::MlaLayer &layer,
+                                const runtime::CommonAttentionMetadata &m,
+                                PagedCache &cache, StepRun &into) {
+  const DType act = config.activation;
+  auto plan = layer.plan(m, cache.numBlocks);
+  if (!plan)
+    return plan.takeError();
+  into.plan = *plan;
+  auto out = poisonedRows(runtime, act, batch.tokens, d.numHeads, d.vHeadDim);
+  if (!out)
+    return out.takeError();
+  // The decode LSE [decodes, N, 1], when the step has decodes.
+  std::optional<Mirrored> lse;
+  if (batch.decodes > 0) {
+    auto lseRows = poisonedRows(runtime, act, batch.decodes, d.numHeads, 1);
+    if (!lseRows)
+      return lseRows.takeError();
+    lse = std::move(lseRows->second);
+  }
+  if (llvm::Error e = layer.forward(
+          *plan, {q->deviceView(), kvc->deviceView(), kpe->deviceView(),
+                  cache.tensor.deviceView(), out->first.deviceView(),
+                  lse ? lse->deviceView() : BufferView{}}))
+    return e;
+  for (Mirrored *t : {&out->first, &cache.tensor})
+    if (llvm::Error e = download(runtime, *t))
+      return e;
+  into.out = out->first.host.toDouble();
+  if (lse) {
+    if (llvm::Error e = download(runtime, *lse))
+      return e;
+    into.lse = lse->host.toDouble();
+  }
+  return llvm::Error::success();
+}
 
-  progress("the step on a layer without DCP");
-  auto singleLayer = runtime::MlaLayer::create(runtime, layerConfig,
-                                               weights->views());
-  if (!singleLayer)
-    return singleLayer.takeError();
-  report.selection = (*singleLayer)->selection();
-  (*singleLayer)->setPhaseTiming(true);
-  runtime::CommonAttentionMetadata m = runtime::makeCommonAttentionMetadata(
-      queryLens, seqLens, single->table, width, page);
-  runtime::MlaStepPlan singlePlan;
-  auto singleResult = runStep(**singleLayer, m, *single, singlePlan);
-  if (!singleResult)
-    return singleResult.takeError();
-  report.singleAttentionMs = phaseMs(**singleLayer, "decode attention");
-
-  std::vector<std::unique_ptr<runtime::MlaLayer>> rankLayers;
-  std::vector<runtime::MlaStepPlan> rankPlans;
-  std::vector<std::vector<double>> rankOut, rankLse;
-  for (int64_t r = 0; r < w; ++r) {
-    progress("the step on rank " + std::to_string(r) + " of " +
-             std::to_string(w));
+llvm::Error Simulation::createRanks() {
+  for (int64_t r = 0; r < config.worldSize; ++r) {
     runtime::MlaLayerConfig rankConfig = layerConfig;
     rankConfig.dcp = groups[r];
-    auto layer = runtime::MlaLayer::create(runtime, rankConfig,
-                                           weights->views());
+    auto layer =
+        runtime::MlaLayer::create(runtime, rankConfig, weights->views());
     if (!layer)
       return layer.takeError();
     (*layer)->setPhaseTiming(true);
-    PagedCache &cache = rankCaches[r];
-    runtime::CommonAttentionMetadata rm = runtime::makeCommonAttentionMetadata(
-        queryLens, seqLens, cache.table, width, page);
-    auto slots = runtime::dcpLocalSlotMapping(rm, page, groups[r]);
+    (*layer)->setDcpAllGather(allGatherFor(r));
+    runtime::CommonAttentionMetadata m = runtime::makeCommonAttentionMetadata(
+        batch.queryLens, batch.seqLens, rankCaches[r].table, batch.width,
+        config.blockSize);
+    auto slots = runtime::dcpLocalSlotMapping(m, config.blockSize, groups[r]);
     if (!slots)
       return slots.takeError();
-    rm.slotMapping = *slots;
+    m.slotMapping = *slots;
+    // Every rank's plan before any forward: a rank's all-gather asks the
+    // others for their rows.
+    auto plan = (*layer)->plan(m, rankCaches[r].numBlocks);
+    if (!plan)
+      return plan.takeError();
+    rankRuns.push_back({std::move(*plan), {}, {}});
+    rankMetadata.push_back(std::move(m));
+    rankLayers.push_back(std::move(*layer));
+  }
+  return llvm::Error::success();
+}
+
+runtime::DcpAllGather Simulation::allGatherFor(int64_t r) {
+  return [this, r](const void *, void *received, size_t bytesPerRank,
+                   runtime::Stream stream) -> llvm::Error {
+    const int64_t chunk = chunksGathered++;
+    const int64_t rowBytes =
+        d.cacheEntry() * int64_t(byteWidth(config.activation));
+    for (int64_t from = 0; from < config.worldSize; ++from) {
+      const runtime::MlaStepPlan &plan = rankRuns[from].plan;
+      if (int64_t(bytesPerRank) != plan.dcpContext.rowsPerRank * rowBytes)
+        return makeError("rank " + llvm::Twine(r) + " sends " +
+                         llvm::Twine(bytesPerRank) + " bytes, rank " +
+                         llvm::Twine(from) + " plans " +
+                         llvm::Twine(plan.dcpContext.rowsPerRank * rowBytes));
+      BufferView rows = BufferView::contiguous(
+          static_cast<char *>(received) + from * bytesPerRank,
+          config.activation, {plan.dcpContext.rowsPerRank, d.cacheEntry()});
+      if (llvm::Error e = rankLayers[from]->gatherDcpContextChunk(
+              plan, chunk, rankCaches[from].tensor.deviceView(), rows,
+              stream))
+        return e;
+    }
+    return llvm::Error::success();
+  };
+}
+
+llvm::Error Simulation::runRanks() {
+  std::vector<std::vector<double>> decodeRows, decodeLses;
+  const int64_t entry = d.cacheEntry(), rowValues = d.numHeads * d.vHeadDim;
+  for (int64_t r = 0; r < config.worldSize; ++r) {
+    progress("the step on rank " + std::to_string(r) + " of " +
+             std::to_string(config.worldSize));
+    PagedCache &cache = rankCaches[r];
     std::vector<double> before = cache.tensor.host.toDouble();
-    runtime::MlaStepPlan plan;
-    auto result = runStep(**layer, rm, cache, plan);
-    if (!result)
-      return result.takeError();
-    report.rankAttentionMs.push_back(phaseMs(**layer, "decode attention"));
-    rankOut.push_back((*result)[0].host.toDouble());
-    rankLse.push_back((*result)[1].host.toDouble());
+    chunksGathered = 0;
+    if (llvm::Error e =
+            runStep(*rankLayers[r], rankMetadata[r], cache, rankRuns[r]))
+      return e;
+    report.contextChunks = chunksGathered;
+    report.rankAttentionMs.push_back(
+        phaseMs(*rankLayers[r], "decode attention"));
+    decodeRows.push_back(rows(rankRuns[r].out, 0, batch.decodes, rowValues));
+    decodeLses.push_back(rankRuns[r].lse);
 
     // Only the new tokens this rank owns were written, each its latent row.
     std::vector<double> after = cache.tensor.host.toDouble();
     std::vector<double> kvcv = kvc->host.toDouble(), kpev = kpe->host.toDouble();
     HostTensor expectRow(config.cache, {1, entry});
-    for (int64_t t = 0; t < requests; ++t) {
-      int64_t slot = rm.slotMapping[t];
+    for (int64_t t = 0; t < batch.tokens; ++t) {
+      int64_t slot = rankMetadata[r].slotMapping[t];
       if (slot == runtime::kPaddingSlot)
         continue;
       std::vector<double> row = rows(kvcv, t, 1, d.kvLoraRank);
@@ -269,75 +387,161 @@ runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
                       before.begin() + i))
         ++report.cacheMismatches;
     int64_t held = 0;
-    for (int32_t s : seqLens)
+    for (int32_t s : batch.seqLens)
       held += groups[r].localLength(s);
     report.rankTokens.push_back(held);
-    rankLayers.push_back(std::move(*layer));
-    rankPlans.push_back(std::move(plan));
   }
+  if (batch.decodes == 0)
+    return llvm::Error::success();
+  // The decodes' all-gather.
+  auto out = stack(runtime, config.activation,
+                   {batch.decodes, d.numHeads, d.vHeadDim}, decodeRows);
+  auto lse = stack(runtime, DType::F32, {batch.decodes, d.numHeads, 1},
+                   decodeLses);
+  if (!out || !lse)
+    return out ? lse.takeError() : out.takeError();
+  gatheredOut = std::move(*out);
+  gatheredLse = std::move(*lse);
+  return llvm::Error::success();
+}
 
-  // --- The all-gather, then the merges ------------------------------------
-  auto gatheredOut = stack(runtime, act, {requests, n, v}, rankOut);
-  auto gatheredLse = stack(runtime, DType::F32, {requests, n, 1}, rankLse);
-  if (!gatheredOut || !gatheredLse)
-    return gatheredOut ? gatheredLse.takeError() : gatheredOut.takeError();
-  // Rank `r` merges `heads` heads into fresh poisoned buffers.
-  auto merge = [&](int64_t r, int64_t heads)
-      -> llvm::Expected<std::pair<std::vector<double>, std::vector<double>>> {
-    auto rowsAndLse = poisonedRows(runtime, act, requests, heads, v);
-    if (!rowsAndLse)
-      return rowsAndLse.takeError();
-    Mirrored *out = &rowsAndLse->first, *lse = &rowsAndLse->second;
-    if (llvm::Error e = rankLayers[r]->mergeDcpPartials(
-            rankPlans[r], {gatheredOut->deviceView(), gatheredLse->deviceView(),
-                           out->deviceView(), lse->deviceView()}))
+llvm::Expected<std::pair<std::vector<double>, std::vector<double>>>
+Simulation::merge(int64_t r, int64_t heads) {
+  auto rowsAndLse =
+      poisonedRows(runtime, config.activation, batch.decodes, heads,
+                   d.vHeadDim);
+  if (!rowsAndLse)
+    return rowsAndLse.takeError();
+  Mirrored *out = &rowsAndLse->first, *lse = &rowsAndLse->second;
+  if (llvm::Error e = rankLayers[r]->mergeDcpPartials(
+          rankRuns[r].plan, {gatheredOut->deviceView(),
+                             gatheredLse->deviceView(), out->deviceView(),
+                             lse->deviceView()}))
+    return std::move(e);
+  for (Mirrored *t : {out, lse})
+    if (llvm::Error e = download(runtime, *t))
       return std::move(e);
-    for (Mirrored *t : {out, lse})
-      if (llvm::Error e = download(runtime, *t))
-        return std::move(e);
-    return std::make_pair(out->host.toDouble(), lse->host.toDouble());
-  };
-  progress("merging the " + std::to_string(w) + " ranks' partial rows");
-  auto merged = merge(0, n);
-  if (!merged)
-    return merged.takeError();
-  report.mergeMs = phaseMs(*rankLayers[0], "dcp merge");
+  return std::make_pair(out->host.toDouble(), lse->host.toDouble());
+}
 
-  // --- Checks against the float64 reference --------------------------------
+llvm::Error Simulation::check() {
   progress("checking against the float64 reference");
-  std::vector<double> outRef, lseRef;
-  referenceDecode(q->host.toDouble(), single->tensor.host.toDouble(), *weights,
-                  d, single->table, seqLens, width, single->numBlocks, page,
-                  /*queryLen=*/1, layerConfig.effectiveScale(), outRef, lseRef);
-  std::vector<double> singleOut = (*singleResult)[0].host.toDouble();
-  report.singleError = ref::relativeL2Error(singleOut, outRef);
-  report.singleLseError =
-      maxLseError((*singleResult)[1].host.toDouble(), lseRef);
-  report.mergedError = ref::relativeL2Error(merged->first, outRef);
-  report.mergedLseError = maxLseError(merged->second, lseRef);
-  report.mergedVsSingle = ref::relativeL2Error(merged->first, singleOut);
-  if (n % w == 0) {
-    // Every rank's own heads, put back in head order.
-    int64_t share = n / w;
-    std::vector<double> assembled(requests * n * v);
-    for (int64_t r = 0; r < w; ++r) {
-      auto own = merge(r, share);
-      if (!own)
-        return own.takeError();
-      for (int64_t t = 0; t < requests; ++t)
-        std::copy_n(own->first.begin() + t * share * v, share * v,
-                    assembled.begin() + (t * n + r * share) * v);
+  const int64_t n = d.numHeads, v = d.vHeadDim, w = config.worldSize;
+  const int64_t rowValues = n * v;
+  std::vector<double> qv = q->host.toDouble();
+  std::vector<double> singleCache = single->tensor.host.toDouble();
+  if (batch.decodes > 0) {
+    progress("merging the " + std::to_string(w) + " ranks' partial rows");
+    auto merged = merge(0, n);
+    if (!merged)
+      return merged.takeError();
+    report.mergeMs = phaseMs(*rankLayers[0], "dcp merge");
+    std::vector<double> outRef, lseRef;
+    std::vector<int32_t> decodeSeqLens(batch.seqLens.begin(),
+                                       batch.seqLens.begin() + batch.decodes);
+    llvm::ArrayRef<int32_t> decodeTable =
+        llvm::ArrayRef(single->table).take_front(batch.decodes * batch.width);
+    referenceDecode(qv, singleCache, *weights, d, decodeTable, decodeSeqLens, batch.width, single->numBlocks,
+                    config.blockSize, /*queryLen=*/1,
+                    layerConfig.effectiveScale(), outRef, lseRef);
+    std::vector<double> singleOut =
+        rows(singleRun.out, 0, batch.decodes, rowValues);
+    report.singleError = ref::relativeL2Error(singleOut, outRef);
+    report.singleLseError = maxLseError(singleRun.lse, lseRef);
+    report.mergedError = ref::relativeL2Error(merged->first, outRef);
+    report.mergedLseError = maxLseError(merged->second, lseRef);
+    report.mergedVsSingle = ref::relativeL2Error(merged->first, singleOut);
+    if (n % w == 0) {
+      // Every rank's own heads, put back in head order.
+      int64_t share = n / w;
+      std::vector<double> assembled(batch.decodes * rowValues);
+      for (int64_t r = 0; r < w; ++r) {
+        auto own = merge(r, share);
+        if (!own)
+          return own.takeError();
+        for (int64_t t = 0; t < batch.decodes; ++t)
+          std::copy_n(own->first.begin() + t * share * v, share * v,
+                      assembled.begin() + (t * n + r * share) * v);
+      }
+      report.rankHeadsError = ref::relativeL2Error(assembled, outRef);
     }
-    report.rankHeadsError = ref::relativeL2Error(assembled, outRef);
   }
-  report.passed = report.singleError <= report.tolerance &&
-                  report.mergedError <= report.tolerance &&
+  if (int64_t count = batch.tokens - batch.decodes; count > 0) {
+    const runtime::ChunkedPrefillMetadata &pf = singleRun.plan.prefill;
+    const int64_t first = batch.decodes, page = config.blockSize;
+    // The gather converts cache rows to the activation type.
+    HostTensor cacheAsAct(config.activation,
+                          {single->numBlocks, page, d.cacheEntry()});
+    cacheAsAct.fromDouble(singleCache);
+    std::vector<double> outRef(count * rowValues), lseRef(n * count);
+    ref::mlaPrefillWithContext(
+        rows(qv, first, count, n * d.qkHeadDim()),
+        rows(kvc->host.toDouble(), first, count, d.kvLoraRank),
+        rows(kpe->host.toDouble(), first, count, d.ropeDim), pf.cuSeqlensQ,
+        pf.chunks.contextLens, cacheAsAct.toDouble(), pf.blockTable,
+        weights->kvBProj, single->numBlocks, page, pf.maxBlocks, n,
+        d.kvLoraRank, d.qkNopeHeadDim, d.ropeDim, v,
+        layerConfig.effectiveScale(), outRef, lseRef);
+    std::vector<double> singleRows = rows(singleRun.out, first, count, rowValues);
+    report.singlePrefillError = ref::relativeL2Error(singleRows, outRef);
+    for (const StepRun &run : rankRuns) {
+      std::vector<double> rankRows = rows(run.out, first, count, rowValues);
+      report.rankPrefillError = std::max(
+          report.rankPrefillError, ref::relativeL2Error(rankRows, outRef));
+      report.rankPrefillVsSingle =
+          std::max(report.rankPrefillVsSingle,
+                   ref::relativeL2Error(rankRows, singleRows));
+    }
+  }
+  const double tol = report.tolerance;
+  report.passed = report.singleError <= tol && report.mergedError <= tol &&
                   report.mergedLseError <= kLseTolerance &&
                   report.singleLseError <= kLseTolerance &&
-                  (!report.rankHeadsError ||
-                   *report.rankHeadsError <= report.tolerance) &&
+                  (!report.rankHeadsError || *report.rankHeadsError <= tol) &&
+                  report.singlePrefillError <= tol &&
+                  report.rankPrefillError <= tol &&
+                  report.rankPrefillVsSingle <= tol &&
                   report.cacheMismatches == 0;
+  return llvm::Error::success();
+}
+
+llvm::Expected<DcpSimulationReport> Simulation::run() {
+  if (llvm::Error e = runtime::checkDcp(
+          {config.worldSize, 0, config.interleave}, config.blockSize))
+    return std::move(e);
+  report.tolerance = outputTolerance(config.activation);
+  if (llvm::Error e = setUp())
+    return std::move(e);
+
+  progress("the step on a layer without DCP");
+  auto singleLayer =
+      runtime::MlaLayer::create(runtime, layerConfig, weights->views());
+  if (!singleLayer)
+    return singleLayer.takeError();
+  report.selection = (*singleLayer)->selection();
+  (*singleLayer)->setPhaseTiming(true);
+  runtime::CommonAttentionMetadata m = runtime::makeCommonAttentionMetadata(
+      batch.queryLens, batch.seqLens, single->table, batch.width,
+      config.blockSize);
+  if (llvm::Error e = runStep(**singleLayer, m, *single, singleRun))
+    return std::move(e);
+  report.singleAttentionMs = phaseMs(**singleLayer, "decode attention");
+
+  if (llvm::Error e = createRanks())
+    return std::move(e);
+  if (llvm::Error e = runRanks())
+    return std::move(e);
+  if (llvm::Error e = check())
+    return std::move(e);
   return report;
+}
+
+} // namespace
+
+llvm::Expected<DcpSimulationReport>
+runDcpSimulation(const DcpSimulationConfig &config, Runtime &runtime,
+                 const std::function<void(const std::string &)> &progress) {
+  return Simulation(config, runtime, progress).run();
 }
 
 } // namespace mla

@@ -3,10 +3,14 @@
 // Decode context parallelism simulated on one device: W layers, one per
 // rank of a group, each with a cache of its own holding only the rank's
 // share of every request's tokens (token i on rank (i / I) mod W), run the
-// same decode step; their partial rows are gathered as an engine's
-// all-gather would, and every rank merges them (MlaLayer::
-// mergeDcpPartials). The merged rows are checked against a layer without
-// DCP over the whole cache, and both against the float64 reference.
+// same step, decodes and prefills. A rank's prefills read their context
+// chunks through the group's all-gather, which the simulation performs by
+// asking every rank's layer for its rows of the chunk (MlaLayer::
+// gatherDcpContextChunk); the decodes' partial rows are gathered as an
+// engine's all-gather would, and every rank merges them (MlaLayer::
+// mergeDcpPartials). Decode and prefill rows are checked against a layer
+// without DCP over the whole cache, and both against the float64
+// reference.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +35,12 @@ struct DcpSimulationConfig {
   int64_t blockSize = 64;
   /// Tokens cached before the step for each decode request; each adds one.
   std::vector<int32_t> decodeContexts = {1500, 700, 64, 2100, 0, 1};
+  /// Prefills after the decodes: tokens cached before the step and new
+  /// tokens, request by request (equal lengths).
+  std::vector<int32_t> prefillContexts, prefillNewTokens;
+  /// Rows of the context-gather workspace (0: the layer's default); small
+  /// values make prefills read their context in several chunks.
+  int64_t workspaceTokens = 0;
   int64_t worldSize = 2;
   /// Tokens a rank holds in a row (vLLM's cp_kv_cache_interleave_size).
   int64_t interleave = 1;
@@ -52,6 +62,14 @@ struct DcpSimulationReport {
   std::optional<double> rankHeadsError;
   /// Relative L2 difference of the merged rows from the layer without DCP.
   double mergedVsSingle = 0;
+  /// Prefill rows (every rank computes all of them): relative L2 error of
+  /// the layer without DCP and of the worst rank against the float64
+  /// reference, and the worst rank's difference from the layer without
+  /// DCP. All 0 without prefills.
+  double singlePrefillError = 0, rankPrefillError = 0,
+         rankPrefillVsSingle = 0;
+  /// Context chunks each rank's prefills read through the all-gather.
+  int64_t contextChunks = 0;
   /// Cache rows that differ from what the step should leave: each new
   /// token written by its owner only, every other row untouched.
   int64_t cacheMismatches = 0;

@@ -116,6 +116,9 @@ struct ChunkedPrefillSpec {
   DType activation, cache;
   int64_t blockSize;
   float softmaxScale;
+  /// Only the context chunks, merged into the state out/lse hold (see
+  /// mla.chunked_prefill's `context_only`).
+  bool contextOnly = false;
 };
 /// @kernel(q, kv_c, k_pe, cu_seqlens_q, kv_cache, block_table,
 ///         chunk_cu_seq_lens, chunk_starts, kv_b_proj, workspace, out, lse)

@@ -407,7 +407,15 @@ def MLA_ChunkedPrefillOp : MLA_Op<"chunked_prefill"> {
        merge into the running state.
 
     The result equals causal attention of the new tokens over context plus
-    new tokens. `mla-expand-chunked-prefill` rewrites the operation into that
+    new tokens.
+
+    With `context_only`, step 1 is skipped: `out` and `lse` already hold a
+    running state (the new tokens' attention and any earlier chunks), and
+    only the given chunks are attended and merged into it. `kv_c` and `k_pe`
+    are then not read. A decode-context-parallel rank runs its chunks this
+    way, one at a time, over the group's all-gathered context: its
+    `kv_cache` is then the gathered rows as pages of one token, and
+    `block_table` puts them back in token order. `mla-expand-chunked-prefill` rewrites the operation into that
     loop of primitive operations; the chunk plan comes from the runtime and
     must keep every chunk's total within the workspace rows.
 
@@ -437,7 +445,8 @@ def MLA_ChunkedPrefillOp : MLA_Op<"chunked_prefill"> {
     MLA_DimAttr:$v_head_dim,
     MLA_DimAttr:$block_size,
     TypeAttr:$cache_dtype,
-    F32Attr:$softmax_scale
+    F32Attr:$softmax_scale,
+    UnitAttr:$context_only
   );
   let assemblyFormat = [{
     `ins` `(` $q `,` $kv_c `,` $k_pe `,` $cu_seqlens_q `:`

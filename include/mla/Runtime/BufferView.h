@@ -37,6 +37,17 @@ struct BufferView {
     return n;
   }
 
+  /// Rows [first, first + count) of a contiguous view along its first
+  /// dimension, the other dimensions whole.
+  BufferView rows(int64_t first, int64_t count) const {
+    std::vector<int64_t> sliced = shape;
+    int64_t rowElements = sliced[0] ? numElements() / sliced[0] : 0;
+    sliced[0] = count;
+    return contiguous(static_cast<char *>(data) +
+                          first * rowElements * int64_t(byteWidth(dtype)),
+                      dtype, std::move(sliced));
+  }
+
   /// "bf16[4, 16, 576]" for messages.
   std::string describe() const {
     std::string s(name(dtype));

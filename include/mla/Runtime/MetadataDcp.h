@@ -18,6 +18,7 @@
 #define MLA_RUNTIME_METADATADCP_H
 
 #include "mla/Runtime/Metadata.h"
+#include "mla/Runtime/MetadataChunkedContext.h"
 
 #include <cstdint>
 #include <vector>
@@ -73,6 +74,45 @@ dcpLocalSlotMapping(const CommonAttentionMetadata &metadata, int64_t blockSize,
 llvm::Error validateDcp(const CommonAttentionMetadata &m,
                         int64_t numCacheBlocks, int64_t blockSize,
                         const DcpConfig &dcp);
+
+/// How the prefills of a DCP rank read their whole cached context, chunk by
+/// chunk of the batch's chunked-context plan (vLLM's context-parallel chunk
+/// gather): every rank gathers the tokens it holds of chunk c into
+/// `rowsPerRank` rows, packed prefill by prefill; the group all-gathers
+/// those rows, rank by rank, into W * rowsPerRank rows; and the chunk's
+/// workspace takes them back in token order, token j of prefill b's part
+/// of the chunk from gathered row gatherOrder[c][b][j]. Every rank plans
+/// the same chunks (the batch as every rank sees it) and knows every rank's
+/// share, so the rows line up without exchanging lengths. Arrays are int32
+/// and row-major, as gather_cache and mla.chunked_prefill read them.
+struct DcpContextPlan {
+  /// Rows each rank sends per chunk: the most any rank holds of any chunk.
+  int64_t rowsPerRank = 0;
+  /// [C][B + 1]: this rank's rows of chunk c, prefill by prefill.
+  std::vector<int32_t> localCuSeqLens;
+  /// [C][B]: this rank's first local token of prefill b in chunk c (its
+  /// tokens of the chunk are consecutive among the tokens it holds).
+  std::vector<int32_t> localStarts;
+  /// [C][B][orderWidth]: the gathered row of each token of the chunk,
+  /// orderWidth being the plan's maxContextChunk; entries past a prefill's
+  /// part of the chunk are 0 and never read.
+  std::vector<int32_t> gatherOrder;
+  int64_t orderWidth = 0;
+  /// [B] zeros: each prefill's part of a chunk starts at entry 0 of its
+  /// gatherOrder row.
+  std::vector<int32_t> orderStarts;
+
+  /// Gathered rows of one chunk, W * rowsPerRank.
+  int64_t gatheredRows(const DcpConfig &dcp) const {
+    return dcp.worldSize * rowsPerRank;
+  }
+};
+
+/// The DCP context plan of `chunks` (planned over the global context
+/// lengths) for rank dcp.rank. Errors when the gathered rows would not fit
+/// int32 (checkDcp's bounds hold for `dcp`).
+llvm::Expected<DcpContextPlan> planDcpContext(const ChunkedContextPlan &chunks,
+                                              const DcpConfig &dcp);
 
 } // namespace mla::runtime
 

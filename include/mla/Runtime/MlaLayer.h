@@ -40,6 +40,7 @@
 #include "mla/Runtime/Runtime.h"
 #include "mla/Support/MlaDims.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -140,6 +141,17 @@ struct DcpMergeArgs {
   BufferView lse;
 };
 
+/// The engine's all-gather over a DCP group, which a rank's forward calls
+/// once per prefill context chunk: every rank's `bytesPerRank` bytes at
+/// `send` into `received`, rank by rank (W x bytesPerRank bytes). Both are
+/// the runtime device's memory, owned by the layer. The collective must
+/// read `send` after the work queued on `stream` before the call and
+/// finish before the work queued on it after the call returns (as torch's
+/// collectives do on the current stream; on the CPU, before it returns).
+/// An error it returns ends the forward with that error.
+using DcpAllGather = std::function<llvm::Error(
+    const void *send, void *received, size_t bytesPerRank, Stream stream)>;
+
 /// The fixed shape of a decode-only step that is replayed as a CUDA graph
 /// (one of vLLM's captured batch sizes). A smaller batch is padded to it:
 /// padding requests have no context (their rows come out 0, lse -inf) and
@@ -188,6 +200,9 @@ struct MlaStepPlan {
   int64_t splitCapacity = 1;
   /// Prefill inputs and the chunked-context plan.
   ChunkedPrefillMetadata prefill;
+  /// Under DCP, how the prefills' context chunks come from the group's
+  /// ranks (empty without context chunks).
+  DcpContextPlan dcpContext;
   std::vector<int64_t> slotMapping;
   /// The shape a decode-only batch was padded to (planDecodeStep), with
   /// its split limit resolved; none for a plan made by `plan`.
@@ -321,6 +336,25 @@ public:
                                const DcpMergeArgs &args,
                                Stream stream = nullptr);
 
+  /// Under DCP, a step with prefills attends over each prefill's whole
+  /// cached context, chunk by chunk: per chunk the rank gathers the tokens
+  /// it holds, the group all-gathers them through `allGather`, and the
+  /// chunk's attention reads them back in token order (vLLM's MLA prefill
+  /// under DCP). forward refuses such a step until the all-gather is set.
+  void setDcpAllGather(DcpAllGather allGather) {
+    dcpAllGather = std::move(allGather);
+  }
+  /// The rows this rank sends for context chunk `chunk` of `plan`, what
+  /// forward hands the all-gather: plan.dcpContext.rowsPerRank rows
+  /// [rowsPerRank, Lkv + R] of the activation dtype from `kvCache`, queued
+  /// on `stream` (rows past the rank's tokens are left as they are). For an
+  /// engine that runs the collective on its own schedule, and for
+  /// simulating a group in one process.
+  llvm::Error gatherDcpContextChunk(const MlaStepPlan &plan, int64_t chunk,
+                                    const BufferView &kvCache,
+                                    const BufferView &rows,
+                                    Stream stream = nullptr);
+
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
   const std::vector<PhaseTiming> &phaseTimings() const { return timings; }
@@ -378,6 +412,29 @@ private:
   /// and where its LSE goes when the caller wants none.
   std::shared_ptr<Kernel> dcpMerge;
   DeviceAllocation dcpMergeLse;
+  /// Under DCP: a rank's gather of its tokens of a context chunk, the
+  /// chunk's attention over the group's rows, the engine's all-gather
+  /// between them, and the metadata gatherDcpContextChunk uploads.
+  std::shared_ptr<Kernel> dcpContextGather, dcpContextChunk;
+  DcpAllGather dcpAllGather;
+  DeviceAllocation dcpGatherMetadata;
+  /// Queues the gather of `chunk` into `rows`, its metadata at
+  /// `metadataBlock` (StepMetadataLayout::of(plan)).
+  llvm::Error queueDcpContextGather(const MlaStepPlan &plan, int64_t chunk,
+                                    const BufferView &kvCache,
+                                    const BufferView &rows,
+                                    char *metadataBlock, Stream stream);
+  /// The prefills' context chunks under DCP (launchPhases, after the new
+  /// tokens' attention): gather, all-gather, attend, chunk by chunk.
+  llvm::Error runDcpContextChunks(const MlaStepPlan &plan,
+                                  const MlaForwardArgs &args,
+                                  char *metadataBlock,
+                                  const detail::ScratchPointers &scratch,
+                                  Stream stream);
+  /// Copies `plan`'s metadata block to `slot` (grown to fit), ordered on
+  /// `stream`: its device address.
+  llvm::Expected<char *> uploadMetadata(const MlaStepPlan &plan,
+                                        DeviceAllocation &slot, Stream stream);
   /// The checks of a DCP layer's config (create).
   static llvm::Error checkDcpConfig(const MlaLayerConfig &config);
   /// The tokens of a sequence of `seqLen` this layer's cache holds: all of

@@ -35,15 +35,21 @@ enum LayerModule : size_t {
   DecodeAttentionModule,
   VUpProjModule,
   NumLayerModules,
-  /// Under decode context parallelism only, after the others.
-  DcpMergeModule = NumLayerModules
+  /// Under decode context parallelism only, after the others: the merge of
+  /// the group's decode partials, a rank's gather of its tokens of a
+  /// prefill context chunk, and the chunk's attention over the group's
+  /// gathered rows.
+  DcpMergeModule = NumLayerModules,
+  DcpContextGatherModule,
+  DcpContextChunkModule,
+  NumDcpLayerModules
 };
 
 /// The kernel modules a layer of `config` compiles, each with its
 /// strategy: the cache write, the chunked prefill (strategies.prefill),
 /// the decode query, the decode attention and the V up-projection
-/// (strategies.decode), then under decode context parallelism the merge of
-/// the group's partials. The layer compiles them at once; `mla-cache fill`
+/// (strategies.decode), then under decode context parallelism the DCP
+/// modules (the context chunk's attention with strategies.prefill). The layer compiles them at once; `mla-cache fill`
 /// compiles the same modules ahead of time.
 std::vector<CompileRequest>
 layerKernelModules(const MlaLayerConfig &config, LayerStrategies strategies);

@@ -7,7 +7,7 @@
 // RUN: mla-opt %s --mla-expand-chunked-prefill --mla-expand-chunked-prefill | FileCheck %s --check-prefix=NOCOMPOSITE
 
 // NOCOMPOSITE-NOT: mla.chunked_prefill
-// NOCOMPOSITE-COUNT-2: accumulate
+// NOCOMPOSITE-COUNT-3: accumulate
 // NOCOMPOSITE-NOT: mla.chunked_prefill
 
 // DeepSeek dims, bf16 cache and activations.
@@ -105,6 +105,39 @@ func.func @chunked_small(%q: memref<4x2x10xf32>, %kvc: memref<4x8xf32>, %kpe: me
       outs(%o, %lse : memref<4x2x5xf32>, memref<2x4xf32>)
       {num_heads = 2 : i64, kv_lora_rank = 8 : i64, qk_nope_head_dim = 6 : i64, rope_dim = 4 : i64,
        v_head_dim = 5 : i64, block_size = 4 : i64, cache_dtype = f16, softmax_scale = 0.5 : f32}
+  return
+}
+
+// context_only (a DCP rank's chunk over the group's gathered rows, pages of
+// one token): no new-token attention, no new-token scratch; kv_c and k_pe
+// are not read; the chunk merges into the state out/lse already hold.
+// CHECK-LABEL: func.func @chunked_context_only(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x2x10xf32>, %[[KVC:[a-z0-9]+]]: memref<?x8xf32>, %[[KPE:[a-z0-9]+]]: memref<?x4xf32>,
+// CHECK-NOT: causal
+// CHECK-NOT: ins(%[[KVC]], %[[KPE]]
+// CHECK: %[[ROWS:.+]] = memref.dim %{{.+}}, %{{.+}} : memref<?x12xf32>
+// CHECK: %[[K_CTX:.+]] = memref.alloc(%[[ROWS]]) : memref<?x2x10xf32>
+// CHECK: %[[V_CTX:.+]] = memref.alloc(%[[ROWS]]) : memref<?x2x5xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: scf.for
+// CHECK: mla.gather_cache ins({{.*}} : memref<?x1x12xf32>, {{.*}}) {block_size = 1 : i64}
+// CHECK: mla.kv_up_proj
+// CHECK: mla.prefill_attention {{.*}} {accumulate, num_heads = 2 : i64{{.*}}
+// CHECK-NEXT: }
+// CHECK-COUNT-2: memref.dealloc
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+func.func @chunked_context_only(%q: memref<?x2x10xf32>, %kvc: memref<?x8xf32>, %kpe: memref<?x4xf32>, %cq: memref<?xi32>,
+                                %rows: memref<?x1x12xf32>, %order: memref<?x?xi32>, %ccu: memref<?x?xi32>, %cst: memref<?x?xi32>,
+                                %w: memref<8x2x11xf32>, %ws: memref<?x12xf32>, %o: memref<?x2x5xf32>, %lse: memref<2x?xf32>) {
+  mla.chunked_prefill ins(%q, %kvc, %kpe, %cq : memref<?x2x10xf32>, memref<?x8xf32>, memref<?x4xf32>, memref<?xi32>)
+      cache(%rows, %order : memref<?x1x12xf32>, memref<?x?xi32>)
+      chunks(%ccu, %cst : memref<?x?xi32>, memref<?x?xi32>)
+      weights(%w : memref<8x2x11xf32>)
+      workspace(%ws : memref<?x12xf32>)
+      outs(%o, %lse : memref<?x2x5xf32>, memref<2x?xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, qk_nope_head_dim = 6 : i64, rope_dim = 4 : i64,
+       v_head_dim = 5 : i64, block_size = 1 : i64, cache_dtype = f32, softmax_scale = 0.5 : f32, context_only}
   return
 }
 
