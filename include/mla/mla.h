@@ -657,6 +657,28 @@ mla_status_t mla_dcp_local_slot_mapping(const mla_batch_metadata_t *metadata,
                                         int64_t dcp_interleave,
                                         int64_t *slots);
 
+/** The engine's all-gather over its DCP group, which mla_layer_forward
+ *  calls once per prefill context chunk of a step: every rank's
+ *  `bytes_per_rank` bytes at `send` into `received`, rank by rank (world
+ *  size x bytes_per_rank bytes). Both are the runtime device's memory,
+ *  owned by the layer and valid during the call. The collective reads
+ *  `send` after the work queued on `stream` before the call and finishes
+ *  before the work queued on it afterwards (as torch's collectives do on
+ *  the current stream; on the CPU, before it returns). Returns 0 on
+ *  success; anything else ends the forward with MLA_ERROR_RUNTIME. */
+typedef int32_t (*mla_dcp_all_gather_fn)(void *user_data, const void *send,
+                                         void *received,
+                                         size_t bytes_per_rank, void *stream);
+
+/** Sets the all-gather a DCP rank's forward reads its prefills' context
+ *  through: each context chunk's rows come from the ranks holding them and
+ *  are read back in token order (vLLM's MLA prefill under DCP). A step
+ *  whose prefills have context is MLA_ERROR_INVALID_ARGUMENT until it is
+ *  set. NULL clears it. `user_data` is passed to every call. */
+mla_status_t mla_layer_set_dcp_all_gather(mla_layer_t *layer,
+                                          mla_dcp_all_gather_fn all_gather,
+                                          void *user_data);
+
 /** Decode context parallelism's step after the all-gather (give `lse`
  *  when capturing it into a CUDA graph: without it the layer allocates
  *  scratch for the LSE on first use), queued on

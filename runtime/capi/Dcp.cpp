@@ -63,3 +63,28 @@ mla_dcp_local_slot_mapping(const mla_batch_metadata_t *metadata,
     return succeed();
   });
 }
+
+extern "C" mla_status_t
+mla_layer_set_dcp_all_gather(mla_layer_t *layer,
+                             mla_dcp_all_gather_fn all_gather,
+                             void *user_data) {
+  return guarded("mla_layer_set_dcp_all_gather", [&](const char *fn) {
+    MLA_REQUIRE(layer);
+    if (!all_gather) {
+      layer->layer->setDcpAllGather(nullptr);
+      return succeed();
+    }
+    layer->layer->setDcpAllGather(
+        [all_gather, user_data](const void *send, void *received,
+                                size_t bytesPerRank,
+                                Stream stream) -> llvm::Error {
+          int32_t code =
+              all_gather(user_data, send, received, bytesPerRank, stream);
+          if (code != 0)
+            return llvm::createStringError(
+                "the engine's all-gather returned " + std::to_string(code));
+          return llvm::Error::success();
+        });
+    return succeed();
+  });
+}

@@ -3,13 +3,16 @@
 Run by test_dcp.py (gloo, on the CPU) and on a multi-GPU machine (NCCL,
 one GPU a rank); every rank builds the same random batch from the seed,
 keeps its share of the cache (token i on rank (i // interleave) % world),
-runs `mla.dcp.decode_step` over the process group and checks its heads of
-the merged rows against the float64 reference (and, with --baseline, times
-the step against a layer holding the whole cache on this rank's device).
-Prints one line "rank R: PASS ..." or "rank R: FAIL ..." and exits 0 or 1.
+runs `mla.dcp.step` over the process group (the prefills' context chunks
+all-gathered inside the forward) and checks its heads of the merged decode
+rows and every prefill row against the float64 reference (with --bench,
+times the decode step against a layer holding the whole cache on rank 0's
+device). Prints one line "rank R: PASS ..." or "rank R: FAIL ..." and
+exits 0 or 1.
 
   python dcp_worker.py --rank R --world W --init tcp://127.0.0.1:PORT
       [--backend gloo|nccl] [--heads N] [--contexts 1500,700,...]
+      [--prefills CONTEXT:NEW,...] [--workspace ROWS]
       [--interleave I] [--dtype f32|bf16] [--seed S] [--graph]
       [--bench BATCHxCONTEXT --repeats N]
 """
@@ -35,7 +38,11 @@ def parse():
     p.add_argument("--init", required=True)
     p.add_argument("--backend", default="gloo")
     p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--contexts", default="300,41,0,1,190,77")
+    p.add_argument("--contexts", default="300,41,0,1,190,77", help="decodes' cached tokens")
+    p.add_argument("--prefills", default="",
+                   help="CONTEXT:NEW,... prefills after the decodes: cached tokens and new tokens")
+    p.add_argument("--workspace", type=int, default=0,
+                   help="context-gather workspace rows (0: the default); small makes several chunks")
     p.add_argument("--interleave", type=int, default=1)
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--dtype", default="f32")
@@ -82,7 +89,7 @@ def main():
     dtype = mla.DType.parse(args.dtype)
     base = mla.LayerConfig(
         num_heads=args.heads, block_size=args.block_size, activation_dtype=dtype, cache_dtype=dtype,
-        needs_decode_lse=True, **dims)
+        needs_decode_lse=True, workspace_tokens=args.workspace, **dims)
     config = mla.LayerConfig(**{**base.__dict__, "dcp_world_size": args.world, "dcp_rank": args.rank,
                                 "dcp_interleave": args.interleave})
     n, lkv, r, v = base.num_heads, base.kv_lora_rank, base.qk_rope_head_dim, base.v_head_dim
@@ -90,13 +97,21 @@ def main():
 
     # The same batch on every rank: contexts, their tokens, weights, inputs.
     rng = np.random.default_rng(args.seed)
-    contexts = [int(c) for c in args.contexts.split(",")]
-    seq_lens = [c + 1 for c in contexts]
+    contexts = [int(c) for c in args.contexts.split(",") if c]
+    decodes = len(contexts)
+    query_lens = [1] * decodes
+    for prefill in filter(None, args.prefills.split(",")):
+        context, new = (int(x) for x in prefill.split(":"))
+        contexts.append(context)
+        query_lens.append(new)
+    seq_lens = [c + new for c, new in zip(contexts, query_lens)]
+    starts = np.concatenate([[0], np.cumsum(query_lens)]).astype(int)
+    rows = int(starts[-1])
     tokens = [rng.uniform(-1, 1, (c, lkv + r)) for c in contexts]
     kv_b_proj = rng.uniform(-1, 1, (lkv, n, base.qk_nope_head_dim + v)) / math.sqrt(lkv)
-    q = rng.uniform(-1, 1, (len(contexts), n, base.qk_head_dim))
-    kv_c = rng.uniform(-1, 1, (len(contexts), lkv))
-    k_pe = rng.uniform(-1, 1, (len(contexts), r))
+    q = rng.uniform(-1, 1, (rows, n, base.qk_head_dim))
+    kv_c = rng.uniform(-1, 1, (rows, lkv))
+    k_pe = rng.uniform(-1, 1, (rows, r))
 
     def rounded(values):
         return torch.from_numpy(values).to(tdt)
@@ -136,37 +151,45 @@ def main():
     table, cache = cache_for(args.world, args.rank, args.interleave)
     layer = mla.Layer(runtime, config, **weights)
     metadata = mla.BatchMetadata.from_lengths(
-        [1] * len(seq_lens), seq_lens, table, args.block_size, dcp=(args.world, args.rank, args.interleave))
+        query_lens, seq_lens, table, args.block_size, dcp=(args.world, args.rank, args.interleave))
     plan = layer.plan(metadata, cache.shape[0])
-    rows = len(seq_lens)
     kv_cache = on_device(rounded(cache))
     step = dict(q=on_device(rounded(q)), kv_c=on_device(rounded(kv_c)), k_pe=on_device(rounded(k_pe)),
                 kv_cache=kv_cache, output=torch.full((rows, n, v), 7.0, dtype=tdt, device=device),
-                decode_lse=torch.full((rows, n, 1), 7.0, dtype=torch.float32, device=device))
-    merged, lse = mla.dcp.decode_step(layer, plan, group=None, merged_lse=True, **step)
+                decode_lse=torch.full((decodes, n, 1), 7.0, dtype=torch.float32, device=device))
+    merged, lse = mla.dcp.step(layer, plan, group=None, merged_lse=True, **step)
     if on_gpu:
         torch.cuda.synchronize()
 
-    # The float64 reference over the whole sequences, this rank's heads.
+    # The float64 reference over the whole sequences.
     out_ref = np.zeros((rows, n, v))
     lse_ref = np.zeros((n, rows))
     scale = 1.0 / math.sqrt(base.qk_head_dim)
-    for b in range(rows):
-        latent = np.concatenate([tokens[b], np.concatenate([kvc64[b:b + 1], kpe64[b:b + 1]], axis=1)])
-        out_ref[b : b + 1], lse_ref[:, b : b + 1] = reference.attention(q64[b : b + 1], latent, kv_b_exact, r, scale)
-    share = n // args.world if n % args.world == 0 else n
-    first = args.rank * share if share != n else 0
-    got = merged.double().cpu().numpy()
-    want = out_ref[:, first : first + share]
-    error = reference.relative_l2(got, want)
-    lse_got = lse.double().cpu().numpy()[:, :, 0]
-    lse_want = lse_ref[first : first + share].T
-    lse_error = float(np.max(np.abs(lse_got - lse_want)))
+    for b, (start, stop) in enumerate(zip(starts[:-1], starts[1:])):
+        new_rows = np.concatenate([kvc64[start:stop], kpe64[start:stop]], axis=1)
+        latent = np.concatenate([tokens[b], new_rows])
+        out_ref[start:stop], lse_ref[:, start:stop] = reference.attention(
+            q64[start:stop], latent, kv_b_exact, r, scale)
     tolerance = {"f32": 1e-4, "f16": 4e-3, "bf16": 1.5e-2}[args.dtype]
-    ok = error <= tolerance and lse_error <= 5e-2
-    line = f"rank {args.rank}: {'PASS' if ok else 'FAIL'} rel L2 {error:.2e} max |dLSE| {lse_error:.2e}"
+    ok, line = True, f"rank {args.rank}:"
+    if decodes:
+        # The merged decode rows of this rank's heads.
+        share = n // args.world if n % args.world == 0 else n
+        first = args.rank * share if share != n else 0
+        error = reference.relative_l2(merged.double().cpu().numpy(), out_ref[:decodes, first : first + share])
+        lse_got = lse.double().cpu().numpy()[:, :, 0]
+        lse_error = float(np.max(np.abs(lse_got - lse_ref[first : first + share, :decodes].T)))
+        ok = error <= tolerance and lse_error <= 5e-2
+        line += f" decodes rel L2 {error:.2e} max |dLSE| {lse_error:.2e}"
+    if rows > decodes:
+        # Every prefill row, every head: exact on every rank.
+        got = step["output"][decodes:].double().cpu().numpy()
+        error = reference.relative_l2(got, out_ref[decodes:])
+        ok = ok and error <= tolerance
+        line += f" prefills rel L2 {error:.2e} ({plan.info.num_context_chunks} context chunks)"
+    line = line.replace(":", ": PASS" if ok else ": FAIL", 1)
 
-    if args.graph and on_gpu:
+    if args.graph and on_gpu and rows == decodes:
         replayed_ok, text = graph_step(layer, metadata, step, merged, lse)
         ok = ok and replayed_ok
         line += " " + text
@@ -283,7 +306,7 @@ def bench(args, runtime, device):
     merged = torch.empty((batch, n // world, v), dtype=tdt, device=device)
     merged_lse = torch.empty((batch, n // world, 1), dtype=torch.float32, device=device)
     forward = timed(lambda: layer.forward(plan, **tensors))
-    whole = timed(lambda: mla.dcp.decode_step(layer, plan, group=None, **tensors))
+    whole = timed(lambda: mla.dcp.step(layer, plan, group=None, **tensors))
     dist.all_gather_into_tensor(gathered_out, tensors["output"])
     dist.all_gather_into_tensor(gathered_lse, tensors["decode_lse"])
     merge = timed(lambda: layer.merge_dcp_partials(plan, gathered_out, gathered_lse, merged, merged_lse),

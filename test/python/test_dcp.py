@@ -2,7 +2,8 @@
 ranks simulated in one process (each layer over its share of the cache,
 the partials gathered and merged with Layer.merge_dcp_partials) against a
 layer without DCP and the float64 reference, and two processes over a
-gloo process group running mla.dcp.decode_step (dcp_worker.py)."""
+gloo process group running mla.dcp.step on mixed batches, the prefills'
+context chunks all-gathered inside the forward (dcp_worker.py)."""
 
 import math
 import os
@@ -157,10 +158,61 @@ def test_two_processes_over_gloo(interleave, dtype):
         subprocess.Popen(
             [sys.executable, str(worker), "--rank", str(rank), "--world", "2", "--init", init,
              "--backend", "gloo", "--small", "--interleave", str(interleave), "--dtype", dtype,
-             "--seed", str(7 + interleave)],
+             "--seed", str(7 + interleave), "--prefills", "90:7,0:3,17:2", "--workspace", "64"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for rank in range(2)
     ]
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     for rank, (p, text) in enumerate(zip(procs, outputs)):
         assert p.returncode == 0 and f"rank {rank}: PASS" in text, text
+
+
+def test_prefill_context_needs_the_groups_all_gather(cpu_runtime, rng):
+    """A prefill with context reads it through the all-gather: refused
+    without one; an exception the all-gather raises comes out of forward;
+    the all-gather sees the layer's rows, one call per context chunk."""
+    tensors = support.NumpyTensors(cpu_runtime)
+    config = mla.LayerConfig(**{**SMALL, "dcp_world_size": 2, "workspace_tokens": 32})
+    weights = support.random_weights(rng, tensors, config)
+    layer = mla.Layer(cpu_runtime, config, weights["kv_b_proj"], weights["w_uk_t"], weights["w_uv"])
+    # One prefill: 40 cached tokens (rank 0 holds 20), 3 new ones.
+    metadata = mla.BatchMetadata.from_lengths([3], [43], [[0, 1]], 16, dcp=(2, 0, 1))
+    plan = layer.plan(metadata, 2)
+    assert plan.info.num_context_chunks == 2
+    n, v, entry = config.num_heads, config.v_head_dim, config.cache_entry_dim
+    args = [tensors.full(shape, 0.5, DType.F32) for shape in
+            ((3, n, config.qk_head_dim), (3, config.kv_lora_rank), (3, config.qk_rope_head_dim),
+             (2, 16, entry), (3, n, v))]
+    with pytest.raises(mla.InvalidArgumentError, match="all-gather"):
+        layer.forward(plan, *args)
+
+    class GroupGone(Exception):
+        pass
+
+    def gone(send, received, size, stream):
+        raise GroupGone("the group is gone")
+
+    layer.set_dcp_all_gather(gone)
+    with pytest.raises(GroupGone, match="the group is gone"):
+        layer.forward(plan, *args)
+
+    calls = []
+
+    def by_hand(send, received, size, stream):
+        # Both ranks "send" this rank's rows (a group of one, twice).
+        calls.append(size)
+        ctypes_bytes = (np.ctypeslib.ctypes.c_uint8 * size).from_address(send)
+        rows = np.frombuffer(ctypes_bytes, dtype=np.uint8)
+        target = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * (2 * size)).from_address(received))
+        target[:size] = rows
+        target[size:] = rows
+
+    layer.set_dcp_all_gather(by_hand)
+    layer.forward(plan, *args)
+    # Chunks of 32 tokens: rank 0 holds 16 of the first and 4 of the second;
+    # each rank sends the most any rank holds of a chunk, 16 rows.
+    assert calls == [16 * entry * 4] * 2
+    assert np.all(np.isfinite(tensors.to_f64(args[4])))
+    layer.set_dcp_all_gather(None)
+    with pytest.raises(mla.InvalidArgumentError, match="all-gather"):
+        layer.forward(plan, *args)

@@ -66,6 +66,8 @@ KERNEL_ORIGINS = ("compiled", "memory_cache", "disk_cache")
 c_enum = c_int
 
 mla_log_fn = CFUNCTYPE(None, c_char_p, c_void_p)
+# (user_data, send, received, bytes_per_rank, stream) -> 0 on success
+mla_dcp_all_gather_fn = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_void_p, c_size_t, c_void_p)
 
 
 class mla_tensor_t(Structure):
@@ -296,6 +298,7 @@ PROTOTYPES = {
         status,
         [P(mla_batch_metadata_t), c_int64, c_int64, c_int64, c_int64, P(c_int64)],
     ),
+    "mla_layer_set_dcp_all_gather": (status, [handle, mla_dcp_all_gather_fn, c_void_p]),
     "mla_layer_merge_dcp_partials": (
         status,
         [handle, handle, P(mla_dcp_merge_args_t), c_void_p],

@@ -6,12 +6,15 @@ each rank stores and reads about 1 / world_size of every context. Each
 rank's layer (`LayerConfig.dcp_world_size`, `dcp_rank`, `dcp_interleave`)
 plans the batch as every rank sees it with its own block table and
 `local_slot_mapping`, and runs its decodes over the tokens it holds;
-`decode_step` then all-gathers the partial rows and LSEs over the
-engine's `torch.distributed` process group (NCCL on GPUs, gloo on CPUs)
-and merges them into the exact rows of the rank's heads, as vLLM's
-`cp_lse_ag_out_rs` does. The collectives are the engine's: this module
-only calls torch.distributed on the group it is given, on the current
-stream.
+`step` then all-gathers the partial rows and LSEs over the engine's
+`torch.distributed` process group (NCCL on GPUs, gloo on CPUs) and merges
+them into the exact rows of the rank's heads, as vLLM's `cp_lse_ag_out_rs`
+does. Prefills attend over their whole context: each context chunk's rows
+are gathered by every rank from its share, all-gathered over the group
+(`attach` gives the layer that all-gather) and read back in token order,
+so every rank's prefill rows come out exact. The collectives are the
+engine's: this module only calls torch.distributed on the group it is
+given, on the current stream.
 """
 
 import ctypes
@@ -21,7 +24,7 @@ from . import _library
 from ._checks import as_int
 from .metadata import BatchMetadata
 
-__all__ = ["local_slot_mapping", "decode_step"]
+__all__ = ["local_slot_mapping", "attach", "step"]
 
 
 def local_slot_mapping(
@@ -45,7 +48,24 @@ def local_slot_mapping(
     return list(slots)
 
 
-def decode_step(
+def attach(layer: Any, group: Any = None) -> None:
+    """Gives `layer` (a DCP rank's) torch.distributed's all-gather over
+    `group` (default: the default process group) for its prefills' context
+    chunks: NCCL for a GPU runtime, on the current stream; gloo for a CPU
+    runtime. `step` attaches it itself."""
+    import torch
+
+    world = layer.config.dcp_world_size
+    cuda = layer.runtime.is_cuda
+
+    def all_gather(send: int, received: int, size: int, stream: Optional[int]) -> None:
+        gathered = _bytes_at(torch, received, world * size, cuda).view(world, size)
+        _all_gather(gathered, _bytes_at(torch, send, size, cuda), group)
+
+    layer.set_dcp_all_gather(all_gather)
+
+
+def step(
     layer: Any,
     plan: Any,
     q: Any,
@@ -53,27 +73,33 @@ def decode_step(
     k_pe: Any,
     kv_cache: Any,
     output: Any,
-    decode_lse: Any,
+    decode_lse: Optional[Any] = None,
     group: Any = None,
     *,
     own_heads: bool = True,
     merged_lse: bool = False,
-) -> Tuple[Any, Optional[Any]]:
-    """One DCP rank's decode step on torch tensors: the layer's forward
-    over the rank's tokens (partial rows into `output`, their LSE into
-    `decode_lse`), the all-gather of both over `group` (default: the
-    default process group), and the merge. Returns the exact decode rows
+) -> Tuple[Optional[Any], Optional[Any]]:
+    """One DCP rank's step on torch tensors, decodes and prefills: the
+    layer's forward (the prefills' context chunks all-gathered over `group`,
+    default the default process group; their rows in `output` come out
+    exact; the decodes' partial rows over the rank's tokens, their LSE into
+    `decode_lse`, needed when the step has decodes), then the all-gather of
+    the decode partials and their merge. Returns the exact decode rows
     [Td, H, V] of this rank's heads (H = N / world_size, heads rank * H
     onwards; every head with own_heads=False or when they do not divide),
-    and their LSE [decodes, H, new tokens] with merged_lse=True, else None.
-    Runs on torch's current stream, as the collectives do."""
+    and their LSE [decodes, H, new tokens] with merged_lse=True, else None;
+    (None, None) without decodes. Runs on torch's current stream, as the
+    collectives do."""
     import torch
 
     config = layer.config
     world = config.dcp_world_size
     info = plan.info
     td = info.num_decode_tokens
+    attach(layer, group)
     layer.forward(plan, q, kv_c, k_pe, kv_cache, output, decode_lse)
+    if td == 0:
+        return None, None
     partial = output[:td].contiguous()
     gathered_output = torch.empty((world,) + tuple(partial.shape), dtype=partial.dtype, device=partial.device)
     gathered_lse = torch.empty((world,) + tuple(decode_lse.shape), dtype=decode_lse.dtype, device=decode_lse.device)
@@ -88,6 +114,27 @@ def decode_step(
     lse = torch.empty((info.num_decodes, heads, info.decode_query_len), dtype=torch.float32, device=partial.device)
     layer.merge_dcp_partials(plan, gathered_output, gathered_lse, merged, lse)
     return merged, (lse if merged_lse else None)
+
+
+class _DeviceBytes:
+    """`size` bytes of GPU memory at `address`, as torch.as_tensor takes
+    them (the CUDA array interface)."""
+
+    def __init__(self, address: int, size: int):
+        self.__cuda_array_interface__ = {
+            "shape": (size,),
+            "typestr": "|u1",
+            "data": (address, False),
+            "version": 2,
+        }
+
+
+def _bytes_at(torch: Any, address: int, size: int, cuda: bool) -> Any:
+    """A uint8 tensor over `size` bytes of the layer's memory at `address`
+    (no copy)."""
+    if cuda:
+        return torch.as_tensor(_DeviceBytes(address, size), device="cuda")
+    return torch.frombuffer((ctypes.c_uint8 * size).from_address(address), dtype=torch.uint8)
 
 
 def _all_gather(gathered: Any, tensor: Any, group: Any) -> None:

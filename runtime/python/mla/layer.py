@@ -2,7 +2,7 @@
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from . import _capi
 from ._checks import as_int
@@ -10,7 +10,7 @@ from ._handles import Handle
 from ._streams import stream_handle
 from .config import LayerConfig
 from .decode_graph import DecodeGraph, DecodeGraphShape
-from .errors import InvalidMetadataError
+from .errors import InvalidMetadataError, MlaError
 from .metadata import BatchMetadata
 from .runtime import BackendSelection, Runtime
 from .tensors import describe, describe_into
@@ -122,6 +122,10 @@ class Layer(Handle):
         prefill = _capi.mla_backend_selection_t()
         library.mla_layer_prefill_selection(handle, ctypes.byref(prefill))
         self._prefill_selection = BackendSelection._from_c(prefill)
+        # The DCP all-gather's C trampoline (kept alive while set) and what
+        # it raised during the forward now running.
+        self._dcp_all_gather: Any = None
+        self._dcp_error: Optional[BaseException] = None
 
     def __repr__(self) -> str:
         return f"<mla.Layer {self._selection.backend}, {self._config.num_heads} heads{' (closed)' if self.closed else ''}>"
@@ -198,9 +202,42 @@ class Layer(Handle):
         GPU it is queued on `stream` and returns without waiting; on the
         CPU it has finished when it returns."""
         args = self._forward_args(q, kv_c, k_pe, kv_cache, output, decode_lse)
-        self._library.mla_layer_forward(
-            self._live(), plan._live(), ctypes.byref(args), stream_handle(stream, self._runtime)
-        )
+        self._dcp_error = None
+        try:
+            self._library.mla_layer_forward(
+                self._live(), plan._live(), ctypes.byref(args), stream_handle(stream, self._runtime)
+            )
+        except MlaError as error:
+            raised, self._dcp_error = self._dcp_error, None
+            if raised is not None:
+                raise raised from error
+            raise
+
+    def set_dcp_all_gather(self, all_gather: Optional[Callable[[int, int, int, Optional[int]], None]]) -> None:
+        """The all-gather a DCP rank's `forward` reads its prefills'
+        context through, called once per context chunk as
+        all_gather(send, received, bytes_per_rank, stream): every rank's
+        bytes_per_rank bytes at device address `send` into `received`, rank
+        by rank, ordered on the CUstream handle `stream` (None: the default
+        stream; ignored on the CPU). The addresses are the layer's, valid
+        during the call. An exception it raises ends the forward and is
+        raised from it. `mla.dcp.attach` sets one over a torch.distributed
+        group; None clears it."""
+        if all_gather is None:
+            trampoline = _capi.mla_dcp_all_gather_fn()
+        else:
+
+            def call(user: Any, send: Optional[int], received: Optional[int], size: int, stream: Optional[int]) -> int:
+                try:
+                    all_gather(send or 0, received or 0, size, stream)
+                    return 0
+                except BaseException as error:  # raised again by forward
+                    self._dcp_error = error
+                    return 1
+
+            trampoline = _capi.mla_dcp_all_gather_fn(call)
+        self._library.mla_layer_set_dcp_all_gather(self._live(), trampoline, None)
+        self._dcp_all_gather = trampoline
 
     def merge_dcp_partials(
         self,
