@@ -22,9 +22,11 @@
 #   dcp        decode context parallelism: the merge and the DCP layer on
 #              one GPU (numerics, memcheck, mla-run's simulated groups),
 #              then with 2 GPUs two processes over NCCL (mla.dcp): the
-#              check at DeepSeek's dims, 16 and 128 heads, with the whole
-#              step captured into a torch.cuda.graph, and the step timed at
-#              64 x 32k against one GPU holding the whole contexts
+#              check at DeepSeek's dims, 16 and 128 heads, decode steps
+#              (the whole step also captured into a torch.cuda.graph) and
+#              mixed steps (prefills reading their context chunks through
+#              NCCL), and the decode step timed at 64 x 32k against one GPU
+#              holding the whole contexts
 #   bench      mla-bench with ceilings measured in the same run
 # Logs go to out-dir (default: ./mla-gpu-logs); a summary is printed last.
 set -uo pipefail
@@ -149,10 +151,11 @@ for step in $steps; do
       > "$out/dcp-numerics.log" 2>&1
     summary+=("dcp numerics: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/dcp-numerics.log" | tr '\n' ' '))")
     "$bin/mla-run" --device=gpu --dcp-world-size=2 > "$out/dcp-run-2.log" 2>&1
-    summary+=("mla-run --dcp-world-size=2: exit $? ($(grep -E 'merged:' "$out/dcp-run-2.log" | tr -s ' '))")
+    summary+=("mla-run --dcp-world-size=2: exit $? ($(grep -E 'merged:|prefill rows' "$out/dcp-run-2.log" | tr -s ' ' | tr '\n' ';'))")
     "$bin/mla-run" --device=gpu --heads=128 --dcp-world-size=4 --dcp-interleave=16 \
-      --decode-contexts=4000,100,16000,1,0 > "$out/dcp-run-4.log" 2>&1
-    summary+=("mla-run --heads=128 --dcp-world-size=4 --dcp-interleave=16: exit $? ($(grep -E 'merged:' "$out/dcp-run-4.log" | tr -s ' '))")
+      --decode-contexts=4000,100,16000,1,0 --prefill-contexts=5000,0,70 \
+      --prefill-new-tokens=300,17,2 --workspace=4096 > "$out/dcp-run-4.log" 2>&1
+    summary+=("mla-run --heads=128 --dcp-world-size=4 --dcp-interleave=16: exit $? ($(grep -E 'merged:|prefill rows' "$out/dcp-run-4.log" | tr -s ' ' | tr '\n' ';'))")
     if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
       # NVLink multicast stays off (the machines' rule).
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -173,6 +176,13 @@ for step in $steps; do
         log=$out/dcp-nccl-check-$1.log
         worker "$log" --heads "$1" --dtype bf16 --graph --contexts "$2"
         summary+=("2 GPUs over NCCL, $1 heads: $(grep -E '^rank' "$log" | tr '\n' ';')")
+      done
+      # Mixed steps: the prefills' context in several chunks over NCCL.
+      for check in "16 3000,1,0 3000:200,0:64,700:33 2048" "128 900,0 600:40,0:16,130:2 512"; do
+        set -- $check
+        log=$out/dcp-nccl-mixed-$1.log
+        worker "$log" --heads "$1" --dtype bf16 --contexts "$2" --prefills "$3" --workspace "$4"
+        summary+=("2 GPUs over NCCL, mixed step, $1 heads: $(grep -E '^rank' "$log" | tr '\n' ';')")
       done
       log=$out/dcp-nccl-bench.log
       worker "$log" --heads 16 --dtype bf16 --bench 64x32768 --repeats 20

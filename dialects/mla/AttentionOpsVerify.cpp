@@ -4,6 +4,8 @@
 #include "mla/Dialect/MLADialect.h"
 #include "mla/Support/MlaDims.h"
 
+#include "llvm/Support/InterleavedRange.h"
+
 using namespace mlir;
 using namespace mla;
 using namespace mla::detail;
@@ -57,6 +59,15 @@ LogicalResult DecodeAttentionOp::verify() {
   if (failed(verifySoftmaxScale(*this, getSoftmaxScale().convertToFloat())) ||
       failed(verifyCacheDtype(*this, getCacheDtype())))
     return failure();
+  if (std::optional<ArrayRef<int64_t>> share = getKvShare()) {
+    // W ranks of runs of I tokens: W I stays far from index overflow.
+    if (share->size() != 2 || (*share)[0] < 1 || (*share)[0] > 65536 ||
+        (*share)[1] < 1 || (*share)[1] > (int64_t(1) << 20))
+      return emitOpError() << "kv_share must be [ranks, run length] with "
+                              "ranks in [1, 65536] and run length in [1, "
+                              "2^20], got "
+                           << llvm::interleaved_array(*share);
+  }
   int64_t entry = latent + rope;
   OperandChecker c(*this);
   if (failed(c.check(getQ(), "q",

@@ -131,7 +131,9 @@ OwningOpRef<ModuleOp> buildDecodeAttention(MLIRContext &ctx,
                             splitOut, splitLse, out, lse, m.i64(n),
                             m.i64(d.kvLoraRank), m.i64(d.ropeDim),
                             m.i64(s.blockSize), m.type(s.cache),
-                            m.f32(s.softmaxScale), m.flag(s.causal));
+                            m.f32(s.softmaxScale), m.flag(s.causal),
+                            s.kvShare ? m.b.getDenseI64ArrayAttr(*s.kvShare)
+                                      : DenseI64ArrayAttr());
   return std::move(m.module);
 }
 

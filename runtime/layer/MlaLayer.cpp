@@ -180,15 +180,18 @@ llvm::Error MlaLayer::planDecodes(const CommonAttentionMetadata &m,
   plan.decodeTableWidth = tableWidth;
   plan.decodeSeqLens.assign(rows, 0);
   plan.decodeBlockTable.assign(rows * tableWidth, 0);
+  // Splits divide the tokens the cache holds.
+  std::vector<int32_t> held(rows, 0);
   for (int64_t b = 0; b < numDecodes; ++b) {
-    plan.decodeSeqLens[b] = storedLength(m.seqLens[b]);
+    plan.decodeSeqLens[b] = decodeCountedLength(m.seqLens[b]);
+    held[b] = storedLength(m.seqLens[b]);
     llvm::ArrayRef<int32_t> row = m.blockTableRow(b);
     std::copy(row.begin(), row.end(),
               plan.decodeBlockTable.begin() + b * tableWidth);
   }
   DecodeSplitConfig schedule = decodeSchedule(plan.decodeQueryLen);
   schedule.maxSplitsPerRequest = maxSplits;
-  auto splits = planDecodeSplits(plan.decodeSeqLens, schedule);
+  auto splits = planDecodeSplits(held, schedule);
   if (!splits)
     return splits.takeError();
   plan.decodeSplits = std::move(*splits);

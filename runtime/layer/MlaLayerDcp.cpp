@@ -18,6 +18,7 @@
 #include "mla/Runtime/EntryPoint.h"
 #include "mla/Support/Diagnostics.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace mla::runtime {
@@ -34,22 +35,21 @@ llvm::Error MlaLayer::checkDcpConfig(const MlaLayerConfig &config) {
         "MLA layer: decode context parallelism merges at most " +
         llvm::Twine(kMaxMergedStates) + " ranks, got dcp_world_size = " +
         llvm::Twine(dcp.worldSize));
-  // A rank's decode masks its keys as if they were the whole sequence,
-  // which is exact only when every query sees every key: one new token a
-  // request.
-  if (config.decodeThreshold != 1)
-    return makeArgumentError(
-        "MLA layer: decode context parallelism runs decodes of one new "
-        "token (decodeThreshold 1), got decodeThreshold " +
-        llvm::Twine(config.decodeThreshold) +
-        ": with more, a rank's causal mask over its share of the tokens "
-        "would not be the sequence's");
   return llvm::Error::success();
 }
 
 int64_t MlaLayer::storedLength(int64_t seqLen) const {
   const DcpConfig &dcp = layerConfig.dcp;
   return dcp.worldSize > 1 ? dcp.localLength(seqLen) : seqLen;
+}
+
+int64_t MlaLayer::decodeCountedLength(int64_t seqLen) const {
+  const DcpConfig &dcp = layerConfig.dcp;
+  // The decode kernel's kv_share counts from the rank's first run, so that
+  // every rank runs the same kernel.
+  return dcp.worldSize > 1
+             ? std::max<int64_t>(seqLen - dcp.rank * dcp.interleave, 0)
+             : seqLen;
 }
 
 llvm::Error MlaLayer::validateStep(const CommonAttentionMetadata &m,

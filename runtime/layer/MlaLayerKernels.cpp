@@ -39,6 +39,9 @@ layerKernelModules(const MlaLayerConfig &config, LayerStrategies strategies) {
         DecodeAttentionSpec spec{d,           c.activation,     c.cacheDType,
                                  c.blockSize, /*causal=*/true, scale};
         spec.withSplitPlan = true;
+        // A DCP rank's cache holds every W-th run of I tokens.
+        if (c.dcp.worldSize > 1)
+          spec.kvShare = {{c.dcp.worldSize, c.dcp.interleave}};
         return buildDecodeAttention(ctx, spec);
       }),
       request(decode, [=](mlir::MLIRContext &ctx) {

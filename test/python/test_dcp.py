@@ -48,30 +48,31 @@ def share_of(world, rank, interleave, length):
     return [i for i in range(length) if (i // interleave) % world == rank]
 
 
-@pytest.mark.parametrize("world,interleave", [(2, 1), (3, 1), (2, 16)])
-def test_simulated_ranks_match_one_layer(cpu_runtime, rng, world, interleave):
+@pytest.mark.parametrize("world,interleave,query_len", [(2, 1, 1), (3, 1, 2), (2, 16, 1), (2, 4, 3)])
+def test_simulated_ranks_match_one_layer(cpu_runtime, rng, world, interleave, query_len):
     tensors = support.NumpyTensors(cpu_runtime)
-    config = mla.LayerConfig(**SMALL)
+    base = {**SMALL, "decode_threshold": query_len}
+    config = mla.LayerConfig(**base)
     weights = support.random_weights(rng, tensors, config)
     contexts = [0, 1, world * interleave - 1] + [int(c) for c in rng.integers(0, 120, 4)]
-    seq_lens = [c + 1 for c in contexts]
-    batch = support.make_batch(rng, seq_lens, 1, [], config.block_size)
+    seq_lens = [c + query_len for c in contexts]
+    batch = support.make_batch(rng, seq_lens, query_len, [], config.block_size)
     step = support.random_batch_step(rng, tensors, config, batch)
     _, want_out, want_lse = support.expected_step(step, weights, config, batch)
     f64 = step["f64"]
-    n, v, rows = config.num_heads, config.v_head_dim, len(seq_lens)
+    n, v, rows = config.num_heads, config.v_head_dim, len(seq_lens) * query_len
 
     # Each rank: its own pages holding its share of every sequence (the
     # new tokens too, written by the layer), its slots, its partials.
     partial_out, partial_lse, layers, plans = [], [], [], []
     for rank in range(world):
-        dcp = mla.LayerConfig(**{**SMALL, "dcp_world_size": world, "dcp_rank": rank,
+        dcp = mla.LayerConfig(**{**base, "dcp_world_size": world, "dcp_rank": rank,
                                  "dcp_interleave": interleave})
         positions = [share_of(world, rank, interleave, s) for s in seq_lens]
         need = [max(1, math.ceil(len(p) / config.block_size)) for p in positions]
         table = np.arange(sum(need), dtype=np.int32)
         width = max(need)
-        block_table = np.zeros((rows, width), dtype=np.int32)
+        block_table = np.zeros((len(seq_lens), width), dtype=np.int32)
         start = 0
         for b, count in enumerate(need):
             block_table[b, :count] = table[start : start + count]
@@ -83,11 +84,11 @@ def test_simulated_ranks_match_one_layer(cpu_runtime, rng, world, interleave):
                     page, row = block_table[b, local // config.block_size], local % config.block_size
                     cache[page, row] = reference.gather_context(f64["kv_cache"], batch.block_table[b], i + 1)[i]
         metadata = mla.BatchMetadata.from_lengths(
-            [1] * rows, seq_lens, block_table, config.block_size, dcp=(world, rank, interleave))
+            [query_len] * len(seq_lens), seq_lens, block_table, config.block_size, dcp=(world, rank, interleave))
         layer = mla.Layer(cpu_runtime, dcp, weights["kv_b_proj"], weights["w_uk_t"], weights["w_uv"])
         plan = layer.plan(metadata, cache.shape[0])
         out = tensors.full((rows, n, v), support.SENTINEL, DType.F32)
-        lse = tensors.full((rows, n, 1), support.SENTINEL, DType.F32)
+        lse = tensors.full((len(seq_lens), n, query_len), support.SENTINEL, DType.F32)
         layer.forward(plan, step["q"], step["kv_c"], step["k_pe"], tensors.tensor(cache, DType.F32), out, lse)
         partial_out.append(tensors.to_f64(out))
         partial_lse.append(tensors.to_f64(lse))
@@ -98,10 +99,10 @@ def test_simulated_ranks_match_one_layer(cpu_runtime, rng, world, interleave):
     gathered_lse = tensors.tensor(np.stack(partial_lse), DType.F32)
     tol = support.output_tolerance(DType.F32)
     merged = tensors.full((rows, n, v), support.SENTINEL, DType.F32)
-    merged_lse = tensors.full((rows, n, 1), support.SENTINEL, DType.F32)
+    merged_lse = tensors.full((len(seq_lens), n, query_len), support.SENTINEL, DType.F32)
     layers[0].merge_dcp_partials(plans[0], gathered_out, gathered_lse, merged, merged_lse)
     assert reference.relative_l2(tensors.to_f64(merged), want_out) <= tol
-    lse_want = reference.decode_lse(want_lse, rows, 1)
+    lse_want = reference.decode_lse(want_lse, len(seq_lens), query_len)
     assert np.max(np.abs(tensors.to_f64(merged_lse) - lse_want)) <= 1e-3
     if n % world == 0:
         share = n // world

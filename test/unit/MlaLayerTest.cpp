@@ -530,15 +530,18 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
   ASSERT_TRUE(runtime);
   std::uniform_int_distribution<int32_t> context(0, 300);
   struct Group {
-    int64_t worldSize, interleave, heads;
+    int64_t worldSize, interleave, heads, decodeQueryLen;
   };
-  for (Group g : {Group{2, 1, 4}, Group{3, 1, 4}, Group{4, 16, 8},
-                  Group{2, 16, 4}}) {
+  // Decodes of several new tokens too: each query's causal prefix, held in
+  // part by every rank.
+  for (Group g : {Group{2, 1, 4, 1}, Group{3, 1, 4, 2}, Group{4, 16, 8, 3},
+                  Group{2, 16, 4, 1}, Group{2, 4, 4, 4}}) {
     DcpSimulationConfig c;
     c.dims = smallDims(g.heads);
     c.blockSize = 16;
     c.worldSize = g.worldSize;
     c.interleave = g.interleave;
+    c.decodeQueryLen = g.decodeQueryLen;
     c.seed = rng()();
     // Fresh lengths, and the edges: no context, fewer tokens than ranks,
     // a run that ends where a rank's next begins.
@@ -549,10 +552,11 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
     // whose context is shorter than the group's first run.
     c.prefillContexts = {context(rng()), 0, int32_t(g.interleave - 1) + 1,
                          context(rng())};
-    c.prefillNewTokens = {13, 2, 5, 30};
+    c.prefillNewTokens = {13, 5, 6, 30};
     c.workspaceTokens = 48;
     SCOPED_TRACE("world " + std::to_string(g.worldSize) + ", interleave " +
-                 std::to_string(g.interleave));
+                 std::to_string(g.interleave) + ", decode query len " +
+                 std::to_string(g.decodeQueryLen));
     auto report = runDcpSimulation(c, *runtime, [](const std::string &) {});
     ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
     EXPECT_LE(report->singleError, report->tolerance);
@@ -576,7 +580,7 @@ TEST_F(LayerTest, DcpRanksMergeToTheLayerWithoutDcp) {
     for (int64_t t : report->rankTokens)
       held += t;
     for (int32_t ctx : c.decodeContexts)
-      total += ctx + 1;
+      total += ctx + g.decodeQueryLen;
     for (size_t p = 0; p < c.prefillContexts.size(); ++p)
       total += c.prefillContexts[p] + c.prefillNewTokens[p];
     EXPECT_EQ(held, total);
@@ -615,11 +619,6 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
   EXPECT_NE(error.find("cp_kv_cache_interleave_size"), std::string::npos)
       << error;
   c.dcp = {2, 0, 1};
-  c.decodeThreshold = 2;
-  error = createError(c, weights);
-  EXPECT_NE(error.find("decodeThreshold"), std::string::npos) << error;
-
-  c.decodeThreshold = 1;
   auto layer = MlaLayer::create(*runtime, c, weights);
   ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
   // Rank 0 of 2 holds 5 of a 9-token sequence: one page of 16.
@@ -636,7 +635,10 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
   m.slotMapping[0] = 3 * 16 + 4;
   plan = (*layer)->plan(m, 4);
   ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
-  EXPECT_EQ(plan->decodeSeqLens[0], 5);
+  // The decode kernel counts from rank 0's first token: all 9; its splits
+  // divide the 5 tokens rank 0 holds.
+  EXPECT_EQ(plan->decodeSeqLens[0], 9);
+  EXPECT_EQ(plan->decodeSplits.numSplits[0], 1);
   // Position 9 of a 10-token sequence lives on rank 1: rank 0 writes none.
   auto other = makeCommonAttentionMetadata({1}, {10}, table, 2, 16);
   auto otherPlan = (*layer)->plan(other, 4);

@@ -111,6 +111,7 @@ static int runDcpSimulation(mla::runtime::Runtime &runtime,
   config.cache = steps.cache;
   config.blockSize = steps.blockSize;
   config.decodeContexts = steps.decodeContexts;
+  config.decodeQueryLen = steps.decodeQueryLen;
   config.prefillContexts = steps.prefillContexts;
   config.prefillNewTokens = steps.prefillNewTokens;
   config.workspaceTokens = steps.workspaceTokens;
@@ -291,11 +292,6 @@ int main(int argc, char **argv) {
   }
 
   if (dcpWorldSize != 1) {
-    if (decodeQueryLen != 1) {
-      errs() << "mla-run: --dcp-world-size simulates decodes of one new "
-                "token a request: it takes no --decode-query-len\n";
-      return 2;
-    }
     return runDcpSimulation(**runtime, config);
   }
   auto report = mla::runServingSteps(config, **runtime, [](const std::string &line) {

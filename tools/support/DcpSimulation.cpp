@@ -100,13 +100,15 @@ double phaseMs(const runtime::MlaLayer &layer, llvm::StringRef phase) {
   return 0;
 }
 
-/// The batch as every rank sees it: decodes of one new token, then the
-/// prefills; the context rows every cache takes its share of.
+/// The batch as every rank sees it: decodes of `queryLen` new tokens each,
+/// then the prefills; the context rows every cache takes its share of.
 struct Batch {
   std::vector<int32_t> queryLens, seqLens, contexts;
   std::vector<int64_t> offsets;
   std::vector<double> contextRows;
-  int64_t decodes = 0, tokens = 0, width = 1;
+  int64_t decodes = 0, queryLen = 1, tokens = 0, width = 1;
+  /// Rows of the decodes' tokens, decodes x queryLen.
+  int64_t decodeTokens() const { return decodes * queryLen; }
 };
 
 llvm::Expected<Batch> makeBatch(const DcpSimulationConfig &config,
@@ -116,14 +118,18 @@ llvm::Expected<Batch> makeBatch(const DcpSimulationConfig &config,
     return makeError("the DCP simulation needs as many prefill contexts as "
                      "prefill new-token counts");
   batch.decodes = int64_t(config.decodeContexts.size());
+  batch.queryLen = config.decodeQueryLen;
+  if (batch.queryLen < 1)
+    return makeError("decodes of the DCP simulation have at least 1 new token");
   for (int32_t c : config.decodeContexts) {
     batch.contexts.push_back(c);
-    batch.queryLens.push_back(1);
+    batch.queryLens.push_back(int32_t(batch.queryLen));
   }
   for (size_t p = 0; p < config.prefillContexts.size(); ++p) {
-    if (config.prefillNewTokens[p] < 2)
-      return makeError("a prefill of the DCP simulation has at least 2 new "
-                       "tokens (fewer would be a decode)");
+    if (config.prefillNewTokens[p] <= batch.queryLen)
+      return makeError("a prefill of the DCP simulation has more new tokens "
+                       "than a decode (" + llvm::Twine(config.decodeQueryLen) +
+                       ")");
     batch.contexts.push_back(config.prefillContexts[p]);
     batch.queryLens.push_back(config.prefillNewTokens[p]);
   }
@@ -180,6 +186,12 @@ private:
   llvm::Expected<std::pair<std::vector<double>, std::vector<double>>>
   merge(int64_t r, int64_t heads);
   llvm::Error check();
+  /// A decode LSE buffer of decodes x Sq rows (poisonedRows' [rows, heads,
+  /// 1]) as the layer takes it, [decodes, heads, Sq].
+  BufferView lseView(Mirrored &lse, int64_t heads) const {
+    return BufferView::contiguous(lse.device.data(), DType::F32,
+                                  {batch.decodes, heads, batch.queryLen});
+  }
 
   const DcpSimulationConfig &config;
   Runtime &runtime;
@@ -256,6 +268,7 @@ llvm::Error Simulation::setUp() {
   layerConfig = checkedLayerConfig(d, act, config.cache, config.blockSize,
                                    config.backend, config.prefillBackend);
   layerConfig.workspaceTokens = config.workspaceTokens;
+  layerConfig.decodeThreshold = batch.queryLen;
   return llvm::Error::success();
 }
 
@@ -270,10 +283,11 @@ llvm::Error Simulation::runStep(runtime::MlaLayer &layer,
   auto out = poisonedRows(runtime, act, batch.tokens, d.numHeads, d.vHeadDim);
   if (!out)
     return out.takeError();
-  // The decode LSE [decodes, N, 1], when the step has decodes.
+  // The decode LSE [decodes, N, Sq], when the step has decodes.
   std::optional<Mirrored> lse;
   if (batch.decodes > 0) {
-    auto lseRows = poisonedRows(runtime, act, batch.decodes, d.numHeads, 1);
+    auto lseRows =
+        poisonedRows(runtime, act, batch.decodeTokens(), d.numHeads, 1);
     if (!lseRows)
       return lseRows.takeError();
     lse = std::move(lseRows->second);
@@ -281,7 +295,7 @@ llvm::Error Simulation::runStep(runtime::MlaLayer &layer,
   if (llvm::Error e = layer.forward(
           *plan, {q->deviceView(), kvc->deviceView(), kpe->deviceView(),
                   cache.tensor.deviceView(), out->first.deviceView(),
-                  lse ? lse->deviceView() : BufferView{}}))
+                  lse ? lseView(*lse, d.numHeads) : BufferView{}}))
     return e;
   for (Mirrored *t : {&out->first, &cache.tensor})
     if (llvm::Error e = download(runtime, *t))
@@ -364,7 +378,8 @@ llvm::Error Simulation::runRanks() {
     report.contextChunks = chunksGathered;
     report.rankAttentionMs.push_back(
         phaseMs(*rankLayers[r], "decode attention"));
-    decodeRows.push_back(rows(rankRuns[r].out, 0, batch.decodes, rowValues));
+    decodeRows.push_back(
+        rows(rankRuns[r].out, 0, batch.decodeTokens(), rowValues));
     decodeLses.push_back(rankRuns[r].lse);
 
     // Only the new tokens this rank owns were written, each its latent row.
@@ -395,8 +410,10 @@ llvm::Error Simulation::runRanks() {
     return llvm::Error::success();
   // The decodes' all-gather.
   auto out = stack(runtime, config.activation,
-                   {batch.decodes, d.numHeads, d.vHeadDim}, decodeRows);
-  auto lse = stack(runtime, DType::F32, {batch.decodes, d.numHeads, 1},
+                   {batch.decodeTokens(), d.numHeads, d.vHeadDim},
+                   decodeRows);
+  auto lse = stack(runtime, DType::F32,
+                   {batch.decodes, d.numHeads, batch.queryLen},
                    decodeLses);
   if (!out || !lse)
     return out ? lse.takeError() : out.takeError();
@@ -408,7 +425,7 @@ llvm::Error Simulation::runRanks() {
 llvm::Expected<std::pair<std::vector<double>, std::vector<double>>>
 Simulation::merge(int64_t r, int64_t heads) {
   auto rowsAndLse =
-      poisonedRows(runtime, config.activation, batch.decodes, heads,
+      poisonedRows(runtime, config.activation, batch.decodeTokens(), heads,
                    d.vHeadDim);
   if (!rowsAndLse)
     return rowsAndLse.takeError();
@@ -416,7 +433,7 @@ Simulation::merge(int64_t r, int64_t heads) {
   if (llvm::Error e = rankLayers[r]->mergeDcpPartials(
           rankRuns[r].plan, {gatheredOut->deviceView(),
                              gatheredLse->deviceView(), out->deviceView(),
-                             lse->deviceView()}))
+                             lseView(*lse, heads)}))
     return std::move(e);
   for (Mirrored *t : {out, lse})
     if (llvm::Error e = download(runtime, *t))
@@ -442,10 +459,10 @@ llvm::Error Simulation::check() {
     llvm::ArrayRef<int32_t> decodeTable =
         llvm::ArrayRef(single->table).take_front(batch.decodes * batch.width);
     referenceDecode(qv, singleCache, *weights, d, decodeTable, decodeSeqLens, batch.width, single->numBlocks,
-                    config.blockSize, /*queryLen=*/1,
+                    config.blockSize, batch.queryLen,
                     layerConfig.effectiveScale(), outRef, lseRef);
     std::vector<double> singleOut =
-        rows(singleRun.out, 0, batch.decodes, rowValues);
+        rows(singleRun.out, 0, batch.decodeTokens(), rowValues);
     report.singleError = ref::relativeL2Error(singleOut, outRef);
     report.singleLseError = maxLseError(singleRun.lse, lseRef);
     report.mergedError = ref::relativeL2Error(merged->first, outRef);
@@ -454,21 +471,21 @@ llvm::Error Simulation::check() {
     if (n % w == 0) {
       // Every rank's own heads, put back in head order.
       int64_t share = n / w;
-      std::vector<double> assembled(batch.decodes * rowValues);
+      std::vector<double> assembled(batch.decodeTokens() * rowValues);
       for (int64_t r = 0; r < w; ++r) {
         auto own = merge(r, share);
         if (!own)
           return own.takeError();
-        for (int64_t t = 0; t < batch.decodes; ++t)
+        for (int64_t t = 0; t < batch.decodeTokens(); ++t)
           std::copy_n(own->first.begin() + t * share * v, share * v,
                       assembled.begin() + (t * n + r * share) * v);
       }
       report.rankHeadsError = ref::relativeL2Error(assembled, outRef);
     }
   }
-  if (int64_t count = batch.tokens - batch.decodes; count > 0) {
+  if (int64_t count = batch.tokens - batch.decodeTokens(); count > 0) {
     const runtime::ChunkedPrefillMetadata &pf = singleRun.plan.prefill;
-    const int64_t first = batch.decodes, page = config.blockSize;
+    const int64_t first = batch.decodeTokens(), page = config.blockSize;
     // The gather converts cache rows to the activation type.
     HostTensor cacheAsAct(config.activation,
                           {single->numBlocks, page, d.cacheEntry()});

@@ -35,6 +35,8 @@ struct DcpSimulationConfig {
   int64_t blockSize = 64;
   /// Tokens cached before the step for each decode request; each adds one.
   std::vector<int32_t> decodeContexts = {1500, 700, 64, 2100, 0, 1};
+  /// New tokens of every decode (1, or 1 + speculative tokens).
+  int64_t decodeQueryLen = 1;
   /// Prefills after the decodes: tokens cached before the step and new
   /// tokens, request by request (equal lengths).
   std::vector<int32_t> prefillContexts, prefillNewTokens;

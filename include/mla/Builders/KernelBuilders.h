@@ -17,6 +17,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <array>
+#include <optional>
+
 namespace mla {
 
 /// Name of the function every builder creates.
@@ -44,6 +47,9 @@ struct DecodeAttentionSpec {
   /// numSplits) and the f32 workspaces split_out [B, Sq, N, S, Lkv] and
   /// split_lse [B, Sq, N, S], S the most splits of any request.
   bool withSplitPlan = false;
+  /// The cache holds a DCP rank's share: [ranks, run length] (see
+  /// mla.decode_attention's kv_share).
+  std::optional<std::array<int64_t, 2>> kvShare;
 };
 /// @kernel(q, kv_cache, block_table, seq_lens, out, lse), or with
 /// withSplitPlan

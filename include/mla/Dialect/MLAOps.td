@@ -97,6 +97,19 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
     without it every query sees all `seq_lens[b]` tokens. A query that sees
     no token gets `out = 0` and `lse = -inf`.
 
+    With `kv_share = array<i64: W, I>` the cache holds a share of each
+    sequence, as a rank of a decode-context-parallel group of W ranks does
+    with runs of I tokens: of the tokens counted by `seq_lens[b]`, those in
+    runs `0, W, 2W, ...` (token j when `(j / I) mod W == 0`), in order, so
+    `held(n) = (n / (W I)) I + min(n mod (W I), I)` of the first n tokens.
+    The caller counts from the rank's first token (a rank r passes the
+    sequence's length minus `r I`, at least 0), so every rank runs the same
+    kernel. Token j of the request is then held token j of its pages; the
+    request attends over its `held(seq_lens[b])` tokens, and under `causal`
+    query `s` over `held(seq_lens[b] - Sq + 1 + s)` of them: the rank's part
+    of the sequence's causal mask, which a mask over its own tokens alone
+    would not be when Sq > 1. Split plans count held tokens.
+
     Shapes: q [B, Sq, N, 576] (absorbed q_nope followed by q_pe), kv_cache
     [num_blocks, block_size, 576] of `cache_dtype`, block_table
     [B, max_blocks] i32, seq_lens [B] i32, out [B, Sq, N, 512], lse
@@ -153,7 +166,8 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
     MLA_DimAttr:$block_size,
     TypeAttr:$cache_dtype,
     F32Attr:$softmax_scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    OptionalAttr<DenseI64ArrayAttr>:$kv_share
   );
   let assemblyFormat = [{
     `ins` `(` $q `,` $kv_cache `,` $block_table `,` $seq_lens `:`

@@ -189,8 +189,9 @@ struct MlaStepPlan {
   int64_t numCacheBlocks = 0;
   /// New tokens of every decode (uniform across decodes).
   int64_t decodeQueryLen = 0;
-  /// Decode inputs: sequence lengths and block table rows [numDecodes,
-  /// decodeTableWidth].
+  /// Decode inputs: sequence lengths (under DCP counted from the rank's
+  /// first token, as the decode kernel's kv_share reads them) and block
+  /// table rows [numDecodes, decodeTableWidth].
   std::vector<int32_t> decodeSeqLens;
   std::vector<int32_t> decodeBlockTable;
   int64_t decodeTableWidth = 0;
@@ -440,6 +441,10 @@ private:
   /// The tokens of a sequence of `seqLen` this layer's cache holds: all of
   /// them, or under DCP its rank's share.
   int64_t storedLength(int64_t seqLen) const;
+  /// The decode kernel's seq_lens entry for a sequence of `seqLen`: the
+  /// length, or under DCP the tokens from the rank's first one on
+  /// (mla.decode_attention's kv_share).
+  int64_t decodeCountedLength(int64_t seqLen) const;
   /// `validate`, or under DCP `validateDcp` with the layer's block size.
   llvm::Error validateStep(const CommonAttentionMetadata &m,
                            int64_t numCacheBlocks) const;

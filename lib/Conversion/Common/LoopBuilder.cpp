@@ -134,6 +134,39 @@ Value LoopBuilder::visibleKeys(bool causal, Value i, Value numQueries,
   return clampIndex(count, index(0), numKeys);
 }
 
+/// Of the first `n` >= 0 tokens, those in runs 0, W, 2W, ... of I tokens.
+static Value heldTokens(LoopBuilder &e, ArrayRef<int64_t> share, Value n) {
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  Value cycle = e.index(share[0] * share[1]), run = e.index(share[1]);
+  Value cycles = arith::DivUIOp::create(b, loc, n, cycle);
+  Value rest = arith::RemUIOp::create(b, loc, n, cycle);
+  return e.add(arith::MulIOp::create(b, loc, cycles, run),
+               e.minIndex(rest, run));
+}
+
+Value LoopBuilder::decodeKeys(std::optional<ArrayRef<int64_t>> share,
+                              Value counted, Value capacity) {
+  Value zero = index(0);
+  if (!share)
+    return clampIndex(counted, zero, capacity);
+  return minIndex(heldTokens(*this, *share, maxIndex(counted, zero)),
+                  capacity);
+}
+
+Value LoopBuilder::decodeVisibleKeys(bool causal,
+                                     std::optional<ArrayRef<int64_t>> share,
+                                     Value i, Value numQueries, Value counted,
+                                     Value keys) {
+  if (!share)
+    return visibleKeys(causal, i, numQueries, keys);
+  if (!causal)
+    return keys;
+  Value prefix = add(add(i, sub(counted, numQueries)), index(1));
+  return minIndex(heldTokens(*this, *share, maxIndex(prefix, index(0))),
+                  keys);
+}
+
 Value LoopBuilder::foldMax(Value init, ValueRange values) {
   Value max = init;
   for (Value v : values)

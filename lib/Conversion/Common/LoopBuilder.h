@@ -14,6 +14,7 @@
 #include "mlir/IR/Value.h"
 
 #include <functional>
+#include <optional>
 
 namespace mla {
 
@@ -79,6 +80,19 @@ public:
   /// bottom-right aligned causal masking (clamped to [0, numKeys]), or all.
   mlir::Value visibleKeys(bool causal, mlir::Value i, mlir::Value numQueries,
                           mlir::Value numKeys);
+
+  /// A decode request's keys (mla.decode_attention): `counted`, its
+  /// seq_lens entry as loaded, or under kv_share [W, I] the held tokens of
+  /// them; at least 0 and at most `capacity`.
+  mlir::Value decodeKeys(std::optional<llvm::ArrayRef<int64_t>> share,
+                         mlir::Value counted, mlir::Value capacity);
+  /// Keys query `i` of `numQueries` of a decode request sees, of its
+  /// `keys` (decodeKeys): visibleKeys, or under kv_share the held tokens of
+  /// the sequence's causal prefix counted - numQueries + 1 + i.
+  mlir::Value decodeVisibleKeys(bool causal,
+                                std::optional<llvm::ArrayRef<int64_t>> share,
+                                mlir::Value i, mlir::Value numQueries,
+                                mlir::Value counted, mlir::Value keys);
 
   /// How attention states of the same queries over disjoint key sets
   /// combine (mla.merge_attn_states, mla.merge_attn_states_n): with

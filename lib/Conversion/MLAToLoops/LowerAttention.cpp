@@ -99,8 +99,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
       e.pagedCapacity(op.getBlockTable(), op.getKvCache(), pageSize);
 
   e.forLoop(zero, batch, 1, [&](Value req) {
-    Value seqLen =
-        e.clampIndex(e.loadIndex(op.getSeqLens(), {req}), zero, capacity);
+    Value counted = e.loadIndex(op.getSeqLens(), {req});
+    Value seqLen = e.decodeKeys(op.getKvShare(), counted, capacity);
     // Cache row of token j of this request.
     auto cacheRow = [&](Value j) {
       Value blockIdx = arith::DivUIOp::create(b, loc, j, pageSize);
@@ -110,7 +110,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
       return Row{op.getKvCache(), {blockId, offset}};
     };
     e.forLoop(zero, queryLen, 1, [&](Value s) {
-      Value visible = e.visibleKeys(op.getCausal(), s, queryLen, seqLen);
+      Value visible = e.decodeVisibleKeys(op.getCausal(), op.getKvShare(), s,
+                                          queryLen, counted, seqLen);
       e.forLoop(zero, e.index(heads), 1, [&](Value h) {
         AttentionRow row{Row{op.getQ(), {req, s, h}},
                          qkDim,

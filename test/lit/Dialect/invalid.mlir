@@ -357,6 +357,28 @@ func.func @decode_too_many_heads(%q: memref<2x1x129x12xf32>, %cache: memref<5x4x
 
 // -----
 
+// decode_attention: kv_share is [ranks, run length], both positive.
+func.func @decode_bad_kv_share(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{kv_share must be [ranks, run length] with ranks in [1, 65536] and run length in [1, 2^20], got [2, 0]}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32, kv_share = array<i64: 2, 0>}
+  return
+}
+
+// -----
+
+// decode_attention: kv_share has two entries.
+func.func @decode_kv_share_rank(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
+  // expected-error @+1 {{kv_share must be [ranks, run length]}}
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
+      outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
+      {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32, kv_share = array<i64: 2, 1, 1>}
+  return
+}
+
+// -----
+
 // decode_attention: num_heads = 0 (IntPositive).
 func.func @decode_heads_zero(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   // expected-error @+1 {{attribute 'num_heads' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}

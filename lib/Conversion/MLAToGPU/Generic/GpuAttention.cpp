@@ -314,8 +314,10 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
           active = arith::AndIOp::create(b, l, active, e.lessThan(split, n));
         }
         e.ifThen(active, [&] {
-          Value seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
-          Value visible = e.visibleKeys(causal, s, sq, seqLen);
+          Value counted = e.loadIndex(lens, {req});
+          Value seqLen = e.decodeKeys(op.getKvShare(), counted, capacity);
+          Value visible = e.decodeVisibleKeys(causal, op.getKvShare(), s, sq,
+                                              counted, seqLen);
           auto [first, last] = schedule.tokenRange(e, split, n, seqLen);
           Value end = e.clampIndex(last, zero, visible);
           auto cacheRow = [&](Value j) {

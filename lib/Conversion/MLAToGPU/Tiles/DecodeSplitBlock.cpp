@@ -22,7 +22,8 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
                                    const DecodeSchedule &schedule,
                                    ValueRange args, int64_t tileRows)
     : e(e), schedule(schedule), heads(op.getNumHeads()),
-      page(op.getBlockSize()), tileRows(tileRows), causal(op.getCausal()) {
+      page(op.getBlockSize()), tileRows(tileRows), causal(op.getCausal()),
+      share(op.getKvShare()) {
   q = args[0];
   cache = args[1];
   table = args[2];
@@ -45,7 +46,8 @@ void DecodeSplitBlock::run(const std::function<void()> &body) {
   splitCount = schedule.activeSplits(e, numSplits, req, e.dim(partLse, 3));
   auto withBounds = [&] {
     Value zero = e.index(0);
-    seqLen = e.clampIndex(e.loadIndex(lens, {req}), zero, capacity);
+    counted = e.loadIndex(lens, {req});
+    seqLen = e.decodeKeys(share, counted, capacity);
     std::tie(first, last) = schedule.tokenRange(e, split, splitCount, seqLen);
     kvEnd = e.clampIndex(last, zero, seqLen);
     aligned = e.vectorAligned({q, cache});
@@ -73,7 +75,8 @@ MmaEmitter::SourceRow DecodeSplitBlock::cacheRow(Value tile, Value row) {
 DecodeSplitBlock::LaneRow DecodeSplitBlock::laneRow(Value local) {
   Value r = e.add(tileRow0, local);
   Value query = e.divui(r, heads), head = e.remui(r, heads);
-  Value visible = e.visibleKeys(causal, query, queryLen, seqLen);
+  Value visible =
+      e.decodeVisibleKeys(causal, share, query, queryLen, counted, seqLen);
   return {local, e.lessThan(r, rows), query, head,
           e.clampIndex(last, e.index(0), visible)};
 }

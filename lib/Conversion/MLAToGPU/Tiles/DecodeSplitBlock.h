@@ -40,6 +40,8 @@ public:
   /// split's tokens [first, last) and the ones it copies [first, kvEnd),
   /// and whether q and the cache allow 16-byte copies.
   mlir::Value seqLen, first, last, kvEnd, aligned;
+  /// The request's seq_lens entry as loaded (seqLen counts its keys).
+  mlir::Value counted;
 
   /// Where row `row` of the Q tile comes from (padding rows past Sq * N
   /// are zero-filled).
@@ -75,6 +77,8 @@ private:
   const DecodeSchedule &schedule;
   int64_t heads, page, tileRows;
   bool causal;
+  /// decode_attention's kv_share, when the cache holds a DCP rank's share.
+  std::optional<llvm::ArrayRef<int64_t>> share;
   mlir::Value numSplits, capacity, lastBlock, splitCount;
 };
 
