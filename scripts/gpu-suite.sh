@@ -22,8 +22,9 @@
 #   dcp        decode context parallelism: the merge and the DCP layer on
 #              one GPU (numerics, memcheck, mla-run's simulated groups),
 #              then with 2 GPUs two processes over NCCL (mla.dcp): the
-#              check at DeepSeek's dims, 16 and 128 heads, decode steps
-#              (the whole step also captured into a torch.cuda.graph) and
+#              check at DeepSeek's dims, 16 and 128 heads, decode steps of
+#              1 and 2 new tokens (the whole step also captured into a
+#              torch.cuda.graph) and
 #              mixed steps (prefills reading their context chunks through
 #              NCCL), and the decode step timed at 64 x 32k against one GPU
 #              holding the whole contexts
@@ -177,6 +178,10 @@ for step in $steps; do
         worker "$log" --heads "$1" --dtype bf16 --graph --contexts "$2"
         summary+=("2 GPUs over NCCL, $1 heads: $(grep -E '^rank' "$log" | tr '\n' ';')")
       done
+      # Decodes of 2 new tokens (speculative decoding), captured too.
+      log=$out/dcp-nccl-check-sq2.log
+      worker "$log" --heads 16 --dtype bf16 --graph --query-len 2 --contexts 4000,1500,64,0,1,8191
+      summary+=("2 GPUs over NCCL, 2 new tokens a decode, 16 heads: $(grep -E '^rank' "$log" | tr '\n' ';')")
       # Mixed steps: the prefills' context in several chunks over NCCL.
       for check in "16 3000,1,0 3000:200,0:64,700:33 2048" "128 900,0 600:40,0:16,130:2 512"; do
         set -- $check

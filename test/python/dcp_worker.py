@@ -12,7 +12,7 @@ exits 0 or 1.
 
   python dcp_worker.py --rank R --world W --init tcp://127.0.0.1:PORT
       [--backend gloo|nccl] [--heads N] [--contexts 1500,700,...]
-      [--prefills CONTEXT:NEW,...] [--workspace ROWS]
+      [--query-len SQ] [--prefills CONTEXT:NEW,...] [--workspace ROWS]
       [--interleave I] [--dtype f32|bf16] [--seed S] [--graph]
       [--bench BATCHxCONTEXT --repeats N]
 """
@@ -39,6 +39,7 @@ def parse():
     p.add_argument("--backend", default="gloo")
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--contexts", default="300,41,0,1,190,77", help="decodes' cached tokens")
+    p.add_argument("--query-len", type=int, default=1, help="new tokens of every decode")
     p.add_argument("--prefills", default="",
                    help="CONTEXT:NEW,... prefills after the decodes: cached tokens and new tokens")
     p.add_argument("--workspace", type=int, default=0,
@@ -89,7 +90,7 @@ def main():
     dtype = mla.DType.parse(args.dtype)
     base = mla.LayerConfig(
         num_heads=args.heads, block_size=args.block_size, activation_dtype=dtype, cache_dtype=dtype,
-        needs_decode_lse=True, workspace_tokens=args.workspace, **dims)
+        needs_decode_lse=True, workspace_tokens=args.workspace, decode_threshold=args.query_len, **dims)
     config = mla.LayerConfig(**{**base.__dict__, "dcp_world_size": args.world, "dcp_rank": args.rank,
                                 "dcp_interleave": args.interleave})
     n, lkv, r, v = base.num_heads, base.kv_lora_rank, base.qk_rope_head_dim, base.v_head_dim
@@ -98,8 +99,8 @@ def main():
     # The same batch on every rank: contexts, their tokens, weights, inputs.
     rng = np.random.default_rng(args.seed)
     contexts = [int(c) for c in args.contexts.split(",") if c]
-    decodes = len(contexts)
-    query_lens = [1] * decodes
+    decodes, sq = len(contexts), args.query_len
+    query_lens = [sq] * decodes
     for prefill in filter(None, args.prefills.split(",")):
         context, new = (int(x) for x in prefill.split(":"))
         contexts.append(context)
@@ -156,7 +157,7 @@ def main():
     kv_cache = on_device(rounded(cache))
     step = dict(q=on_device(rounded(q)), kv_c=on_device(rounded(kv_c)), k_pe=on_device(rounded(k_pe)),
                 kv_cache=kv_cache, output=torch.full((rows, n, v), 7.0, dtype=tdt, device=device),
-                decode_lse=torch.full((decodes, n, 1), 7.0, dtype=torch.float32, device=device))
+                decode_lse=torch.full((decodes, n, sq), 7.0, dtype=torch.float32, device=device))
     merged, lse = mla.dcp.step(layer, plan, group=None, merged_lse=True, **step)
     if on_gpu:
         torch.cuda.synchronize()
@@ -176,20 +177,22 @@ def main():
         # The merged decode rows of this rank's heads.
         share = n // args.world if n % args.world == 0 else n
         first = args.rank * share if share != n else 0
-        error = reference.relative_l2(merged.double().cpu().numpy(), out_ref[:decodes, first : first + share])
-        lse_got = lse.double().cpu().numpy()[:, :, 0]
-        lse_error = float(np.max(np.abs(lse_got - lse_ref[first : first + share, :decodes].T)))
+        td = decodes * sq
+        error = reference.relative_l2(merged.double().cpu().numpy(), out_ref[:td, first : first + share])
+        # [decodes, heads, Sq] against the reference's [heads, tokens].
+        lse_want = lse_ref[first : first + share, :td].reshape(share, decodes, sq).transpose(1, 0, 2)
+        lse_error = float(np.max(np.abs(lse.double().cpu().numpy() - lse_want)))
         ok = error <= tolerance and lse_error <= 5e-2
         line += f" decodes rel L2 {error:.2e} max |dLSE| {lse_error:.2e}"
-    if rows > decodes:
+    if rows > decodes * sq:
         # Every prefill row, every head: exact on every rank.
-        got = step["output"][decodes:].double().cpu().numpy()
-        error = reference.relative_l2(got, out_ref[decodes:])
+        got = step["output"][decodes * sq :].double().cpu().numpy()
+        error = reference.relative_l2(got, out_ref[decodes * sq :])
         ok = ok and error <= tolerance
         line += f" prefills rel L2 {error:.2e} ({plan.info.num_context_chunks} context chunks)"
     line = line.replace(":", ": PASS" if ok else ": FAIL", 1)
 
-    if args.graph and on_gpu and rows == decodes:
+    if args.graph and on_gpu and rows == decodes * sq:
         replayed_ok, text = graph_step(layer, metadata, step, merged, lse)
         ok = ok and replayed_ok
         line += " " + text
@@ -206,8 +209,8 @@ def graph_step(layer, metadata, step, merged, lse):
     import torch
     import torch.distributed as dist
 
-    rows = merged.shape[0]
-    shape = mla.DecodeGraphShape(max_decodes=rows, query_len=1,
+    decodes, _, sq = step["decode_lse"].shape
+    shape = mla.DecodeGraphShape(max_decodes=decodes, query_len=sq,
                                  max_blocks_per_request=metadata.max_blocks,
                                  num_cache_blocks=step["kv_cache"].shape[0])
     captured = layer.capture_decode_step(shape, **step)
