@@ -647,59 +647,6 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
   EXPECT_NE(error.find("belongs to another DCP rank"), std::string::npos)
       << error;
 
-  // A prefill with context reads it through the group's all-gather: the
-  // forward needs one; a chunk gathered by hand must be one of the plan's.
-  std::vector<int32_t> wide = {3, 0, 1, 2};
-  auto mixed = makeCommonAttentionMetadata({1, 6}, {9, 26}, wide, 2, 16);
-  auto slots = dcpLocalSlotMapping(mixed, 16, c.dcp);
-  ASSERT_TRUE(bool(slots)) << llvm::toString(slots.takeError());
-  mixed.slotMapping = *slots;
-  auto mixedPlan = (*layer)->plan(mixed, 4);
-  ASSERT_TRUE(bool(mixedPlan)) << llvm::toString(mixedPlan.takeError());
-  EXPECT_EQ(mixedPlan->dcpContext.rowsPerRank, 10);
-  const MlaDims dims = config.dims;
-  // Device buffers: the last forward runs kernels before the all-gather.
-  auto onDevice = [&](DType t, std::vector<int64_t> shape) {
-    BufferView v = BufferView::contiguous(nullptr, t, shape);
-    v.data = bf16Buffer({int64_t(v.numElements() * byteWidth(t) / 2)}).data;
-    return v;
-  };
-  MlaForwardArgs mixedArgs{
-      onDevice(DType::BF16, {7, dims.numHeads, dims.qkHeadDim()}),
-      onDevice(DType::BF16, {7, dims.kvLoraRank}),
-      onDevice(DType::BF16, {7, dims.ropeDim}),
-      onDevice(DType::BF16, {4, 16, dims.cacheEntry()}),
-      onDevice(DType::BF16, {7, dims.numHeads, dims.vHeadDim}),
-      onDevice(DType::F32, {1, dims.numHeads, 1})};
-  llvm::Error noGather = (*layer)->forward(*mixedPlan, mixedArgs);
-  ASSERT_TRUE(bool(noGather));
-  error = llvm::toString(std::move(noGather));
-  EXPECT_NE(error.find("setDcpAllGather"), std::string::npos) << error;
-  BufferView sendRows = onDevice(DType::BF16, {10, dims.cacheEntry()});
-  llvm::Error badChunk = (*layer)->gatherDcpContextChunk(
-      *mixedPlan, 1, mixedArgs.kvCache, sendRows);
-  ASSERT_TRUE(bool(badChunk));
-  error = llvm::toString(std::move(badChunk));
-  EXPECT_NE(error.find("chunk 1 of a plan with 1 context chunks"),
-            std::string::npos)
-      << error;
-  llvm::Error badRows = (*layer)->gatherDcpContextChunk(
-      *mixedPlan, 0, mixedArgs.kvCache,
-      onDevice(DType::BF16, {9, dims.cacheEntry()}));
-  ASSERT_TRUE(bool(badRows));
-  error = llvm::toString(std::move(badRows));
-  EXPECT_NE(error.find("rows"), std::string::npos) << error;
-  // The engine's all-gather failing ends the forward with its error.
-  (*layer)->setDcpAllGather([](const void *, void *, size_t, Stream) {
-    return llvm::createStringError("the group is gone");
-  });
-  llvm::Error failed = (*layer)->forward(*mixedPlan, mixedArgs);
-  ASSERT_TRUE(bool(failed));
-  error = llvm::toString(std::move(failed));
-  EXPECT_NE(error.find("all-gather of context chunk 0: the group is gone"),
-            std::string::npos)
-      << error;
-
   // A rank's forward needs decode_lse; the merge needs a DCP layer and an
   // output of every head or the rank's share.
   plan = (*layer)->plan(m, 4);
@@ -736,6 +683,58 @@ TEST_F(LayerErrors, DcpConfigsAndBatchesAreChecked) {
   ASSERT_TRUE(bool(merged));
   error = llvm::toString(std::move(merged));
   EXPECT_NE(error.find("without decode context parallelism"),
+            std::string::npos)
+      << error;
+}
+
+/// A prefill with context reads it through the group's all-gather: the
+/// forward needs one, and an error it returns ends the forward; a chunk
+/// gathered by hand must be one of the plan's, into rows of its size.
+TEST_F(LayerErrors, DcpPrefillContextNeedsTheGroupsAllGather) {
+  MlaLayerConfig c = config;
+  c.dcp = {2, 0, 1};
+  auto layer = MlaLayer::create(*runtime, c, weights);
+  ASSERT_TRUE(bool(layer)) << llvm::toString(layer.takeError());
+  // A decode (8 cached tokens) and a prefill of 6 new tokens over 20.
+  std::vector<int32_t> wide = {3, 0, 1, 2};
+  auto mixed = makeCommonAttentionMetadata({1, 6}, {9, 26}, wide, 2, 16);
+  auto slots = dcpLocalSlotMapping(mixed, 16, c.dcp);
+  ASSERT_TRUE(bool(slots)) << llvm::toString(slots.takeError());
+  mixed.slotMapping = *slots;
+  auto plan = (*layer)->plan(mixed, 4);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  EXPECT_EQ(plan->dcpContext.rowsPerRank, 10);
+  const MlaDims d = config.dims;
+  // Device buffers: the last forward runs kernels before the all-gather.
+  auto onDevice = [&](DType t, std::vector<int64_t> shape) {
+    BufferView v = BufferView::contiguous(nullptr, t, shape);
+    v.data = bf16Buffer({int64_t(v.numElements() * byteWidth(t) / 2)}).data;
+    return v;
+  };
+  MlaForwardArgs args{onDevice(DType::BF16, {7, d.numHeads, d.qkHeadDim()}),
+                      onDevice(DType::BF16, {7, d.kvLoraRank}),
+                      onDevice(DType::BF16, {7, d.ropeDim}),
+                      onDevice(DType::BF16, {4, 16, d.cacheEntry()}),
+                      onDevice(DType::BF16, {7, d.numHeads, d.vHeadDim}),
+                      onDevice(DType::F32, {1, d.numHeads, 1})};
+  auto failure = [](llvm::Error error) {
+    return error ? llvm::toString(std::move(error)) : "success";
+  };
+  std::string error = failure((*layer)->forward(*plan, args));
+  EXPECT_NE(error.find("setDcpAllGather"), std::string::npos) << error;
+  BufferView rows = onDevice(DType::BF16, {10, d.cacheEntry()});
+  error = failure((*layer)->gatherDcpContextChunk(*plan, 1, args.kvCache, rows));
+  EXPECT_NE(error.find("chunk 1 of a plan with 1 context chunks"),
+            std::string::npos)
+      << error;
+  error = failure((*layer)->gatherDcpContextChunk(
+      *plan, 0, args.kvCache, onDevice(DType::BF16, {9, d.cacheEntry()})));
+  EXPECT_NE(error.find("'rows'"), std::string::npos) << error;
+  (*layer)->setDcpAllGather([](const void *, void *, size_t, Stream) {
+    return llvm::createStringError("the group is gone");
+  });
+  error = failure((*layer)->forward(*plan, args));
+  EXPECT_NE(error.find("all-gather of context chunk 0: the group is gone"),
             std::string::npos)
       << error;
 }
