@@ -5,7 +5,8 @@ one GPU a rank); every rank builds the same random batch from the seed,
 keeps its share of the cache (token i on rank (i // interleave) % world),
 runs `mla.dcp.step` over the process group (the prefills' context chunks
 all-gathered inside the forward) and checks its heads of the merged decode
-rows and every prefill row against the float64 reference (with --bench,
+rows and every prefill row against the float64 reference and against a
+layer without DCP over the whole cache on its own device (with --bench,
 times the decode step against a layer holding the whole cache on rank 0's
 device). Prints one line "rank R: PASS ..." or "rank R: FAIL ..." and
 exits 0 or 1.
@@ -190,6 +191,26 @@ def main():
         error = reference.relative_l2(got, out_ref[decodes * sq :])
         ok = ok and error <= tolerance
         line += f" prefills rel L2 {error:.2e} ({plan.info.num_context_chunks} context chunks)"
+    # The same step on this GPU by a layer without DCP over the whole cache.
+    single_table, single_cache = cache_for(1, 0, 1)
+    single = mla.Layer(runtime, base, **weights)
+    single_plan = single.plan(
+        mla.BatchMetadata.from_lengths(query_lens, seq_lens, single_table, args.block_size),
+        single_cache.shape[0])
+    single_out = torch.full((rows, n, v), 7.0, dtype=tdt, device=device)
+    single_lse = torch.full((decodes, n, sq), 7.0, dtype=torch.float32, device=device)
+    single.forward(single_plan, step["q"], step["kv_c"], step["k_pe"], on_device(rounded(single_cache)),
+                   single_out, single_lse if decodes else None)
+    single_out = single_out.double().cpu().numpy()
+    versus = []
+    if decodes:
+        versus.append(reference.relative_l2(merged.double().cpu().numpy(),
+                                            single_out[: decodes * sq, first : first + share]))
+    if rows > decodes * sq:
+        versus.append(reference.relative_l2(step["output"][decodes * sq :].double().cpu().numpy(),
+                                            single_out[decodes * sq :]))
+    ok = ok and all(e <= tolerance for e in versus)
+    line += " vs the layer without DCP rel L2 " + " / ".join(f"{e:.2e}" for e in versus)
     line = line.replace(":", ": PASS" if ok else ": FAIL", 1)
 
     if args.graph and on_gpu and rows == decodes * sq:
