@@ -77,6 +77,7 @@ LogicalResult DecodeAttentionOp::verify() {
                      ElementKind::Activation)) ||
       failed(c.latentCache(getKvCache(), latent, rope, page,
                            getCacheDtype())) ||
+      failed(c.kvScale(getKvScale(), getCacheDtype())) ||
       failed(c.check(getBlockTable(), "block_table",
                      {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
       failed(c.check(getSeqLens(), "seq_lens", {sym("batch")},
@@ -190,6 +191,7 @@ LogicalResult ChunkedPrefillOp::verify() {
                      ElementKind::I32)) ||
       failed(c.latentCache(getKvCache(), latent, rope, page,
                            getCacheDtype())) ||
+      failed(c.kvScale(getKvScale(), getCacheDtype())) ||
       failed(c.check(getBlockTable(), "block_table",
                      {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
       failed(c.check(getChunkCuSeqLens(), "chunk_cu_seq_lens",

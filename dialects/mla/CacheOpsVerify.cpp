@@ -15,7 +15,9 @@ LogicalResult GatherCacheOp::verify() {
   if (failed(c.check(getKvCache(), "kv_cache",
                      {sym("num_blocks"),
                       fixed("block_size", page, "block_size"), staticSym("entry")},
-                     ElementKind::Float)) ||
+                     ElementKind::Cache)) ||
+      failed(c.kvScale(getKvScale(), cast<MemRefType>(getKvCache().getType())
+                                         .getElementType())) ||
       failed(c.check(getBlockTable(), "block_table",
                      {sym("batch"), sym("max_blocks")}, ElementKind::I32)) ||
       failed(c.check(getCuSeqLens(), "cu_seq_lens", {symPlusOne("batch")},
@@ -41,7 +43,8 @@ LogicalResult ConcatAndCacheOp::verify() {
       failed(c.check(getSlotMapping(), "slot_mapping", {sym("tokens")},
                      ElementKind::I64)) ||
       failed(c.latentCache(getKvCache(), latent, rope, page,
-                           getCacheDtype())))
+                           getCacheDtype())) ||
+      failed(c.kvScale(getKvScale(), getCacheDtype())))
     return failure();
   return success();
 }

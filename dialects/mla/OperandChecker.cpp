@@ -15,6 +15,10 @@ bool isSupportedFloat(Type type) {
   return type.isF32() || type.isF16() || type.isBF16();
 }
 
+bool isCacheFp8(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+}
+
 static std::string describeDims(ArrayRef<Dim> dims) {
   std::string text = "[";
   for (auto [i, dim] : llvm::enumerate(dims)) {
@@ -116,6 +120,13 @@ LogicalResult OperandChecker::checkElement(Value value, StringRef role,
                                << "' must hold f32, f16 or bf16, got "
                                << element;
     return success();
+  case ElementKind::Cache:
+    if (!isSupportedFloat(element) && !isCacheFp8(element))
+      return op->emitOpError() << "'" << role
+                               << "' must hold f32, f16, bf16, f8E4M3FN or "
+                                  "f8E5M2, got "
+                               << element;
+    return success();
   case ElementKind::F32:
     if (!element.isF32())
       return op->emitOpError() << "'" << role << "' must hold f32, got "
@@ -151,9 +162,24 @@ LogicalResult OperandChecker::latentCache(Value cache, int64_t latent,
                    {sym("num_blocks"),
                     fixed("block_size", blockSize, "block_size"),
                     fixed("entry", latent + rope, "kv_lora_rank + rope_dim")},
-                   ElementKind::Float)))
+                   ElementKind::Cache)))
     return failure();
   return elementTypeIs(cache, "kv_cache", cacheDtype, "cache_dtype");
+}
+
+LogicalResult OperandChecker::kvScale(Value scale, Type cacheDtype) {
+  bool fp8 = isCacheFp8(cacheDtype);
+  if (fp8 && !scale)
+    return op->emitOpError() << "an " << cacheDtype
+                             << " cache needs 'kv_scale' (its entries are "
+                                "stored as value / kv_scale)";
+  if (!fp8 && scale)
+    return op->emitOpError() << "'kv_scale' is for FP8 caches, not "
+                             << cacheDtype;
+  if (!scale)
+    return success();
+  return check(scale, "kv_scale", {fixed("one", 1, "one scale a layer")},
+               ElementKind::F32);
 }
 
 LogicalResult OperandChecker::latentRows(Value kvC, Value kPe, int64_t latent,
@@ -196,8 +222,9 @@ LogicalResult verifySoftmaxScale(Operation *op, float scale) {
 }
 
 LogicalResult verifyCacheDtype(Operation *op, Type type) {
-  if (!isSupportedFloat(type))
-    return op->emitOpError() << "cache_dtype must be f32, f16 or bf16, got "
+  if (!isSupportedFloat(type) && !isCacheFp8(type))
+    return op->emitOpError() << "cache_dtype must be f32, f16, bf16, "
+                                "f8E4M3FN or f8E5M2, got "
                              << type;
   return success();
 }

@@ -49,7 +49,8 @@ inline Dim staticSym(llvm::StringRef name) {
 /// What the element type of an operand may be.
 enum class ElementKind {
   Activation, ///< f32, f16 or bf16, the same for every Activation operand
-  Float,      ///< f32, f16 or bf16, checked alone (caches, workspaces)
+  Float,      ///< f32, f16 or bf16, checked alone (workspaces)
+  Cache,      ///< Float or an FP8 format (f8E4M3FN, f8E5M2): KV caches
   F32,        ///< log-sum-exp values
   I32,        ///< offsets, lengths and page ids
   I64,        ///< slot mappings
@@ -81,6 +82,9 @@ public:
   /// [tokens, rope].
   mlir::LogicalResult latentRows(mlir::Value kvC, mlir::Value kPe,
                                  int64_t latent, int64_t rope);
+  /// The FP8 cache's scale: kv_scale [1] f32, given exactly when
+  /// `cacheDtype` is an FP8 format.
+  mlir::LogicalResult kvScale(mlir::Value scale, mlir::Type cacheDtype);
   /// kv_b_proj [latent, heads, nope + v].
   mlir::LogicalResult kvBProj(mlir::Value weight, int64_t latent,
                               int64_t heads, int64_t nope, int64_t vDim);
@@ -102,6 +106,8 @@ private:
 
 /// True for f32, f16 and bf16.
 bool isSupportedFloat(mlir::Type type);
+/// True for the KV cache's FP8 formats, f8E4M3FN and f8E5M2.
+bool isCacheFp8(mlir::Type type);
 
 /// Rejects discardable attributes without a dialect prefix: a misspelled
 /// flag (`casual` for `causal`) must not silently change the computation.

@@ -166,10 +166,14 @@ typedef enum mla_dtype MLA_ENUM_INT {
   MLA_DTYPE_F16 = 1,
   MLA_DTYPE_BF16 = 2,
   MLA_DTYPE_I32 = 3,
-  MLA_DTYPE_I64 = 4
+  MLA_DTYPE_I64 = 4,
+  /** KV cache formats only: 8-bit floats stored as value / kv_scale (see
+   *  mla_forward_args_t::kv_scale). */
+  MLA_DTYPE_FP8_E4M3 = 5,
+  MLA_DTYPE_FP8_E5M2 = 6
 } mla_dtype_t;
 
-/** Bytes per element of `dtype` (2, 4 or 8). MLA_ERROR_INVALID_ARGUMENT for
+/** Bytes per element of `dtype` (1, 2, 4 or 8). MLA_ERROR_INVALID_ARGUMENT for
  *  a value outside the enum or a NULL `bytes`. */
 mla_status_t mla_dtype_size(mla_dtype_t dtype, size_t *bytes);
 

@@ -23,6 +23,10 @@ namespace {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 
+/// The FP8 cache's scale, kv_scale [1] f32: an operand (and a kernel
+/// argument) of the ops that touch an FP8 cache, after their cache inputs.
+const std::pair<SmallVector<int64_t>, DType> kScaleParam{{1}, DType::F32};
+
 Type elementType(OpBuilder &b, DType t) {
   switch (t) {
   case DType::F32:
@@ -35,6 +39,10 @@ Type elementType(OpBuilder &b, DType t) {
     return b.getI32Type();
   case DType::I64:
     return b.getI64Type();
+  case DType::FP8E4M3:
+    return b.getType<Float8E4M3FNType>();
+  case DType::FP8E5M2:
+    return b.getType<Float8E5M2Type>();
   }
   return {};
 }
@@ -110,6 +118,9 @@ OwningOpRef<ModuleOp> buildDecodeAttention(MLIRContext &ctx,
       {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
       {{kDyn, kDyn}, DType::I32},
       {{kDyn}, DType::I32}};
+  const bool scaled = isFp8(s.cache);
+  if (scaled)
+    params.push_back(kScaleParam);
   if (s.withSplitPlan) {
     params.push_back({{kDyn}, DType::I32});
     params.push_back({{kDyn, kDyn, n, kDyn, d.kvLoraRank}, DType::F32});
@@ -120,15 +131,17 @@ OwningOpRef<ModuleOp> buildDecodeAttention(MLIRContext &ctx,
   KernelModule m(ctx, params);
   auto &a = m.args;
   // Absent schedule operands are null values.
+  Value scale = scaled ? a[4] : Value();
   Value numSplits, splitOut, splitLse;
   if (s.withSplitPlan) {
-    numSplits = a[4];
-    splitOut = a[5];
-    splitLse = a[6];
+    size_t first = scaled ? 5 : 4;
+    numSplits = a[first];
+    splitOut = a[first + 1];
+    splitLse = a[first + 2];
   }
   Value out = a[a.size() - 2], lse = a[a.size() - 1];
-  DecodeAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], numSplits,
-                            splitOut, splitLse, out, lse, m.i64(n),
+  DecodeAttentionOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], scale,
+                            numSplits, splitOut, splitLse, out, lse, m.i64(n),
                             m.i64(d.kvLoraRank), m.i64(d.ropeDim),
                             m.i64(s.blockSize), m.type(s.cache),
                             m.f32(s.softmaxScale), m.flag(s.causal),
@@ -173,26 +186,36 @@ OwningOpRef<ModuleOp> buildMergeAttnStatesN(MLIRContext &ctx,
 
 OwningOpRef<ModuleOp> buildGatherCache(MLIRContext &ctx,
                                        const GatherCacheSpec &s) {
-  KernelModule m(ctx, {{{kDyn, s.blockSize, s.entry}, s.cache},
-                       {{kDyn, kDyn}, DType::I32},
-                       {{kDyn}, DType::I32},
-                       {{kDyn}, DType::I32},
-                       {{kDyn, s.entry}, s.workspace}});
+  SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
+      {{kDyn, s.blockSize, s.entry}, s.cache},
+      {{kDyn, kDyn}, DType::I32},
+      {{kDyn}, DType::I32},
+      {{kDyn}, DType::I32}};
+  const bool scaled = isFp8(s.cache);
+  if (scaled)
+    params.push_back(kScaleParam);
+  params.push_back({{kDyn, s.entry}, s.workspace});
+  KernelModule m(ctx, params);
   auto &a = m.args;
-  GatherCacheOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3], a[4],
-                        m.i64(s.blockSize));
+  GatherCacheOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3],
+                        scaled ? a[4] : Value(), a.back(), m.i64(s.blockSize));
   return std::move(m.module);
 }
 
 OwningOpRef<ModuleOp> buildConcatAndCache(MLIRContext &ctx,
                                           const ConcatAndCacheSpec &s) {
-  KernelModule m(ctx,
-                 {{{kDyn, s.kvLoraRank}, s.activation},
-                  {{kDyn, s.ropeDim}, s.activation},
-                  {{kDyn}, DType::I64},
-                  {{kDyn, s.blockSize, s.kvLoraRank + s.ropeDim}, s.cache}});
+  SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
+      {{kDyn, s.kvLoraRank}, s.activation},
+      {{kDyn, s.ropeDim}, s.activation},
+      {{kDyn}, DType::I64}};
+  const bool scaled = isFp8(s.cache);
+  if (scaled)
+    params.push_back(kScaleParam);
+  params.push_back({{kDyn, s.blockSize, s.kvLoraRank + s.ropeDim}, s.cache});
+  KernelModule m(ctx, params);
   auto &a = m.args;
-  ConcatAndCacheOp::create(m.b, m.loc(), a[0], a[1], a[2], a[3],
+  ConcatAndCacheOp::create(m.b, m.loc(), a[0], a[1], a[2],
+                           scaled ? a[3] : Value(), a.back(),
                            m.i64(s.kvLoraRank), m.i64(s.ropeDim),
                            m.i64(s.blockSize), m.type(s.cache));
   return std::move(m.module);
@@ -258,24 +281,29 @@ OwningOpRef<ModuleOp> buildChunkedPrefill(MLIRContext &ctx,
                                           const ChunkedPrefillSpec &s) {
   const MlaDims &d = s.dims;
   int64_t n = d.numHeads;
-  KernelModule m(ctx,
-                 {{{kDyn, n, d.qkHeadDim()}, s.activation},
-                  {{kDyn, d.kvLoraRank}, s.activation},
-                  {{kDyn, d.ropeDim}, s.activation},
-                  {{kDyn}, DType::I32},
-                  {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
-                  {{kDyn, kDyn}, DType::I32},
-                  {{kDyn, kDyn}, DType::I32},
-                  {{kDyn, kDyn}, DType::I32},
-                  {{d.kvLoraRank, n, d.qkNopeHeadDim + d.vHeadDim},
-                   s.activation},
-                  {{kDyn, d.cacheEntry()}, s.activation},
-                  {{kDyn, n, d.vHeadDim}, s.activation},
-                  {{n, kDyn}, DType::F32}});
-  auto &a = m.args;
+  SmallVector<std::pair<SmallVector<int64_t>, DType>> params{
+      {{kDyn, n, d.qkHeadDim()}, s.activation},
+      {{kDyn, d.kvLoraRank}, s.activation},
+      {{kDyn, d.ropeDim}, s.activation},
+      {{kDyn}, DType::I32},
+      {{kDyn, s.blockSize, d.cacheEntry()}, s.cache},
+      {{kDyn, kDyn}, DType::I32}};
+  const bool scaled = isFp8(s.cache);
+  if (scaled)
+    params.push_back(kScaleParam);
+  params.append({{{kDyn, kDyn}, DType::I32},
+                 {{kDyn, kDyn}, DType::I32},
+                 {{d.kvLoraRank, n, d.qkNopeHeadDim + d.vHeadDim}, s.activation},
+                 {{kDyn, d.cacheEntry()}, s.activation},
+                 {{kDyn, n, d.vHeadDim}, s.activation},
+                 {{n, kDyn}, DType::F32}});
+  KernelModule m(ctx, params);
+  // The operands after the scale, wherever it is.
+  ArrayRef<Value> a = m.args, rest = a.take_back(6);
   ChunkedPrefillOp::create(
-      m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
-      a[9], a[10], a[11], m.i64(n), m.i64(d.kvLoraRank),
+      m.b, m.loc(), a[0], a[1], a[2], a[3], a[4], a[5],
+      scaled ? a[6] : Value(), rest[0], rest[1], rest[2], rest[3], rest[4],
+      rest[5], m.i64(n), m.i64(d.kvLoraRank),
       m.i64(d.qkNopeHeadDim), m.i64(d.ropeDim), m.i64(d.vHeadDim),
       m.i64(s.blockSize), m.type(s.cache), m.f32(s.softmaxScale),
       s.contextOnly ? m.b.getUnitAttr() : UnitAttr());

@@ -131,7 +131,7 @@ void expand(ChunkedPrefillOp op) {
 
     Value chunkRows = leadingRows(b, loc, op.getWorkspace(), total);
     GatherCacheOp::create(b, loc, op.getKvCache(), op.getBlockTable(),
-                          cuChunk, startsChunk, chunkRows,
+                          cuChunk, startsChunk, op.getKvScale(), chunkRows,
                           op.getBlockSizeAttr());
     Value kChunk = leadingRows(b, loc, kCtx, total);
     Value vChunk = leadingRows(b, loc, vCtx, total);

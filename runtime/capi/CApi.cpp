@@ -90,6 +90,10 @@ std::optional<DType> toDType(mla_dtype_t dtype) {
     return DType::I32;
   case MLA_DTYPE_I64:
     return DType::I64;
+  case MLA_DTYPE_FP8_E4M3:
+    return DType::FP8E4M3;
+  case MLA_DTYPE_FP8_E5M2:
+    return DType::FP8E5M2;
   }
   return std::nullopt;
 }
@@ -106,6 +110,10 @@ mla_dtype_t fromDType(DType dtype) {
     return MLA_DTYPE_I32;
   case DType::I64:
     return MLA_DTYPE_I64;
+  case DType::FP8E4M3:
+    return MLA_DTYPE_FP8_E4M3;
+  case DType::FP8E5M2:
+    return MLA_DTYPE_FP8_E5M2;
   }
   return MLA_DTYPE_F32;
 }

@@ -26,6 +26,10 @@ static std::optional<DType> toDType(Type t) {
     return DType::I32;
   if (t.isSignlessInteger(64))
     return DType::I64;
+  if (isa<Float8E4M3FNType>(t))
+    return DType::FP8E4M3;
+  if (isa<Float8E5M2Type>(t))
+    return DType::FP8E5M2;
   return std::nullopt;
 }
 

@@ -1,6 +1,8 @@
 //===- HostTensor.cpp - An owned host buffer of one dtype -----------------===//
 
 #include "HostTensor.h"
+
+#include "mla/Support/Float8.h"
 #include "mla/Support/Float16.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -101,6 +103,10 @@ std::vector<double> HostTensor::toDouble() const {
       out[i] = static_cast<double>(v);
       break;
     }
+    case DType::FP8E4M3:
+    case DType::FP8E5M2:
+      out[i] = fp8ToFloat(*p, dtype == DType::FP8E4M3 ? kFp8E4M3 : kFp8E5M2);
+      break;
     }
   }
   return out;
@@ -131,6 +137,10 @@ void HostTensor::fromDouble(const std::vector<double> &values) {
       std::memcpy(p, &v, 8);
       break;
     }
+    case DType::FP8E4M3:
+    case DType::FP8E5M2:
+      *p = floatToFp8(f, dtype == DType::FP8E4M3 ? kFp8E4M3 : kFp8E5M2);
+      break;
     }
   }
 }

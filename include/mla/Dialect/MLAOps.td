@@ -152,6 +152,7 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
     MLA_In<"paged latent cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
     MLA_In<"page ids per request [B, max_blocks]">:$block_table,
     MLA_In<"cached tokens per request, new ones included [B]">:$seq_lens,
+    Arg<Optional<AnyMemRef>, "FP8 cache scale [1] f32", [MemRead]>:$kv_scale,
     Arg<Optional<AnyMemRef>, "splits per request [B] (schedule)",
         [MemRead]>:$num_splits,
     Arg<Optional<AnyMemRef>, "partial outputs workspace [B, Sq, N, S, Lkv]",
@@ -172,6 +173,7 @@ def MLA_DecodeAttentionOp : MLA_Op<"decode_attention",
   let assemblyFormat = [{
     `ins` `(` $q `,` $kv_cache `,` $block_table `,` $seq_lens `:`
       type($q) `,` type($kv_cache) `,` type($block_table) `,` type($seq_lens) `)`
+    (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
     (`splits` `(` $num_splits^ `,` $split_out `,` $split_lse `:`
       type($num_splits) `,` type($split_out) `,` type($split_lse) `)`)?
     `outs` `(` $out `,` $lse `:` type($out) `,` type($lse) `)`
@@ -273,12 +275,14 @@ def MLA_GatherCacheOp : MLA_Op<"gather_cache"> {
     MLA_In<"page ids per request [B, max_blocks]">:$block_table,
     MLA_In<"workspace offsets per request [B+1]">:$cu_seq_lens,
     MLA_In<"first context token to copy per request [B]">:$seq_starts,
+    Arg<Optional<AnyMemRef>, "FP8 cache scale [1] f32", [MemRead]>:$kv_scale,
     MLA_Out<"contiguous rows [W, E]">:$workspace,
     MLA_DimAttr:$block_size
   );
   let assemblyFormat = [{
     `ins` `(` $kv_cache `,` $block_table `,` $cu_seq_lens `,` $seq_starts `:`
       type($kv_cache) `,` type($block_table) `,` type($cu_seq_lens) `,` type($seq_starts) `)`
+    (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
     `outs` `(` $workspace `:` type($workspace) `)`
     attr-dict
   }];
@@ -300,6 +304,7 @@ def MLA_ConcatAndCacheOp : MLA_Op<"concat_and_cache"> {
     MLA_In<"new latent entries [T, Lkv]">:$kv_c,
     MLA_In<"new rope keys [T, R]">:$k_pe,
     MLA_In<"cache slot per token, -1 for padding [T]">:$slot_mapping,
+    Arg<Optional<AnyMemRef>, "FP8 cache scale [1] f32", [MemRead]>:$kv_scale,
     MLA_InOut<"paged cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
     MLA_DimAttr:$kv_lora_rank,
     MLA_DimAttr:$rope_dim,
@@ -309,6 +314,7 @@ def MLA_ConcatAndCacheOp : MLA_Op<"concat_and_cache"> {
   let assemblyFormat = [{
     `ins` `(` $kv_c `,` $k_pe `,` $slot_mapping `:`
       type($kv_c) `,` type($k_pe) `,` type($slot_mapping) `)`
+    (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
     `outs` `(` $kv_cache `:` type($kv_cache) `)`
     attr-dict
   }];
@@ -446,6 +452,7 @@ def MLA_ChunkedPrefillOp : MLA_Op<"chunked_prefill"> {
     MLA_In<"new-token offsets per request [B+1]">:$cu_seqlens_q,
     MLA_In<"paged latent cache [num_blocks, block_size, Lkv + R]">:$kv_cache,
     MLA_In<"page ids per request [B, max_blocks]">:$block_table,
+    Arg<Optional<AnyMemRef>, "FP8 cache scale [1] f32", [MemRead]>:$kv_scale,
     MLA_In<"workspace offsets per chunk and request [C, B+1]">:$chunk_cu_seq_lens,
     MLA_In<"first context token per chunk and request [C, B]">:$chunk_starts,
     MLA_In<"up-projection weight [Lkv, N, P + V]">:$kv_b_proj,
@@ -466,6 +473,7 @@ def MLA_ChunkedPrefillOp : MLA_Op<"chunked_prefill"> {
     `ins` `(` $q `,` $kv_c `,` $k_pe `,` $cu_seqlens_q `:`
       type($q) `,` type($kv_c) `,` type($k_pe) `,` type($cu_seqlens_q) `)`
     `cache` `(` $kv_cache `,` $block_table `:` type($kv_cache) `,` type($block_table) `)`
+    (`scale` `(` $kv_scale^ `:` type($kv_scale) `)`)?
     `chunks` `(` $chunk_cu_seq_lens `,` $chunk_starts `:`
       type($chunk_cu_seq_lens) `,` type($chunk_starts) `)`
     `weights` `(` $kv_b_proj `:` type($kv_b_proj) `)`

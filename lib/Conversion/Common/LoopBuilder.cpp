@@ -2,10 +2,13 @@
 
 #include "LoopBuilder.h"
 
+#include "Fp8Convert.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cassert>
 #include <limits>
@@ -33,16 +36,41 @@ Value LoopBuilder::loadIndex(Value memref, ValueRange indices) {
 
 Value LoopBuilder::loadF32(Value memref, ValueRange indices) {
   Value v = memref::LoadOp::create(b, loc, memref, indices);
-  if (!v.getType().isF32())
-    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-  return v;
+  return toF32(v);
 }
 
 void LoopBuilder::storeF32(Value value, Value memref, ValueRange indices) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
-  if (element != value.getType())
-    value = arith::TruncFOp::create(b, loc, element, value);
-  memref::StoreOp::create(b, loc, value, memref, indices);
+  memref::StoreOp::create(b, loc, fromF32(value, element), memref, indices);
+}
+
+Value LoopBuilder::toF32(Value v) {
+  Type element = getElementTypeOrSelf(v.getType());
+  if (element.isF32())
+    return v;
+  if (isFp8Type(element))
+    return fp8ToF32(b, loc, v);
+  Type f32 = b.getF32Type();
+  if (auto vector = dyn_cast<VectorType>(v.getType()))
+    f32 = vector.clone(f32);
+  return arith::ExtFOp::create(b, loc, f32, v);
+}
+
+Value LoopBuilder::cacheScale(Value kvScale) {
+  if (!kvScale)
+    return {};
+  return loadF32(kvScale, {index(0)});
+}
+
+Value LoopBuilder::fromF32(Value v, Type element) {
+  if (element.isF32())
+    return v;
+  if (isFp8Type(element))
+    return f32ToFp8(b, loc, v, element);
+  Type type = element;
+  if (auto vector = dyn_cast<VectorType>(v.getType()))
+    type = vector.clone(element);
+  return arith::TruncFOp::create(b, loc, type, v);
 }
 
 Value LoopBuilder::lessThan(Value a, Value c) {

@@ -35,6 +35,13 @@ public:
   mlir::Value loadF32(mlir::Value memref, mlir::ValueRange indices);
   void storeF32(mlir::Value value, mlir::Value memref,
                 mlir::ValueRange indices);
+  /// A loaded value (scalar or vector) as f32, and an f32 value as
+  /// `element` (FP8 formats included, see Fp8Convert.h).
+  mlir::Value toF32(mlir::Value v);
+  /// An FP8 cache's scale, loaded from its kv_scale operand [1] (null
+  /// when there is none).
+  mlir::Value cacheScale(mlir::Value kvScale);
+  mlir::Value fromF32(mlir::Value v, mlir::Type element);
 
   // Index arithmetic.
   mlir::Value add(mlir::Value a, mlir::Value c);

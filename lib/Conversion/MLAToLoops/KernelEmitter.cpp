@@ -30,13 +30,12 @@ SmallVector<Value> KernelEmitter::indices(const Row &row, Value column) {
 Value KernelEmitter::load(const Row &row, Value column, int64_t lanes) {
   SmallVector<Value> idx = indices(row, column);
   Type element = cast<MemRefType>(row.memref.getType()).getElementType();
-  if (lanes == 1)
-    return loadF32(row.memref, idx);
-  Value v = vector::LoadOp::create(b, loc, VectorType::get({lanes}, element),
-                                   row.memref, idx);
-  if (!element.isF32())
-    v = arith::ExtFOp::create(b, loc,
-                              VectorType::get({lanes}, b.getF32Type()), v);
+  Value v = lanes == 1 ? loadF32(row.memref, idx)
+                       : toF32(vector::LoadOp::create(
+                             b, loc, VectorType::get({lanes}, element),
+                             row.memref, idx));
+  if (row.scale)
+    v = arith::MulFOp::create(b, loc, v, splat(row.scale, lanes));
   return v;
 }
 
@@ -44,12 +43,11 @@ void KernelEmitter::store(Value value, const Row &row, Value column,
                           int64_t lanes) {
   SmallVector<Value> idx = indices(row, column);
   Type element = cast<MemRefType>(row.memref.getType()).getElementType();
+  if (row.scale)
+    value = arith::DivFOp::create(b, loc, value, splat(row.scale, lanes));
   if (lanes == 1)
     return storeF32(value, row.memref, idx);
-  if (!element.isF32())
-    value = arith::TruncFOp::create(b, loc, VectorType::get({lanes}, element),
-                                    value);
-  vector::StoreOp::create(b, loc, value, row.memref, idx);
+  vector::StoreOp::create(b, loc, fromF32(value, element), row.memref, idx);
 }
 
 Value KernelEmitter::splat(Value scalar, int64_t lanes) {

@@ -21,6 +21,9 @@ struct Row {
   mlir::Value memref;
   llvm::SmallVector<mlir::Value, 3> prefix;
   int64_t firstColumn = 0;
+  /// An FP8 cache's kv_scale (f32), or null: the row holds value / scale,
+  /// so loads multiply by it and stores divide by it.
+  mlir::Value scale = {};
 
   Row shifted(int64_t columns) const {
     Row r = *this;

@@ -97,6 +97,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
       arith::SubIOp::create(b, loc, e.dim(op.getKvCache(), 0), one);
   Value capacity =
       e.pagedCapacity(op.getBlockTable(), op.getKvCache(), pageSize);
+  Value scale = e.cacheScale(op.getKvScale());
 
   e.forLoop(zero, batch, 1, [&](Value req) {
     Value counted = e.loadIndex(op.getSeqLens(), {req});
@@ -107,7 +108,7 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelEmitter &e,
       Value offset = arith::RemUIOp::create(b, loc, j, pageSize);
       Value blockId = e.clampIndex(
           e.loadIndex(op.getBlockTable(), {req, blockIdx}), zero, lastBlock);
-      return Row{op.getKvCache(), {blockId, offset}};
+      return Row{op.getKvCache(), {blockId, offset}, 0, scale};
     };
     e.forLoop(zero, queryLen, 1, [&](Value s) {
       Value visible = e.decodeVisibleKeys(op.getCausal(), op.getKvShare(), s,

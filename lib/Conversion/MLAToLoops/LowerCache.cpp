@@ -22,6 +22,7 @@ void lowerGatherCache(GatherCacheOp op, KernelEmitter &e) {
       arith::SubIOp::create(b, loc, e.dim(op.getKvCache(), 0), one);
   Value capacity =
       e.pagedCapacity(op.getBlockTable(), op.getKvCache(), pageSize);
+  Value scale = e.cacheScale(op.getKvScale());
 
   e.forLoop(zero, batch, 1, [&](Value req) {
     Value next = arith::AddIOp::create(b, loc, req, one);
@@ -41,7 +42,7 @@ void lowerGatherCache(GatherCacheOp op, KernelEmitter &e) {
       Value blockId = e.clampIndex(
           e.loadIndex(op.getBlockTable(), {req, blockIdx}), zero, lastBlock);
       e.copy(Row{op.getWorkspace(), {arith::AddIOp::create(b, loc, begin, j)}},
-             Row{op.getKvCache(), {blockId, offset}}, entry);
+             Row{op.getKvCache(), {blockId, offset}, 0, scale}, entry);
     });
   });
 }
@@ -55,6 +56,7 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelEmitter &e) {
   Value numTokens = e.dim(op.getSlotMapping(), 0);
   Value capacity = arith::MulIOp::create(
       b, loc, e.dim(op.getKvCache(), 0), pageSize);
+  Value scale = e.cacheScale(op.getKvScale());
 
   e.forLoop(zero, numTokens, 1, [&](Value t) {
     Value slot = e.loadIndex(op.getSlotMapping(), {t});
@@ -69,7 +71,7 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelEmitter &e) {
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value blockId = arith::DivUIOp::create(b, loc, slot, pageSize);
     Value offset = arith::RemUIOp::create(b, loc, slot, pageSize);
-    Row dst{op.getKvCache(), {blockId, offset}};
+    Row dst{op.getKvCache(), {blockId, offset}, 0, scale};
     e.copy(dst, Row{op.getKvC(), {t}}, latent);
     e.copy(dst.shifted(latent), Row{op.getKPe(), {t}}, rope);
   });
