@@ -54,6 +54,9 @@ Backend prefillCpuJit() {
   Backend b = prefillBackend(kPrefillCpuJitBackend, DeviceKind::CPU);
   b.description = "host code JIT-compiled by LLVM; the reference path";
   b.dtypes = kAllFloats;
+  // Its gather dequantizes FP8 caches (the GPU lowerings do not yet).
+  b.kvCacheDTypes = {DType::F32,     DType::F16,    DType::BF16,
+                     DType::FP8E4M3, DType::FP8E5M2};
   return b;
 }
 

@@ -279,6 +279,8 @@ llvm::Error MlaLayer::checkArgs(const MlaStepPlan &plan,
     return makeArgumentError(
         "decode_lse is required under decode context parallelism: the "
         "group's partial decode rows merge by it");
+  if (llvm::Error e = checkKvScale(args.kvScale))
+    return e;
   if (plan.dcpContext.rowsPerRank > 0 && !dcpAllGather)
     return makeArgumentError(
         "the step's prefills read context chunks that the decode context "
@@ -289,6 +291,32 @@ llvm::Error MlaLayer::checkArgs(const MlaStepPlan &plan,
             "decode_lse", args.decodeLse, DType::F32,
             {plan.split.numDecodes, d.numHeads, plan.decodeQueryLen}))
       return e;
+  return llvm::Error::success();
+}
+
+llvm::Error MlaLayer::checkKvScale(const BufferView &kvScale) const {
+  const DType cache = layerConfig.cacheDType;
+  if (!isFp8(cache)) {
+    if (kvScale.data)
+      return makeArgumentError("kv_scale is for FP8 caches; this layer's "
+                               "cache is " +
+                               std::string(name(cache)));
+    return llvm::Error::success();
+  }
+  if (!kvScale.data)
+    return makeArgumentError("kv_scale is required with an " +
+                             std::string(name(cache)) +
+                             " cache: its entries are stored as value / "
+                             "kv_scale");
+  if (llvm::Error e = checkContiguousBuffer("kv_scale", kvScale, DType::F32, {1}))
+    return e;
+  // A host-readable scale is checked here; a device one is the caller's.
+  if (runtime.deviceKind() == DeviceKind::CPU) {
+    float scale = *static_cast<const float *>(kvScale.data);
+    if (!std::isfinite(scale) || scale <= 0)
+      return makeArgumentError("kv_scale must be finite and positive, got " +
+                               std::to_string(scale));
+  }
   return llvm::Error::success();
 }
 
@@ -408,12 +436,20 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
     return v.rows(first, count);
   };
 
+  // An FP8 cache's scale, after each module's cache inputs.
+  auto scaled = [&](std::vector<BufferView> kernelArgs, size_t at) {
+    if (args.kvScale.data)
+      kernelArgs.insert(kernelArgs.begin() + at, args.kvScale);
+    return kernelArgs;
+  };
+
   // 1. The new tokens' latent entries into the cache.
-  if (llvm::Error error =
-          runPhase("concat_and_cache", *cacheWrite,
-                   {rows(args.kvC, 0, tokens), rows(args.kPe, 0, tokens),
-                    array(SlotMapping, DType::I64, {tokens}), args.kvCache},
-                   stream))
+  if (llvm::Error error = runPhase(
+          "concat_and_cache", *cacheWrite,
+          scaled({rows(args.kvC, 0, tokens), rows(args.kPe, 0, tokens),
+                  array(SlotMapping, DType::I64, {tokens}), args.kvCache},
+                 3),
+          stream))
     return error;
 
   // 2. Prefills: new tokens plus cached context in chunks (under DCP the
@@ -423,7 +459,7 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
     const int64_t ownChunks = layerConfig.dcp.worldSize > 1 ? 0 : numChunks;
     if (llvm::Error error = runPhase(
             "prefill", *prefill,
-            {rows(args.q, first, count), rows(args.kvC, first, count),
+            scaled({rows(args.q, first, count), rows(args.kvC, first, count),
              rows(args.kPe, first, count),
              array(PrefillCuSeqlensQ, DType::I32, {s.numPrefills + 1}),
              args.kvCache,
@@ -436,7 +472,7 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
                                     {workspaceTokens, d.cacheEntry()}),
              rows(args.output, first, count),
              BufferView::contiguous(scratch[PrefillLse], DType::F32,
-                                    {n, count})},
+                                    {n, count})}, 6),
             stream))
       return error;
     if (ownChunks < numChunks)
@@ -462,7 +498,7 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
       return error;
     if (llvm::Error error = runPhase(
             "decode attention", *decode,
-            {q, args.kvCache,
+            scaled({q, args.kvCache,
              array(DecodeBlockTable, DType::I32, {b, plan.decodeTableWidth}),
              array(DecodeSeqLens, DType::I32, {b}),
              array(DecodeNumSplits, DType::I32, {b}),
@@ -470,7 +506,7 @@ llvm::Error MlaLayer::launchPhases(const MlaStepPlan &plan,
                                     {b, sq, n, splits, d.kvLoraRank}),
              BufferView::contiguous(scratch[DecodeSplitLse], DType::F32,
                                     {b, sq, n, splits}),
-             latent, BufferView::contiguous(lse, DType::F32, {b, n, sq})},
+             latent, BufferView::contiguous(lse, DType::F32, {b, n, sq})}, 4),
             stream))
       return error;
     if (llvm::Error error = runPhase(

@@ -169,6 +169,7 @@ static BufferView rowOf(const BufferView &view, int64_t index) {
 llvm::Error MlaLayer::queueDcpContextGather(const MlaStepPlan &plan,
                                             int64_t chunk,
                                             const BufferView &kvCache,
+                                            const BufferView &kvScale,
                                             const BufferView &rows,
                                             char *metadataBlock,
                                             Stream stream) {
@@ -180,12 +181,15 @@ llvm::Error MlaLayer::queueDcpContextGather(const MlaStepPlan &plan,
                               {chunks, b + 1});
   BufferView starts =
       layout.view(metadataBlock, DcpLocalStarts, DType::I32, {chunks, b});
-  return runPhase("dcp context gather", *dcpContextGather,
-                  {kvCache,
-                   layout.view(metadataBlock, PrefillBlockTable, DType::I32,
-                               {b, plan.prefill.maxBlocks}),
-                   rowOf(cu, chunk), rowOf(starts, chunk), rows},
-                  stream);
+  std::vector<BufferView> args{
+      kvCache,
+      layout.view(metadataBlock, PrefillBlockTable, DType::I32,
+                  {b, plan.prefill.maxBlocks}),
+      rowOf(cu, chunk), rowOf(starts, chunk)};
+  if (kvScale.data)
+    args.push_back(kvScale);
+  args.push_back(rows);
+  return runPhase("dcp context gather", *dcpContextGather, args, stream);
 }
 
 llvm::Error MlaLayer::runDcpContextChunks(
@@ -214,8 +218,9 @@ llvm::Error MlaLayer::runDcpContextChunks(
   BufferView chunkCu =
       array(ChunkCuSeqLens, DType::I32, {chunks, b + 1});
   for (int64_t c = 0; c < chunks; ++c) {
-    if (llvm::Error error = queueDcpContextGather(plan, c, args.kvCache, sent,
-                                                  metadataBlock, stream))
+    if (llvm::Error error =
+            queueDcpContextGather(plan, c, args.kvCache, args.kvScale, sent,
+                                  metadataBlock, stream))
       return error;
     auto start = std::chrono::steady_clock::now();
     size_t bytes = size_t(sent.numElements()) * byteWidth(act);
@@ -255,7 +260,8 @@ llvm::Error MlaLayer::gatherDcpContextChunk(const MlaStepPlan &plan,
                                             int64_t chunk,
                                             const BufferView &kvCache,
                                             const BufferView &rows,
-                                            Stream stream) {
+                                            Stream stream,
+                                            const BufferView &kvScale) {
   if (!dcpContextGather)
     return makeArgumentError(
         "gatherDcpContextChunk: the layer runs without decode context "
@@ -277,10 +283,13 @@ llvm::Error MlaLayer::gatherDcpContextChunk(const MlaStepPlan &plan,
           "rows", rows, layerConfig.activation,
           {plan.dcpContext.rowsPerRank, d.cacheEntry()}))
     return e;
+  if (llvm::Error e = checkKvScale(kvScale))
+    return e;
   auto block = uploadMetadata(plan, dcpGatherMetadata, stream);
   if (!block)
     return block.takeError();
-  return queueDcpContextGather(plan, chunk, kvCache, rows, *block, stream);
+  return queueDcpContextGather(plan, chunk, kvCache, kvScale, rows, *block,
+                               stream);
 }
 
 } // namespace mla::runtime

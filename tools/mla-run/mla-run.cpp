@@ -34,7 +34,7 @@ static cl::opt<std::string> dtype("dtype", cl::cat(runOptions),
                                   cl::desc("activations: f32, f16 or bf16"),
                                   cl::init("bf16"));
 static cl::opt<std::string> cacheDtype("cache-dtype", cl::cat(runOptions),
-                                       cl::desc("KV cache: f32, f16 or bf16"),
+                                       cl::desc("KV cache: f32, f16, bf16, fp8_e4m3 or fp8_e5m2 (stored as value / 0.03)"),
                                        cl::init("bf16"));
 static cl::opt<int> blockSize("block-size", cl::cat(runOptions),
                               cl::desc("tokens per cache page"), cl::init(64));
@@ -234,8 +234,9 @@ int main(int argc, char **argv) {
 
   mla::ServingStepConfig config;
   auto act = mla::parseDType(dtype), cache = mla::parseDType(cacheDtype);
-  if (!act || !mla::isFloat(*act) || !cache || !mla::isFloat(*cache)) {
-    errs() << "mla-run: --dtype and --cache-dtype take f32, f16 or bf16\n";
+  if (!act || !mla::isFloat(*act) || !cache || !mla::isCacheFormat(*cache)) {
+    errs() << "mla-run: --dtype takes f32, f16 or bf16; --cache-dtype also "
+              "fp8_e4m3 or fp8_e5m2\n";
     return 2;
   }
   if (heads < 1 || heads > 128 || blockSize < 1 || steps < 1 ||

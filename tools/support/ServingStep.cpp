@@ -230,6 +230,25 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
   auto cache = mirror(runtime, std::move(cacheHost));
   if (!cache)
     return cache.takeError();
+  // An FP8 cache holds value / kFp8CacheScale: the latent entries (about
+  // [-1, 1]) then use the format's range without reaching its largest.
+  std::optional<Mirrored> kvScale;
+  if (isFp8(config.cache)) {
+    HostTensor scaleHost(DType::F32, {1});
+    scaleHost.fromDouble({kFp8CacheScale});
+    auto mirrored = mirror(runtime, std::move(scaleHost));
+    if (!mirrored)
+      return mirrored.takeError();
+    kvScale = std::move(*mirrored);
+  }
+  // The cache's values as the kernels read them (FP8 entries x scale).
+  auto readValues = [&](const HostTensor &t) {
+    std::vector<double> values = t.toDouble();
+    if (kvScale)
+      for (double &v : values)
+        v = double(float(v) * float(kFp8CacheScale));
+    return values;
+  };
   auto weights = makeWeights(runtime, d, act, rng);
   if (!weights)
     return weights.takeError();
@@ -323,6 +342,8 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     runtime::MlaForwardArgs args{q->deviceView(),   kvc->deviceView(),
                                  kpe->deviceView(), cache->deviceView(),
                                  out->deviceView(), lse->deviceView()};
+    if (kvScale)
+      args.kvScale = kvScale->deviceView();
     if (llvm::Error e = (*layer)->forward(*plan, args))
       return std::move(e);
     stepReport.phases = (*layer)->phaseTimings();
@@ -334,7 +355,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     // --- Checks against the float64 reference ------------------------------
     progress("step " + std::to_string(step) +
              ": checking against the float64 reference");
-    std::vector<double> cacheValues = cache->host.toDouble();
+    std::vector<double> cacheValues = readValues(cache->host);
     std::vector<double> qv = q->host.toDouble(), kvcv = kvc->host.toDouble(),
                         kpev = kpe->host.toDouble(),
                         outv = out->host.toDouble();
@@ -345,8 +366,12 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
       std::vector<double> row = rows(kvcv, t, 1, latent);
       std::vector<double> pe = rows(kpev, t, 1, rope);
       row.insert(row.end(), pe.begin(), pe.end());
+      // Stored as value / scale in an FP8 cache.
+      if (kvScale)
+        for (double &v : row)
+          v = double(float(v) / float(kFp8CacheScale));
       expectRow.fromDouble(row);
-      std::vector<double> want = expectRow.toDouble();
+      std::vector<double> want = readValues(expectRow);
       for (int64_t c = 0; c < entry; ++c)
         if (cacheValues[slot * entry + c] != want[c]) {
           ++stepReport.cacheMismatches;

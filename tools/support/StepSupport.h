@@ -26,6 +26,10 @@ namespace mla::step {
 /// Max |dLSE| a decode may differ from the float64 reference by.
 constexpr double kLseTolerance = 5e-2;
 
+/// The kv_scale of the harnesses' FP8 caches: latent entries of about
+/// [-1, 1] are stored as value / 0.03, well inside either format's range.
+constexpr double kFp8CacheScale = 0.03;
+
 /// The relative L2 tolerance of a layer's outputs in `activation`.
 double outputTolerance(DType activation);
 

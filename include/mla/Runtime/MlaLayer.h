@@ -118,6 +118,14 @@ struct MlaForwardArgs {
   /// Optional decode LSE [numDecodes, N, decodeQueryLen] f32 (natural log);
   /// leave data null when not wanted.
   BufferView decodeLse;
+  /// With an FP8 cache (and only then): its scale [1] f32, vLLM's per-layer
+  /// k_scale. Entries are stored as value / scale, saturated to the
+  /// format's largest finite value, and read back as entry x scale. It is
+  /// read by the kernels when they run (a CUDA graph replays with a new
+  /// value); a host-readable scale must be finite and positive, checked by
+  /// forward; a device scale of 0, below 0 or not finite gives NaN or
+  /// infinite entries and rows.
+  BufferView kvScale;
 };
 
 /// The merge of a DCP group's decode partials (MlaLayer::mergeDcpPartials):
@@ -354,7 +362,8 @@ public:
   llvm::Error gatherDcpContextChunk(const MlaStepPlan &plan, int64_t chunk,
                                     const BufferView &kvCache,
                                     const BufferView &rows,
-                                    Stream stream = nullptr);
+                                    Stream stream = nullptr,
+                                    const BufferView &kvScale = {});
 
   /// With timing on, forward waits after each phase and records its time.
   void setPhaseTiming(bool on) { timePhases = on; }
@@ -423,6 +432,7 @@ private:
   /// `metadataBlock` (StepMetadataLayout::of(plan)).
   llvm::Error queueDcpContextGather(const MlaStepPlan &plan, int64_t chunk,
                                     const BufferView &kvCache,
+                                    const BufferView &kvScale,
                                     const BufferView &rows,
                                     char *metadataBlock, Stream stream);
   /// The prefills' context chunks under DCP (launchPhases, after the new
@@ -438,6 +448,9 @@ private:
                                         DeviceAllocation &slot, Stream stream);
   /// The checks of a DCP layer's config (create).
   static llvm::Error checkDcpConfig(const MlaLayerConfig &config);
+  /// kv_scale: [1] f32 exactly with an FP8 cache; on the CPU, finite and
+  /// positive.
+  llvm::Error checkKvScale(const BufferView &kvScale) const;
   /// The tokens of a sequence of `seqLen` this layer's cache holds: all of
   /// them, or under DCP its rank's share.
   int64_t storedLength(int64_t seqLen) const;
