@@ -362,7 +362,8 @@ typedef struct mla_layer_config {
   int64_t v_head_dim;       /**< V */
   /** q, kv_c, k_pe, the output and the weights: f32, f16 or bf16. */
   mla_dtype_t activation_dtype;
-  /** The latent KV cache: f32, f16 or bf16. */
+  /** The latent KV cache: f32, f16, bf16, or fp8_e4m3 / fp8_e5m2 (stored
+   *  as value / kv_scale, see mla_forward_args_t; the CPU backends only). */
   mla_dtype_t cache_dtype;
   /** Tokens per cache page. */
   int64_t block_size;
@@ -614,6 +615,13 @@ typedef struct mla_forward_args {
   /** Optional: the decode LSE [num_decodes, N, decode_query_len], f32,
    *  natural log. Leave it zeroed (NULL data, rank 0) when not wanted. */
   mla_tensor_t decode_lse;
+  /** With an FP8 cache (MLA_DTYPE_FP8_E4M3 / _E5M2), and only then: its
+   *  scale [1] f32 (vLLM's per-layer k_scale), read when the kernels run.
+   *  Entries are stored as value / scale, saturated to the format's largest
+   *  finite value, and read as entry x scale. A host-readable scale must be
+   *  finite and positive; a device scale that is not gives NaN or infinite
+   *  rows. Zeroed otherwise. */
+  mla_tensor_t kv_scale;
 } mla_forward_args_t;
 
 /** Runs the step `plan` describes on `args`, queued on `stream` on a GPU

@@ -195,10 +195,12 @@ mla_status_t toLayerConfig(const char *fn, const mla_layer_config_t &c,
     if (!t)
       return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
                   badDType(std::string("config->") + field, dtype));
-    if (!isFloat(*t))
+    bool cache = std::string_view(field) == "cache_dtype";
+    if (cache ? !isCacheFormat(*t) : !isFloat(*t))
       return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
-                  std::string("config->") + field + " must be f32, f16 or "
-                  "bf16, got " + std::string(name(*t)));
+                  std::string("config->") + field + " must be f32, f16" +
+                      (cache ? ", bf16, fp8_e4m3 or fp8_e5m2" : " or bf16") +
+                      ", got " + std::string(name(*t)));
   }
   if (!std::isfinite(c.softmax_scale) || c.softmax_scale < 0)
     return fail(MLA_ERROR_INVALID_ARGUMENT, fn,
@@ -305,9 +307,14 @@ mla_status_t toForwardArgs(const char *fn, const mla_forward_args_t &a,
     if (mla_status_t s = toView(fn, std::string("'") + arg.name + "'",
                                 arg.tensor, arg.view))
       return s;
-  // The decode LSE is optional: a zeroed tensor means "not wanted".
+  // The decode LSE and the FP8 scale are optional: a zeroed tensor means
+  // "none".
   if (a.decode_lse.data || a.decode_lse.rank != 0)
-    return toView(fn, "'decode_lse'", a.decode_lse, out.decodeLse);
+    if (mla_status_t s =
+            toView(fn, "'decode_lse'", a.decode_lse, out.decodeLse))
+      return s;
+  if (a.kv_scale.data || a.kv_scale.rank != 0)
+    return toView(fn, "'kv_scale'", a.kv_scale, out.kvScale);
   return MLA_OK;
 }
 

@@ -186,6 +186,7 @@ class mla_forward_args_t(Structure):
         ("kv_cache", mla_tensor_t),
         ("output", mla_tensor_t),
         ("decode_lse", mla_tensor_t),
+        ("kv_scale", mla_tensor_t),
     ]
 
 

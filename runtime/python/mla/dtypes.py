@@ -23,6 +23,10 @@ class DType(enum.IntEnum):
     BF16 = 2
     I32 = 3
     I64 = 4
+    # KV cache formats only (vLLM's kv_cache_dtype "fp8_e4m3", "fp8_e5m2"),
+    # kept in uint8 tensors or torch's float8 dtypes.
+    FP8_E4M3 = 5
+    FP8_E5M2 = 6
 
     def __str__(self) -> str:
         return self.name.lower()
@@ -34,7 +38,12 @@ class DType(enum.IntEnum):
 
     @property
     def is_float(self) -> bool:
+        """An activation format (not FP8)."""
         return self in (DType.F32, DType.F16, DType.BF16)
+
+    @property
+    def is_fp8(self) -> bool:
+        return self in (DType.FP8_E4M3, DType.FP8_E5M2)
 
     def to_torch(self) -> Any:
         """The torch dtype (imports torch)."""
@@ -49,6 +58,8 @@ class DType(enum.IntEnum):
 
         if self is DType.BF16:
             raise TypeError("numpy has no bfloat16; use torch.bfloat16 tensors")
+        if self.is_fp8:
+            return numpy.dtype("uint8")  # the codes, as vLLM keeps them
         return numpy.dtype(_LONG_NAME[self])
 
     @classmethod
@@ -66,7 +77,7 @@ class DType(enum.IntEnum):
         if found is None:
             raise InvalidArgumentError(
                 f"{what}: {value!r} is not an element type (use one of "
-                "f32, f16, bf16, i32, i64 or a torch/numpy dtype)"
+                "f32, f16, bf16, i32, i64, fp8_e4m3, fp8_e5m2 or a torch/numpy dtype)"
             )
         _PARSED[value] = found
         return found
@@ -76,7 +87,15 @@ class DType(enum.IntEnum):
 # kept to one dict access after the first time.
 _PARSED: Dict[Any, DType] = {}
 
-_ITEMSIZE = {DType.F32: 4, DType.F16: 2, DType.BF16: 2, DType.I32: 4, DType.I64: 8}
+_ITEMSIZE = {
+    DType.F32: 4,
+    DType.F16: 2,
+    DType.BF16: 2,
+    DType.I32: 4,
+    DType.I64: 8,
+    DType.FP8_E4M3: 1,
+    DType.FP8_E5M2: 1,
+}
 
 _LONG_NAME = {
     DType.F32: "float32",
@@ -84,6 +103,8 @@ _LONG_NAME = {
     DType.BF16: "bfloat16",
     DType.I32: "int32",
     DType.I64: "int64",
+    DType.FP8_E4M3: "float8_e4m3fn",
+    DType.FP8_E5M2: "float8_e5m2",
 }
 
 _BY_NAME: Dict[str, DType] = {
@@ -91,6 +112,7 @@ _BY_NAME: Dict[str, DType] = {
     **{name: d for d, name in _LONG_NAME.items()},
     "float": DType.F32,
     "half": DType.F16,
+    "fp8": DType.FP8_E4M3,  # vLLM's kv_cache_dtype="fp8"
 }
 
 

@@ -169,21 +169,32 @@ class Layer(Handle):
         return Plan(handle.value, self._library)
 
     def _forward_args(
-        self, q: Any, kv_c: Any, k_pe: Any, kv_cache: Any, output: Any, decode_lse: Optional[Any]
+        self,
+        q: Any,
+        kv_c: Any,
+        k_pe: Any,
+        kv_cache: Any,
+        output: Any,
+        decode_lse: Optional[Any],
+        kv_scale: Optional[Any] = None,
     ) -> _capi.mla_forward_args_t:
         """The step's tensors as the layer's one mla_forward_args_t, written
-        in place (calls of one layer are ordered, as the C API requires)."""
+        in place (calls of one layer are ordered, as the C API requires).
+        An FP8 cache may be a uint8 tensor, as vLLM keeps it."""
         runtime, target = self._runtime, self._args_bytes
         size = _TENSOR_BYTES
+        cache_dtype = self._config.cache_dtype
         describe_into(target, 0, q, "q", runtime)
         describe_into(target, size, kv_c, "kv_c", runtime)
         describe_into(target, 2 * size, k_pe, "k_pe", runtime)
-        describe_into(target, 3 * size, kv_cache, "kv_cache", runtime, writable=True)
+        describe_into(target, 3 * size, kv_cache, "kv_cache", runtime, writable=True,
+                      bytes_as=cache_dtype if cache_dtype.is_fp8 else None)
         describe_into(target, 4 * size, output, "output", runtime, writable=True)
-        if decode_lse is None:
-            target[5 * size : 6 * size] = bytes(size)
-        else:
-            describe_into(target, 5 * size, decode_lse, "decode_lse", runtime, writable=True)
+        for index, name, value, writable in ((5, "decode_lse", decode_lse, True), (6, "kv_scale", kv_scale, False)):
+            if value is None:
+                target[index * size : (index + 1) * size] = bytes(size)
+            else:
+                describe_into(target, index * size, value, name, runtime, writable=writable)
         return self._args
 
     def forward(
@@ -196,12 +207,15 @@ class Layer(Handle):
         output: Any,
         decode_lse: Optional[Any] = None,
         stream: Any = None,
+        kv_scale: Optional[Any] = None,
     ) -> None:
         """Runs the step `plan` describes: writes the new tokens into
         kv_cache, then output (and decode_lse when given), in place. On a
         GPU it is queued on `stream` and returns without waiting; on the
-        CPU it has finished when it returns."""
-        args = self._forward_args(q, kv_c, k_pe, kv_cache, output, decode_lse)
+        CPU it has finished when it returns. With an FP8 cache (a uint8 or
+        torch float8 tensor) `kv_scale` is its scale, a [1] float32 tensor
+        (vLLM's per-layer k_scale): entries are stored as value / scale."""
+        args = self._forward_args(q, kv_c, k_pe, kv_cache, output, decode_lse, kv_scale)
         self._dcp_error = None
         try:
             self._library.mla_layer_forward(

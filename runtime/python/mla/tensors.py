@@ -24,7 +24,7 @@ import ctypes
 import functools
 import struct
 import sys
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from . import _capi
 from .dtypes import DType
@@ -65,18 +65,21 @@ def describe_into(
     *,
     contiguous: bool = True,
     writable: bool = False,
+    bytes_as: Optional[DType] = None,
 ) -> None:
     """Writes the view of `value` (as `describe` makes it) into the
-    mla_tensor_t at byte `offset` of `target`."""
+    mla_tensor_t at byte `offset` of `target`. `bytes_as`: a tensor of
+    1-byte elements (uint8, int8 or torch's float8 types) is read as that
+    dtype: an FP8 cache, which vLLM keeps in uint8 tensors."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.layout is not torch.strided:
             raise InvalidArgumentError(f"{name} is a {value.layout} tensor; libmla takes dense ones")
-        fields = _torch_fields(value, name, runtime, contiguous)
+        fields = _torch_fields(value, name, runtime, contiguous, bytes_as)
     else:
         numpy = sys.modules.get("numpy")
         if numpy is not None and isinstance(value, numpy.ndarray):
-            fields = _numpy_fields(value, name, runtime, contiguous, writable)
+            fields = _numpy_fields(value, name, runtime, contiguous, writable, bytes_as)
         else:
             own = getattr(value, "_mla_describe", None)
             if own is None:
@@ -130,7 +133,7 @@ def _not_contiguous(name: str, shape: Sequence[int], strides: Sequence[int]) -> 
     )
 
 
-def _torch_fields(value: Any, name: str, runtime: Any, contiguous: bool) -> tuple:
+def _torch_fields(value: Any, name: str, runtime: Any, contiguous: bool, bytes_as: Optional[DType] = None) -> tuple:
     """(data, dtype, shape, strides) of a torch tensor on `runtime`'s device.
     The checks read as few tensor attributes as they can, each once: they
     run for every tensor of every step."""
@@ -139,9 +142,12 @@ def _torch_fields(value: Any, name: str, runtime: Any, contiguous: bool) -> tupl
             raise _wrong_device(value, name, runtime)
     elif runtime.is_cuda or value.device.type != "cpu":
         raise _wrong_device(value, name, runtime)
-    dtype = _TORCH_DTYPES.get(value.dtype)
-    if dtype is None:
-        dtype = _TORCH_DTYPES[value.dtype] = DType.parse(value.dtype, what=f"{name}'s dtype")
+    if bytes_as is not None and value.element_size() == 1:
+        dtype = bytes_as
+    else:
+        dtype = _TORCH_DTYPES.get(value.dtype)
+        if dtype is None:
+            dtype = _TORCH_DTYPES[value.dtype] = DType.parse(value.dtype, what=f"{name}'s dtype")
     shape = value.shape  # a torch.Size: a tuple
     if len(shape) > _capi.MAX_RANK:
         _check_rank(name, shape)
@@ -171,7 +177,9 @@ def _wrong_device(value: Any, name: str, runtime: Any) -> InvalidArgumentError:
     return InvalidArgumentError(f"{name} is on {device}, which libmla cannot use")
 
 
-def _numpy_fields(value: Any, name: str, runtime: Any, contiguous: bool, writable: bool) -> tuple:
+def _numpy_fields(
+    value: Any, name: str, runtime: Any, contiguous: bool, writable: bool, bytes_as: Optional[DType] = None
+) -> tuple:
     """(data, dtype, shape, strides) of a numpy array (host memory)."""
     if runtime.is_cuda:
         raise InvalidArgumentError(
@@ -180,7 +188,10 @@ def _numpy_fields(value: Any, name: str, runtime: Any, contiguous: bool, writabl
         )
     if not value.dtype.isnative:
         raise InvalidArgumentError(f"{name} is not in the machine's byte order ({value.dtype})")
-    dtype = DType.parse(value.dtype, what=f"{name}'s dtype")
+    if bytes_as is not None and value.dtype.itemsize == 1:
+        dtype = bytes_as
+    else:
+        dtype = DType.parse(value.dtype, what=f"{name}'s dtype")
     shape = value.shape
     _check_rank(name, shape)
     if writable and not value.flags.writeable:
