@@ -96,8 +96,12 @@ def test_torch_dtypes():
 
 
 def test_dtype_properties():
-    assert [d.itemsize for d in DType] == [4, 2, 2, 4, 8]
+    assert [d.itemsize for d in DType] == [4, 2, 2, 4, 8, 1, 1]
     assert str(DType.BF16) == "bf16" and DType.BF16.is_float and not DType.I32.is_float
+    # The FP8 cache formats: vLLM's names, kept as uint8 codes in numpy.
+    assert str(DType.FP8_E4M3) == "fp8_e4m3" and DType.parse("fp8") is DType.FP8_E4M3
+    assert DType.FP8_E5M2.is_fp8 and not DType.FP8_E5M2.is_float
+    assert DType.FP8_E4M3.to_numpy() == np.uint8
     assert DType.F16.to_numpy() == np.float16
     with pytest.raises(TypeError, match="numpy has no bfloat16"):
         DType.BF16.to_numpy()

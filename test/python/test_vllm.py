@@ -95,7 +95,7 @@ def test_a_supported_configuration_has_no_reasons(runtime):
     [
         (dict(head_size=512), ["head_size 512", "576"]),
         (dict(dtype=torch.float64), ["dtype torch.float64 not supported", "bfloat16"]),
-        (dict(kv_cache_dtype="fp8_e4m3"), ["fp8_e4m3", "no fp8 cache"]),
+        (dict(kv_cache_dtype="fp8_e4m3"), ["fp8_e4m3", "does not pass k_scale"]),
         (dict(block_size=0), ["block_size must be positive"]),
         (dict(config=mla.LayerConfig(num_heads=200)), ["num heads 200 not supported"]),
         (dict(use_mla=False), ["non-MLA"]),
@@ -283,7 +283,7 @@ def small_impl(runtime, rng, dtype=DType.F32, **config):
         (dict(num_kv_heads=4), ValueError, "num_kv_heads=4"),
         (dict(head_size=512), ValueError, "head_size 512"),
         (dict(qk_head_dim=64), ValueError, "qk_head_dim 64"),
-        (dict(kv_cache_dtype="fp8"), ValueError, "no fp8 cache"),
+        (dict(kv_cache_dtype="fp8"), ValueError, "does not pass k_scale"),
     ],
     ids=lambda value: next(iter(value)) if isinstance(value, dict) else None,
 )

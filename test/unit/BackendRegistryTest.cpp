@@ -160,7 +160,7 @@ TEST(BackendValidate, CpuJitReasons) {
             (Reasons{"activation dtype i64 not supported (supports f32, f16, "
                      "bf16)",
                      "kv-cache dtype i32 not supported (supports f32, f16, "
-                     "bf16)",
+                     "bf16, fp8_e4m3, fp8_e5m2)",
                      "num heads 200 not supported (supports 1..128)",
                      "rope dim -1 invalid (must be positive)"}));
 }
@@ -640,3 +640,24 @@ TEST(BackendCache, KeyedByEveryField) {
 }
 
 } // namespace
+
+/// FP8 caches: the CPU backends take them; every GPU backend, decode or
+/// prefill, declines them with its kv-cache dtypes as the reason.
+TEST(BackendValidate, Fp8CachesOnlyOnTheCpu) {
+  for (DType fp8 : {DType::FP8E4M3, DType::FP8E5M2}) {
+    for (const Backend &b : BackendRegistry::builtin().backends()) {
+      AttentionConfig c = b.device == DeviceKind::CPU
+                              ? AttentionConfig()
+                              : AttentionConfig::cuda(9, 0);
+      c.kvCacheDType = fp8;
+      Reasons reasons = b.validate(c);
+      std::string refusal = "kv-cache dtype " + std::string(name(fp8)) +
+                            " not supported";
+      bool refused = std::any_of(reasons.begin(), reasons.end(),
+                                 [&](const std::string &r) {
+                                   return contains(r, refusal);
+                                 });
+      EXPECT_EQ(refused, b.device != DeviceKind::CPU) << b.name;
+    }
+  }
+}

@@ -401,7 +401,7 @@ func.func @decode_missing_block_size(%q: memref<2x1x2x12xf32>, %cache: memref<5x
 
 // decode_attention: cache_dtype must be a float type.
 func.func @decode_cache_dtype_i8(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
-  // expected-error @+1 {{cache_dtype must be f32, f16 or bf16, got 'i8'}}
+  // expected-error @+1 {{cache_dtype must be f32, f16, bf16, f8E4M3FN or f8E5M2, got 'i8'}}
   mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>)
       outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
       {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = i8, softmax_scale = 0.5 : f32}
@@ -432,7 +432,7 @@ func.func @decode_cache_dtype_mismatch(%q: memref<2x1x2x12xf32>, %cache: memref<
 
 // decode_attention: an integer cache is rejected before the dtype comparison.
 func.func @decode_cache_i8(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xi8>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
-  // expected-error @+1 {{'kv_cache' must hold f32, f16 or bf16, got 'i8'}}
+  // expected-error @+1 {{'kv_cache' must hold f32, f16, bf16, f8E4M3FN or f8E5M2, got 'i8'}}
   mla.decode_attention ins(%q, %cache, %bt, %lens : memref<2x1x2x12xf32>, memref<5x4x12xi8>, memref<2x3xi32>, memref<2xi32>)
       outs(%o, %lse : memref<2x1x2x8xf32>, memref<2x2x1xf32>)
       {num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}
@@ -802,7 +802,7 @@ func.func @decode_split_lse_splits(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x
 // give num_splits alone.
 func.func @decode_num_splits_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %ns: memref<2xi32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   // expected-error @+1 {{'num_splits', 'split_out' and 'split_lse' must be given together (got 'num_splits', no 'split_out', no 'split_lse')}}
-  "mla.decode_attention"(%q, %cache, %bt, %lens, %ns, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2xi32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
+  "mla.decode_attention"(%q, %cache, %bt, %lens, %ns, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2xi32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
   return
 }
 
@@ -811,7 +811,7 @@ func.func @decode_num_splits_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x
 // decode_attention: workspaces without num_splits (generic form).
 func.func @decode_workspaces_alone(%q: memref<2x1x2x12xf32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %lens: memref<2xi32>, %so: memref<2x1x2x4x8xf32>, %sl: memref<2x1x2x4xf32>, %o: memref<2x1x2x8xf32>, %lse: memref<2x2x1xf32>) {
   // expected-error @+1 {{'num_splits', 'split_out' and 'split_lse' must be given together (got no 'num_splits', 'split_out', 'split_lse')}}
-  "mla.decode_attention"(%q, %cache, %bt, %lens, %so, %sl, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
+  "mla.decode_attention"(%q, %cache, %bt, %lens, %so, %sl, %o, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 1, 1, 1>, num_heads = 2 : i64, kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = bf16, softmax_scale = 0.5 : f32}> : (memref<2x1x2x12xf32>, memref<5x4x12xbf16>, memref<2x3xi32>, memref<2xi32>, memref<2x1x2x4x8xf32>, memref<2x1x2x4xf32>, memref<2x1x2x8xf32>, memref<2x2x1xf32>) -> ()
   return
 }
 
@@ -962,7 +962,7 @@ func.func @gather_cache_rank(%cache: memref<20x12xbf16>, %bt: memref<2x3xi32>, %
 
 // gather_cache: kv_cache must hold a float type.
 func.func @gather_cache_i8(%cache: memref<5x4x12xi8>, %bt: memref<2x3xi32>, %cu: memref<3xi32>, %starts: memref<2xi32>, %ws: memref<16x12xbf16>) {
-  // expected-error @+1 {{'kv_cache' must hold f32, f16 or bf16, got 'i8'}}
+  // expected-error @+1 {{'kv_cache' must hold f32, f16, bf16, f8E4M3FN or f8E5M2, got 'i8'}}
   mla.gather_cache ins(%cache, %bt, %cu, %starts : memref<5x4x12xi8>, memref<2x3xi32>, memref<3xi32>, memref<2xi32>)
       outs(%ws : memref<16x12xbf16>)
       {block_size = 4 : i64}
@@ -1190,7 +1190,7 @@ func.func @concat_cache_dtype_mismatch(%kvc: memref<3x8xf32>, %kpe: memref<3x4xf
 
 // concat_and_cache: cache_dtype must be a float type.
 func.func @concat_cache_dtype_i8(%kvc: memref<3x8xf32>, %kpe: memref<3x4xf32>, %slots: memref<3xi64>, %cache: memref<5x4x12xi8>) {
-  // expected-error @+1 {{cache_dtype must be f32, f16 or bf16, got 'i8'}}
+  // expected-error @+1 {{cache_dtype must be f32, f16, bf16, f8E4M3FN or f8E5M2, got 'i8'}}
   mla.concat_and_cache ins(%kvc, %kpe, %slots : memref<3x8xf32>, memref<3x4xf32>, memref<3xi64>)
       outs(%cache : memref<5x4x12xi8>)
       {kv_lora_rank = 8 : i64, rope_dim = 4 : i64, block_size = 4 : i64, cache_dtype = i8}
@@ -1783,7 +1783,7 @@ func.func @chunked_cache_dtype_mismatch(%q: memref<4x2x10xbf16>, %kvc: memref<4x
 
 // chunked_prefill: cache_dtype must be a float type.
 func.func @chunked_cache_dtype_i8(%q: memref<4x2x10xbf16>, %kvc: memref<4x8xbf16>, %kpe: memref<4x4xbf16>, %cq: memref<3xi32>, %cache: memref<5x4x12xbf16>, %bt: memref<2x3xi32>, %ccu: memref<2x3xi32>, %cst: memref<2x2xi32>, %w: memref<8x2x11xbf16>, %ws: memref<16x12xbf16>, %o: memref<4x2x5xbf16>, %lse: memref<2x4xf32>) {
-  // expected-error @+1 {{cache_dtype must be f32, f16 or bf16, got 'i8'}}
+  // expected-error @+1 {{cache_dtype must be f32, f16, bf16, f8E4M3FN or f8E5M2, got 'i8'}}
   mla.chunked_prefill ins(%q, %kvc, %kpe, %cq : memref<4x2x10xbf16>, memref<4x8xbf16>, memref<4x4xbf16>, memref<3xi32>)
       cache(%cache, %bt : memref<5x4x12xbf16>, memref<2x3xi32>)
       chunks(%ccu, %cst : memref<2x3xi32>, memref<2x2xi32>)
