@@ -16,6 +16,10 @@ namespace mla {
 namespace {
 
 const std::vector<DType> kAllFloats = {DType::F32, DType::F16, DType::BF16};
+/// Caches the generic kernels read and write: the activation formats and
+/// FP8 (quantized and dequantized element by element).
+const std::vector<DType> kAllCacheFormats = {
+    DType::F32, DType::F16, DType::BF16, DType::FP8E4M3, DType::FP8E5M2};
 
 Backend genericGpu() {
   Backend b;
@@ -25,7 +29,7 @@ Backend genericGpu() {
   b.kernelStrategy = KernelStrategy::Generic;
   b.minCapability = {8, 0};
   b.dtypes = kAllFloats;
-  b.kvCacheDTypes = kAllFloats;
+  b.kvCacheDTypes = kAllCacheFormats;
   b.maxHeads = 128;
   // A decode step (uniform query lengths) reads its lengths, pages and
   // split counts from device buffers, takes its split workspace from the
@@ -42,10 +46,7 @@ Backend cpuJit() {
   b.description = "host code JIT-compiled by LLVM; the reference path";
   b.device = DeviceKind::CPU;
   b.dtypes = kAllFloats;
-  // FP8 caches are quantized and dequantized by its loops (the GPU
-  // lowerings do not take them yet).
-  b.kvCacheDTypes = {DType::F32,     DType::F16,    DType::BF16,
-                     DType::FP8E4M3, DType::FP8E5M2};
+  b.kvCacheDTypes = kAllCacheFormats;
   b.maxHeads = 128;
   return b;
 }

@@ -26,6 +26,9 @@ namespace mla {
 namespace {
 
 const std::vector<DType> kAllFloats = {DType::F32, DType::F16, DType::BF16};
+/// Caches the generic gathers dequantize: the activation formats and FP8.
+const std::vector<DType> kAllCacheFormats = {
+    DType::F32, DType::F16, DType::BF16, DType::FP8E4M3, DType::FP8E5M2};
 
 /// The fields every prefill backend sets alike.
 Backend prefillBackend(const char *name, DeviceKind device) {
@@ -47,6 +50,7 @@ Backend prefillGenericGpu() {
   b.kernelStrategy = KernelStrategy::Generic;
   b.minCapability = {8, 0};
   b.dtypes = kAllFloats;
+  b.kvCacheDTypes = kAllCacheFormats;
   return b;
 }
 
@@ -54,9 +58,7 @@ Backend prefillCpuJit() {
   Backend b = prefillBackend(kPrefillCpuJitBackend, DeviceKind::CPU);
   b.description = "host code JIT-compiled by LLVM; the reference path";
   b.dtypes = kAllFloats;
-  // Its gather dequantizes FP8 caches (the GPU lowerings do not yet).
-  b.kvCacheDTypes = {DType::F32,     DType::F16,    DType::BF16,
-                     DType::FP8E4M3, DType::FP8E5M2};
+  b.kvCacheDTypes = kAllCacheFormats;
   return b;
 }
 

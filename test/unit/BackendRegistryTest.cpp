@@ -109,7 +109,7 @@ TEST(BackendValidate, GenericGpuReasons) {
                     "bf16)"});
   EXPECT_EQ(reasons([](auto &c) { c.kvCacheDType = DType::I64; }),
             Reasons{"kv-cache dtype i64 not supported (supports f32, f16, "
-                    "bf16)"});
+                    "bf16, fp8_e4m3, fp8_e5m2)"});
   EXPECT_EQ(reasons([](auto &c) { c.blockSize = 0; }),
             Reasons{"block size 0 invalid (must be positive)"});
   EXPECT_EQ(reasons([](auto &c) { c.dims.numHeads = 256; }),
@@ -135,7 +135,7 @@ TEST(BackendValidate, GenericGpuReasons) {
             }),
             (Reasons{"compute capability 7.0 below minimum 8.0",
                      "kv-cache dtype i32 not supported (supports f32, f16, "
-                     "bf16)",
+                     "bf16, fp8_e4m3, fp8_e5m2)",
                      "num heads 129 not supported (supports 1..128)"}));
 }
 
@@ -641,9 +641,10 @@ TEST(BackendCache, KeyedByEveryField) {
 
 } // namespace
 
-/// FP8 caches: the CPU backends take them; every GPU backend, decode or
-/// prefill, declines them with its kv-cache dtypes as the reason.
-TEST(BackendValidate, Fp8CachesOnlyOnTheCpu) {
+/// FP8 caches: the CPU and generic GPU backends take them; the tensor-core
+/// ones, decode or prefill, decline them with their kv-cache dtypes as the
+/// reason.
+TEST(BackendValidate, Fp8CachesOnTheCpuAndTheGenericGpuKernels) {
   for (DType fp8 : {DType::FP8E4M3, DType::FP8E5M2}) {
     for (const Backend &b : BackendRegistry::builtin().backends()) {
       AttentionConfig c = b.device == DeviceKind::CPU
@@ -657,7 +658,9 @@ TEST(BackendValidate, Fp8CachesOnlyOnTheCpu) {
                                  [&](const std::string &r) {
                                    return contains(r, refusal);
                                  });
-      EXPECT_EQ(refused, b.device != DeviceKind::CPU) << b.name;
+      bool generic = b.device == DeviceKind::CPU ||
+                     b.kernelStrategy == KernelStrategy::Generic;
+      EXPECT_EQ(refused, !generic) << b.name;
     }
   }
 }

@@ -4,8 +4,8 @@
 // APFloat, an independent implementation of the same formats; then the
 // kernels' own conversions (Fp8Convert) through the ops that touch an FP8
 // cache, bit for bit against the host's, and the decode over an FP8 cache
-// against the float64 reference over the dequantized cache. The kernels
-// run on the CPU: the GPU lowerings do not take FP8 caches yet.
+// against the float64 reference over the dequantized cache, on the suite's
+// device (the CPU, or the GPU's generic kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,22 +97,12 @@ TEST_P(Fp8Formats, EncodingRoundsToNearestEvenAndSaturates) {
 /// A tensor's bytes (the FP8 codes of an FP8 tensor).
 uint8_t *codes(HostTensor &t) { return static_cast<uint8_t *>(t.view().data); }
 
-std::unique_ptr<HostBufferKernel> onCpu(mlir::OwningOpRef<mlir::ModuleOp> m) {
-  auto kernel = HostBufferKernel::compile(std::move(m), kKernelEntry,
-                                          /*device=*/nullptr, std::nullopt);
-  if (!kernel) {
-    ADD_FAILURE() << llvm::toString(kernel.takeError());
-    return nullptr;
-  }
-  return std::move(*kernel);
-}
-
 /// Every entry stored as value / scale, bit for bit the host's encoding,
 /// values far beyond the range included (saturated).
 TEST_P(Fp8Formats, ConcatAndCacheQuantizesAsTheHostDoes) {
   const Fp8Format &f = format();
   int64_t latent = 512, rope = 64, blockSize = 16, numBlocks = 2, tokens = 5;
-  auto kernel = onCpu(buildConcatAndCache(
+  auto kernel = compileKernel(buildConcatAndCache(
       testContext(), {latent, rope, blockSize, DType::F32, GetParam()}));
   ASSERT_TRUE(kernel);
   HostTensor kvc(DType::F32, {tokens, latent}), kpe(DType::F32, {tokens, rope});
@@ -146,11 +136,57 @@ TEST_P(Fp8Formats, ConcatAndCacheQuantizesAsTheHostDoes) {
   EXPECT_TRUE(std::equal(want.begin(), want.end(), codes(cache)));
 }
 
+/// The values where rounding is decided (every code's value, the midpoints
+/// between neighbours and a hair either side, subnormals included) and
+/// values beyond the range, through the kernel's encoder: its codes are the
+/// host's.
+TEST_P(Fp8Formats, ConcatAndCacheRoundsEveryTieAsTheHostDoes) {
+  const Fp8Format &f = format();
+  std::vector<float> sweep;
+  for (int code = 0; code < 256; ++code) {
+    float v = fp8ToFloat(uint8_t(code), f), next = fp8ToFloat(uint8_t(code + 1), f);
+    if (!std::isfinite(v))
+      continue;
+    sweep.push_back(v);
+    if ((code & 0x7f) < f.largestCode && std::isfinite(next)) {
+      float mid = 0.5f * (v + next);
+      sweep.insert(sweep.end(), {mid, std::nextafter(mid, v),
+                                 std::nextafter(mid, next)});
+    }
+  }
+  float largest = fp8ToFloat(f.largestCode, f);
+  sweep.insert(sweep.end(), {largest * 1.5f, -largest * 3.0f, INFINITY, -INFINITY});
+  int64_t latent = 512, rope = 64, blockSize = 16;
+  int64_t tokens = int64_t(sweep.size() + latent - 1) / latent;
+  auto kernel = compileKernel(buildConcatAndCache(
+      testContext(), {latent, rope, blockSize, DType::F32, GetParam()}));
+  ASSERT_TRUE(kernel);
+  std::vector<double> values(tokens * latent, 0.0);
+  std::copy(sweep.begin(), sweep.end(), values.begin());
+  HostTensor kvc(DType::F32, {tokens, latent}), kpe(DType::F32, {tokens, rope});
+  kvc.fromDouble(values);
+  kpe.fromDouble(std::vector<double>(tokens * rope, 0.0));
+  HostTensor scaleT(DType::F32, {1});
+  scaleT.fromDouble({1.0});
+  std::vector<int64_t> slots(tokens);
+  std::iota(slots.begin(), slots.end(), 0);
+  HostTensor slotT = HostTensor::i64({tokens}, slots);
+  int64_t numBlocks = (tokens + blockSize - 1) / blockSize;
+  HostTensor cache(GetParam(), {numBlocks, blockSize, latent + rope});
+  runKernel(*kernel, {kvc.view(), kpe.view(), slotT.view(), scaleT.view(),
+                      cache.view()});
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    int64_t t = int64_t(i) / latent, c = int64_t(i) % latent;
+    EXPECT_EQ(codes(cache)[t * (latent + rope) + c], floatToFp8(sweep[i], f))
+        << sweep[i];
+  }
+}
+
 /// Every code of the cache, dequantized: code's value x scale, exactly.
 TEST_P(Fp8Formats, GatherDequantizesEveryCode) {
   const Fp8Format &f = format();
   int64_t entry = 256, blockSize = 4;
-  auto kernel = onCpu(
+  auto kernel = compileKernel(
       buildGatherCache(testContext(), {entry, blockSize, GetParam(), DType::F32}));
   ASSERT_TRUE(kernel);
   HostTensor cache(GetParam(), {2, blockSize, entry});
@@ -187,7 +223,7 @@ TEST_P(Fp8Formats, DecodeReadsTheDequantizedCache) {
   float softmaxScale = 0.125f, kvScale = 0.021f;
   DecodeAttentionSpec spec{d, DType::F32, GetParam(), blockSize,
                            /*causal=*/true, softmaxScale};
-  auto kernel = onCpu(buildDecodeAttention(testContext(), spec));
+  auto kernel = compileKernel(buildDecodeAttention(testContext(), spec));
   ASSERT_TRUE(kernel);
   int64_t entry = d.cacheEntry(), n = d.numHeads;
   HostTensor q(DType::F32, {batch, queryLen, n, entry});

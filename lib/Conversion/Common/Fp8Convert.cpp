@@ -5,7 +5,6 @@
 #include "mla/Support/Float8.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cmath>
@@ -120,10 +119,14 @@ Value f32ToFp8(OpBuilder &b, Location loc, Value values, Type fp8) {
   Value normal = a.sub(a.shr(rounded, shift), a.u(uint32_t(127 - f.bias) << m));
   // Subnormal: the value in units of the smallest subnormal, rounded to
   // nearest even; 1 << m is then the smallest normal's code.
+  // Rounded by adding and taking away 2^23, where f32's own addition
+  // rounds to nearest even (units is at most 2^m): no libm call on a GPU.
   Value units = arith::MulFOp::create(
       b, loc, a.floatOf(magnitude), a.f(std::ldexp(1.0f, f.bias - 1 + int(m))));
-  Value subnormal = arith::FPToUIOp::create(
-      b, loc, a.i32(), math::RoundEvenOp::create(b, loc, units));
+  Value magic = a.f(8388608.0f);
+  Value whole = arith::SubFOp::create(
+      b, loc, arith::AddFOp::create(b, loc, units, magic), magic);
+  Value subnormal = arith::FPToUIOp::create(b, loc, a.i32(), whole);
   uint32_t smallestNormal = bitsOfFloat(std::ldexp(1.0f, 1 - f.bias));
   Value code = a.select(a.cmp(arith::CmpIPredicate::ult, magnitude, smallestNormal),
                         subnormal, normal);

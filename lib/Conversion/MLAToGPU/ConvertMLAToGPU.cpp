@@ -1,7 +1,6 @@
 //===- ConvertMLAToGPU.cpp - The convert-mla-to-gpu pass ------------------===//
 
 #include "GpuKernels.h"
-#include "../Common/Fp8Convert.h"
 #include "mla/Target/GpuTarget.h"
 #include "mla/Transforms/Passes.h"
 
@@ -171,13 +170,6 @@ struct ConvertMLAToGPU : public impl::ConvertMLAToGPUBase<ConvertMLAToGPU> {
       }
       if (!op->getParentOfType<func::FuncOp>()) {
         op->emitOpError() << "must be nested in a function";
-        return signalPassFailure();
-      }
-      if (llvm::any_of(op->getOperandTypes(), [](Type t) {
-            return isFp8Type(cast<MemRefType>(t).getElementType());
-          })) {
-        op->emitOpError() << "reads or writes an FP8 cache, which the GPU "
-                             "lowerings do not take yet (the CPU's do)";
         return signalPassFailure();
       }
     }

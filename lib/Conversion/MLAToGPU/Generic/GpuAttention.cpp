@@ -45,6 +45,8 @@ struct WarpAttention {
   float scale;
   Value firstKey, endKey; ///< keys [firstKey, endKey)
   std::function<RowRef(Value key)> keyRow, valueRow;
+  /// An FP8 cache's scale (keys and values read x scale), or null.
+  Value kvScale = {};
 };
 
 /// Online-softmax state at the end of a row.
@@ -77,6 +79,10 @@ RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
   // past the end are clamped to the last key (valid memory, never a
   // poisoned row) and weighted 0.
   Value scale = e.f32(w.scale);
+  // An FP8 cache's scale: once into the scores' scale and into each key's
+  // weight on its values, rather than into every loaded entry.
+  if (w.kvScale)
+    scale = arith::MulFOp::create(b, loc, scale, w.kvScale);
   Value lastKey = e.sub(w.endKey, e.index(1));
   SmallVector<Value> init{e.negInf(), e.f32(0.0)};
   init.append(vCols, e.f32(0.0));
@@ -118,11 +124,15 @@ RowState emitWarpAttention(GpuEmitter &e, const WarpAttention &w) {
           next.push_back(arith::MulFOp::create(b, loc, it[2 + k], alpha));
         for (int64_t u = 0; u < kKeysPerStep; ++u) {
           RowRef value = w.valueRow(keys[u]);
+          Value weight = w.kvScale
+                             ? arith::MulFOp::create(b, loc, p[u], w.kvScale)
+                                   .getResult()
+                             : p[u];
           for (int64_t k = 0; k < vCols; ++k) {
             Value v = e.loadColumn(value.memref, value.prefix,
                                    vColumns[k].first, vColumns[k].second,
                                    w.vDim);
-            next[2 + k] = math::FmaOp::create(b, loc, p[u], v, next[2 + k]);
+            next[2 + k] = math::FmaOp::create(b, loc, weight, v, next[2 + k]);
           }
         }
         return next;
@@ -291,7 +301,10 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
       "decode_attention_split", ValueRange(splitArgs).getTypes(),
       [&](GpuEmitter &e, ValueRange a) {
         Value q = a[0], cache = a[1], table = a[2], lens = a[3];
-        Value numSplits = schedule.planned ? a[4] : Value();
+        // An FP8 cache's scale, then the schedule's split counts.
+        size_t next = 4;
+        Value kvScale = op.getKvScale() ? e.cacheScale(a[next++]) : Value();
+        Value numSplits = schedule.planned ? a[next] : Value();
         Value part = a[a.size() - 4], partLse = a[a.size() - 3],
               out = a[a.size() - 2], lse = a[a.size() - 1];
         OpBuilder &b = e.builder();
@@ -334,7 +347,8 @@ void launchGenericDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           first,
                           end,
                           cacheRow,
-                          cacheRow};
+                          cacheRow,
+                          kvScale};
           RowState state = emitWarpAttention(e, w);
           writeSplitResults(
               e, e.eqIndex(n, 1), req, split, part, partLse, out, lse,
@@ -398,6 +412,8 @@ void lowerDecodeAttention(DecodeAttentionOp op, KernelFactory &kernels) {
 
   SmallVector<Value> splitArgs{op.getQ(), op.getKvCache(), op.getBlockTable(),
                                op.getSeqLens()};
+  if (Value kvScale = op.getKvScale())
+    splitArgs.push_back(kvScale);
   llvm::append_range(splitArgs, plan);
   splitArgs.append({partial, partialLse, op.getOut(), op.getLse()});
   launchDecodeSplit(op, kernels, schedule, host, splitArgs, splits);

@@ -41,6 +41,28 @@ Value splatLike(GpuEmitter &e, Value scalar, Value like) {
     return scalar;
   return vector::BroadcastOp::create(e.builder(), e.location(), type, scalar);
 }
+
+using Combine = std::function<Value(GpuEmitter &, ArrayRef<Value>)>;
+
+/// An FP8 cache row moved out: its entries times `scale` (none without).
+Combine readAs(Value scale) {
+  if (!scale)
+    return nullptr;
+  return [scale](GpuEmitter &e, ArrayRef<Value> v) -> Value {
+    return arith::MulFOp::create(e.builder(), e.location(), v[0],
+                                 splatLike(e, scale, v[0]));
+  };
+}
+
+/// Values moved into an FP8 cache: stored as value / `scale`.
+Combine storedAs(Value scale) {
+  if (!scale)
+    return nullptr;
+  return [scale](GpuEmitter &e, ArrayRef<Value> v) -> Value {
+    return arith::DivFOp::create(e.builder(), e.location(), v[0],
+                                 splatLike(e, scale, v[0]));
+  };
+}
 } // namespace
 
 namespace {
@@ -216,8 +238,10 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
     rowsPerWarp *= 2;
   auto kernel = kernels.create(
       "gather_cache", op->getOperandTypes(), [&](GpuEmitter &e, ValueRange a) {
+        // An FP8 cache's scale comes right before the workspace.
         Value cache = a[0], table = a[1], cu = a[2], starts = a[3],
-              workspace = a[4];
+              workspace = a.back();
+        Value scale = op.getKvScale() ? e.cacheScale(a[4]) : Value();
         Value req = e.blockId(Dimension::x);
         Value zero = e.index(0), one = e.index(1), pageSize = e.index(page);
         Value rows = e.dim(workspace, 0);
@@ -260,7 +284,7 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
           auto rowMove = [&](int64_t r) {
             return RowMove{workspace, {e.add(begin, e.add(j0, e.index(r)))},
                            0, {{cache, {pages[r], offsets[r]}}}, entry,
-                           nullptr};
+                           readAs(scale)};
           };
           auto elementwise = [&] {
             for (int64_t r = 0; r < rowsPerWarp; ++r)
@@ -340,7 +364,10 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
   auto kernel = kernels.create(
       "concat_and_cache", op->getOperandTypes(),
       [&](GpuEmitter &e, ValueRange a) {
-        Value kvC = a[0], kPe = a[1], slots = a[2], cache = a[3];
+        // An FP8 cache's scale comes right before the cache.
+        const bool scaled = op.getKvScale() != nullptr;
+        Value kvC = a[0], kPe = a[1], slots = a[2], cache = a.back();
+        Value scale = scaled ? e.cacheScale(a[3]) : Value();
         OpBuilder &b = e.builder();
         Location l = e.location();
         // One warp per token.
@@ -368,9 +395,11 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
         e.ifThen(valid, [&] {
           Value blockId = arith::DivUIOp::create(b, loc, slot, pageSize);
           Value offset = arith::RemUIOp::create(b, loc, slot, pageSize);
-          RowMove{cache, {blockId, offset}, 0, {{kvC, {t}}}, latent, nullptr}
+          RowMove{cache, {blockId, offset}, 0, {{kvC, {t}}}, latent,
+                  storedAs(scale)}
               .emit(e, lane, kWarpSize, vectorOk);
-          RowMove{cache, {blockId, offset}, latent, {{kPe, {t}}}, rope, nullptr}
+          RowMove{cache, {blockId, offset}, latent, {{kPe, {t}}}, rope,
+                  storedAs(scale)}
               .emit(e, lane, kWarpSize, vectorOk);
         });
       });

@@ -1,0 +1,49 @@
+// The GPU kernels of the ops that touch an FP8 cache (the generic ones:
+// the tensor-core decode takes equal 2-byte types only, so an FP8 decode
+// falls back to the generic split kernel on every strategy): ptxas
+// assembles them for sm_80 and sm_90a with no stack frame, no spills and
+// no local memory.
+// REQUIRES: ptxas
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
+// RUN: FileCheck %s --implicit-check-not=.local < %t.sm_80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm_80.ptx -o %t.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
+// RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.sm_90a.ptx -o /dev/null
+// RUN: FileCheck %s --implicit-check-not=.local < %t.sm_90a.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
+
+// CHECK: .entry concat_and_cache_0(
+// CHECK: .entry gather_cache_1(
+// CHECK: .entry decode_attention_split_2(
+// RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
+// RESOURCES: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
+
+func.func @write(%kvc: memref<?x512xbf16>, %kpe: memref<?x64xbf16>, %slots: memref<?xi64>,
+                 %scale: memref<1xf32>, %cache: memref<?x64x576xf8E4M3FN>) {
+  mla.concat_and_cache ins(%kvc, %kpe, %slots : memref<?x512xbf16>, memref<?x64xbf16>, memref<?xi64>)
+      scale(%scale : memref<1xf32>)
+      outs(%cache : memref<?x64x576xf8E4M3FN>)
+      {kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64, cache_dtype = f8E4M3FN}
+  return
+}
+
+func.func @read(%cache: memref<?x64x576xf8E5M2>, %bt: memref<?x?xi32>, %cu: memref<?xi32>,
+                %st: memref<?xi32>, %scale: memref<1xf32>, %ws: memref<?x576xbf16>) {
+  mla.gather_cache ins(%cache, %bt, %cu, %st : memref<?x64x576xf8E5M2>, memref<?x?xi32>, memref<?xi32>, memref<?xi32>)
+      scale(%scale : memref<1xf32>)
+      outs(%ws : memref<?x576xbf16>) {block_size = 64 : i64}
+  return
+}
+
+func.func @decode(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xf8E4M3FN>,
+                  %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: memref<1xf32>,
+                  %ns: memref<?xi32>, %so: memref<?x?x128x?x512xf32>, %sl: memref<?x?x128x?xf32>,
+                  %o: memref<?x?x128x512xbf16>, %lse: memref<?x128x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x128x576xbf16>, memref<?x64x576xf8E4M3FN>, memref<?x?xi32>, memref<?xi32>)
+      scale(%scale : memref<1xf32>)
+      splits(%ns, %so, %sl : memref<?xi32>, memref<?x?x128x?x512xf32>, memref<?x?x128x?xf32>)
+      outs(%o, %lse : memref<?x?x128x512xbf16>, memref<?x128x?xf32>)
+      {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
+       cache_dtype = f8E4M3FN, softmax_scale = 0.0722 : f32, causal}
+  return
+}
