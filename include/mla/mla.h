@@ -363,7 +363,8 @@ typedef struct mla_layer_config {
   /** q, kv_c, k_pe, the output and the weights: f32, f16 or bf16. */
   mla_dtype_t activation_dtype;
   /** The latent KV cache: f32, f16, bf16, or fp8_e4m3 / fp8_e5m2 (stored
-   *  as value / kv_scale, see mla_forward_args_t; the CPU backends only). */
+   *  as value / kv_scale, see mla_forward_args_t; backends with generic
+   *  kernels only, CPU_JIT and GENERIC_GPU). */
   mla_dtype_t cache_dtype;
   /** Tokens per cache page. */
   int64_t block_size;

@@ -53,8 +53,8 @@ class MultipleOf:
 
 
 # Spellings of the cache dtype an engine may pass; "auto" is the activation
-# dtype. The adapter takes no fp8 cache yet: libmla's run on its CPU
-# backends only, and the adapter does not pass the layer's k_scale.
+# dtype. The adapter takes no fp8 cache yet: libmla's run on its generic
+# kernels only, and the adapter does not pass the layer's k_scale.
 _KV_CACHE_DTYPES = {
     "auto": None,
     "bfloat16": DType.BF16,
@@ -75,7 +75,7 @@ def kv_cache_dtype_of(kv_cache_dtype: Optional[str], activation_dtype: Any) -> D
     name = "auto" if kv_cache_dtype is None else str(kv_cache_dtype).lower()
     if name not in _KV_CACHE_DTYPES:
         detail = (
-            " (libmla's FP8 caches run on its CPU backends only, and this adapter does not pass k_scale yet)"
+            " (libmla's FP8 caches run on its generic kernels only, and this adapter does not pass k_scale yet)"
             if name.startswith("fp8")
             else ""
         )
