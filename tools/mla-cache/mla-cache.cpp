@@ -64,7 +64,7 @@ static cl::opt<std::string> dtype("dtype", cl::cat(cacheOptions),
                                   cl::desc("activations: f32, f16 or bf16"));
 static cl::opt<std::string> cacheDtype("cache-dtype", cl::cat(cacheOptions),
                                        cl::sub(fillCommand), cl::init("bf16"),
-                                       cl::desc("KV cache: f32, f16 or bf16"));
+                                       cl::desc("KV cache: f32, f16, bf16, fp8_e4m3 or fp8_e5m2"));
 static cl::opt<int> blockSize("block-size", cl::cat(cacheOptions),
                               cl::sub(fillCommand), cl::init(64),
                               cl::desc("tokens per cache page"));
@@ -231,8 +231,9 @@ static Expected<CompileEvent> fillModule(const FillItem &item,
 
 static int runFill() {
   auto act = parseDType(dtype), cache = parseDType(cacheDtype);
-  if (!act || !isFloat(*act) || !cache || !isFloat(*cache))
-    return fail("--dtype and --cache-dtype take f32, f16 or bf16");
+  if (!act || !isFloat(*act) || !cache || !isCacheFormat(*cache))
+    return fail("--dtype takes f32, f16 or bf16; --cache-dtype also "
+                "fp8_e4m3 or fp8_e5m2");
   MlaLayerConfig base;
   base.dims.kvLoraRank = kvLoraRank;
   base.dims.qkNopeHeadDim = qkNopeHeadDim;
