@@ -106,20 +106,9 @@ static cl::opt<int> dcpInterleave(
 static int runDcpSimulation(mla::runtime::Runtime &runtime,
                             const mla::ServingStepConfig &steps) {
   mla::DcpSimulationConfig config;
-  config.dims = steps.dims;
-  config.activation = steps.activation;
-  config.cache = steps.cache;
-  config.blockSize = steps.blockSize;
-  config.decodeContexts = steps.decodeContexts;
-  config.decodeQueryLen = steps.decodeQueryLen;
-  config.prefillContexts = steps.prefillContexts;
-  config.prefillNewTokens = steps.prefillNewTokens;
-  config.workspaceTokens = steps.workspaceTokens;
+  static_cast<mla::StepShape &>(config) = steps;
   config.worldSize = dcpWorldSize;
   config.interleave = dcpInterleave;
-  config.backend = steps.backend;
-  config.prefillBackend = steps.prefillBackend;
-  config.seed = steps.seed;
   auto report = mla::runDcpSimulation(config, runtime, [](const std::string &line) {
     outs() << "  ... " << line << "\n";
     outs().flush();

@@ -17,6 +17,7 @@
 #ifndef MLA_TOOLS_SUPPORT_DCPSIMULATION_H
 #define MLA_TOOLS_SUPPORT_DCPSIMULATION_H
 
+#include "StepShape.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
 
@@ -28,27 +29,12 @@
 
 namespace mla {
 
-struct DcpSimulationConfig {
-  MlaDims dims = {16, 512, 128, 64, 128};
-  DType activation = DType::BF16;
-  DType cache = DType::BF16;
-  int64_t blockSize = 64;
-  /// Tokens cached before the step for each decode request; each adds one.
-  std::vector<int32_t> decodeContexts = {1500, 700, 64, 2100, 0, 1};
-  /// New tokens of every decode (1, or 1 + speculative tokens).
-  int64_t decodeQueryLen = 1;
-  /// Prefills after the decodes: tokens cached before the step and new
-  /// tokens, request by request (equal lengths).
-  std::vector<int32_t> prefillContexts, prefillNewTokens;
-  /// Rows of the context-gather workspace (0: the layer's default); small
-  /// values make prefills read their context in several chunks.
-  int64_t workspaceTokens = 0;
+/// One step of the layer and requests (StepShape; the decodes first, then
+/// the prefills) over a group of `worldSize` ranks.
+struct DcpSimulationConfig : StepShape {
   int64_t worldSize = 2;
   /// Tokens a rank holds in a row (vLLM's cp_kv_cache_interleave_size).
   int64_t interleave = 1;
-  /// Backends to ask for (empty: automatic selection).
-  std::string backend, prefillBackend;
-  uint32_t seed = 1;
 };
 
 struct DcpSimulationReport {

@@ -14,6 +14,7 @@
 #ifndef MLA_TOOLS_SUPPORT_SERVINGSTEP_H
 #define MLA_TOOLS_SUPPORT_SERVINGSTEP_H
 
+#include "StepShape.h"
 #include "mla/Runtime/MlaLayer.h"
 #include "mla/Runtime/Runtime.h"
 #include "mla/Support/MlaDims.h"
@@ -27,40 +28,19 @@
 
 namespace mla {
 
-struct ServingStepConfig {
-  MlaDims dims = {16, 512, 128, 64, 128};
-  DType activation = DType::BF16;
-  DType cache = DType::BF16;
-  int64_t blockSize = 64;
-  /// Tokens already cached for each decode request (each adds one token).
-  std::vector<int32_t> decodeContexts = {1500, 700, 64, 2100};
-  /// Cached context and new tokens of each prefill request.
-  std::vector<int32_t> prefillContexts = {900, 0};
-  std::vector<int32_t> prefillNewTokens = {96, 40};
-  /// Rows of the context-gather workspace; 0 sizes it as vLLM does.
-  int64_t workspaceTokens = 0;
+/// The layer and requests (StepShape), and the steps that run them.
+struct ServingStepConfig : StepShape {
   /// Steps to run: the mixed steps, then decode steps.
   int64_t steps = 2;
   /// Steps that admit the prefill requests above (new ones each step; the
   /// earlier ones go on as decodes): 1 to `steps`. The first pays the
   /// kernels' first launches; later ones show a serving loop's warm step.
   int64_t mixedSteps = 1;
-  /// New tokens of a decode per step: 1, or 1 + speculative tokens (the
-  /// layer's decode threshold; prefills must add more).
-  int32_t decodeQueryLen = 1;
-  /// A backend to ask for (empty: automatic selection).
-  std::string backend;
-  uint32_t seed = 1;
   /// Repeats of the last step whose host side is timed (plan + forward,
   /// launches queued, nothing waited for; then planDecodeStep + replay of
   /// the step captured as a CUDA graph), when that step has no prefills
   /// and the device is a GPU; 0 times nothing.
   int64_t hostTimingRepeats = 0;
-
-  // --- Prefill backend selection ---------------------------------------
-  /// A prefill backend to ask for (empty: automatic selection).
-  std::string prefillBackend;
-  // ----------------------------------------------------------------------
 };
 
 struct StepReport {

@@ -65,8 +65,6 @@ struct Arith {
   Value floatOf(Value x) { return arith::BitcastOp::create(b, loc, f32(), x); }
 };
 
-uint32_t bitsOfFloat(float f) { return floatBits(f); }
-
 } // namespace
 
 bool isFp8Type(Type type) {
@@ -127,11 +125,11 @@ Value f32ToFp8(OpBuilder &b, Location loc, Value values, Type fp8) {
   Value whole = arith::SubFOp::create(
       b, loc, arith::AddFOp::create(b, loc, units, magic), magic);
   Value subnormal = arith::FPToUIOp::create(b, loc, a.i32(), whole);
-  uint32_t smallestNormal = bitsOfFloat(std::ldexp(1.0f, 1 - f.bias));
+  uint32_t smallestNormal = floatBits(std::ldexp(1.0f, 1 - f.bias));
   Value code = a.select(a.cmp(arith::CmpIPredicate::ult, magnitude, smallestNormal),
                         subnormal, normal);
   // Saturate (infinities included); NaN stays NaN.
-  uint32_t largest = bitsOfFloat(fp8ToFloat(f.largestCode, f));
+  uint32_t largest = floatBits(fp8ToFloat(f.largestCode, f));
   code = a.select(a.cmp(arith::CmpIPredicate::uge, magnitude, largest),
                   a.u(f.largestCode), code);
   code = a.select(a.cmp(arith::CmpIPredicate::ugt, magnitude, 0x7f800000u),

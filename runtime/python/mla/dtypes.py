@@ -2,8 +2,10 @@
 
 A dtype may be given as a `DType`, a string ("bf16", "bfloat16", "f16",
 "float16", "half", "f32", "float32", "float", "i32", "int32", "i64",
-"int64"), a torch dtype or a numpy dtype. Torch and numpy are consulted
-only for values that come from them, so neither is imported here.
+"int64", and for KV caches "fp8_e4m3", "fp8" (e4m3, as vLLM means it),
+"fp8_e5m2", "float8_e4m3fn", "float8_e5m2"), a torch dtype or a numpy
+dtype. Torch and numpy are consulted only for values that come from them,
+so neither is imported here.
 
 numpy has no bfloat16: bf16 tensors go through torch (torch.bfloat16).
 """

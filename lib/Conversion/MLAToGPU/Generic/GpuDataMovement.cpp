@@ -42,25 +42,19 @@ Value splatLike(GpuEmitter &e, Value scalar, Value like) {
   return vector::BroadcastOp::create(e.builder(), e.location(), type, scalar);
 }
 
-using Combine = std::function<Value(GpuEmitter &, ArrayRef<Value>)>;
-
-/// An FP8 cache row moved out: its entries times `scale` (none without).
-Combine readAs(Value scale) {
+/// The RowMove combine of an FP8 cache's rows (none without a `scale`):
+/// moved in, value / scale; moved out, entry x scale.
+enum class CacheSide { Into, OutOf };
+std::function<Value(GpuEmitter &, ArrayRef<Value>)> scaledMove(Value scale,
+                                                              CacheSide side) {
   if (!scale)
     return nullptr;
-  return [scale](GpuEmitter &e, ArrayRef<Value> v) -> Value {
-    return arith::MulFOp::create(e.builder(), e.location(), v[0],
-                                 splatLike(e, scale, v[0]));
-  };
-}
-
-/// Values moved into an FP8 cache: stored as value / `scale`.
-Combine storedAs(Value scale) {
-  if (!scale)
-    return nullptr;
-  return [scale](GpuEmitter &e, ArrayRef<Value> v) -> Value {
-    return arith::DivFOp::create(e.builder(), e.location(), v[0],
-                                 splatLike(e, scale, v[0]));
+  return [scale, side](GpuEmitter &e, ArrayRef<Value> v) -> Value {
+    OpBuilder &b = e.builder();
+    Value s = splatLike(e, scale, v[0]);
+    if (side == CacheSide::Into)
+      return arith::DivFOp::create(b, e.location(), v[0], s);
+    return arith::MulFOp::create(b, e.location(), v[0], s);
   };
 }
 } // namespace
@@ -284,7 +278,7 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
           auto rowMove = [&](int64_t r) {
             return RowMove{workspace, {e.add(begin, e.add(j0, e.index(r)))},
                            0, {{cache, {pages[r], offsets[r]}}}, entry,
-                           readAs(scale)};
+                           scaledMove(scale, CacheSide::OutOf)};
           };
           auto elementwise = [&] {
             for (int64_t r = 0; r < rowsPerWarp; ++r)
@@ -396,10 +390,10 @@ void lowerConcatAndCache(ConcatAndCacheOp op, KernelFactory &kernels) {
           Value blockId = arith::DivUIOp::create(b, loc, slot, pageSize);
           Value offset = arith::RemUIOp::create(b, loc, slot, pageSize);
           RowMove{cache, {blockId, offset}, 0, {{kvC, {t}}}, latent,
-                  storedAs(scale)}
+                  scaledMove(scale, CacheSide::Into)}
               .emit(e, lane, kWarpSize, vectorOk);
           RowMove{cache, {blockId, offset}, latent, {{kPe, {t}}}, rope,
-                  storedAs(scale)}
+                  scaledMove(scale, CacheSide::Into)}
               .emit(e, lane, kWarpSize, vectorOk);
         });
       });
