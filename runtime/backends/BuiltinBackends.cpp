@@ -89,7 +89,10 @@ Backend tcSm80() {
 /// launches the generic kernel. (The wgmma prefill is PREFILL_TC_SM90A's.)
 /// Declared for what the decode kernel is written for: 16 or more heads
 /// over DeepSeek's 512 + 64 latent cache (the lowering would otherwise
-/// fall back to the mma.sync kernel, which TC_SM80 already offers).
+/// fall back to the mma.sync kernel, which TC_SM80 already offers). FP8
+/// caches too: the decode kernel dequantizes each tile on chip into q's
+/// type (the cache write and gather are the generic kernels'); TC_SM80's
+/// mma.sync decode does not, so it declines them.
 Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;
@@ -102,7 +105,8 @@ Backend tcSm90a() {
   b.minCapability = {9, 0};
   b.maxCapability = DeviceCapability{9, 0};
   b.dtypes = {DType::BF16, DType::F16};
-  b.kvCacheDTypes = {DType::BF16, DType::F16};
+  b.kvCacheDTypes = {DType::BF16, DType::F16, DType::FP8E4M3,
+                     DType::FP8E5M2};
   b.minHeads = static_cast<int>(wgmma_decode::kMinHeads);
   b.maxHeads = 128;
   b.dims = {/*kvLoraRank=*/512, /*ropeDim=*/64, /*qkNopeHeadDim=*/0,

@@ -13,7 +13,8 @@
 // What every prefill backend shares: the attention reads q and the K and V
 // that kv_up_proj makes from the new tokens and from the context gathered
 // out of the cache, all in the activation dtype (the gather converts the
-// cache's entries), so any float cache dtype serves every backend. Head
+// cache's entries, dequantizing FP8 ones), so every cache format serves
+// every backend. Head
 // counts: 1 to 128, the range the decode backends declare for the layer.
 //
 //===----------------------------------------------------------------------===//
@@ -26,7 +27,8 @@ namespace mla {
 namespace {
 
 const std::vector<DType> kAllFloats = {DType::F32, DType::F16, DType::BF16};
-/// Caches the generic gathers dequantize: the activation formats and FP8.
+/// Every cache format: the gather converts or dequantizes the context into
+/// the activation dtype before any prefill kernel reads it.
 const std::vector<DType> kAllCacheFormats = {
     DType::F32, DType::F16, DType::BF16, DType::FP8E4M3, DType::FP8E5M2};
 
@@ -36,7 +38,7 @@ Backend prefillBackend(const char *name, DeviceKind device) {
   b.name = name;
   b.role = BackendRole::Prefill;
   b.device = device;
-  b.kvCacheDTypes = kAllFloats;
+  b.kvCacheDTypes = kAllCacheFormats;
   b.maxHeads = 128;
   return b;
 }
@@ -50,7 +52,6 @@ Backend prefillGenericGpu() {
   b.kernelStrategy = KernelStrategy::Generic;
   b.minCapability = {8, 0};
   b.dtypes = kAllFloats;
-  b.kvCacheDTypes = kAllCacheFormats;
   return b;
 }
 
@@ -58,7 +59,6 @@ Backend prefillCpuJit() {
   Backend b = prefillBackend(kPrefillCpuJitBackend, DeviceKind::CPU);
   b.description = "host code JIT-compiled by LLVM; the reference path";
   b.dtypes = kAllFloats;
-  b.kvCacheDTypes = kAllCacheFormats;
   return b;
 }
 

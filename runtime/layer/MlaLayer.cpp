@@ -161,9 +161,7 @@ DecodeSplitConfig MlaLayer::decodeSchedule(int64_t queryLen) const {
   // The chosen backend's strategy (none on the CPU, which ignores it).
   shape.strategy =
       chosen.backend->kernelStrategy.value_or(KernelStrategy::Generic);
-  shape.sameTwoByteTypes =
-      c.activation == c.cacheDType &&
-      (c.activation == DType::BF16 || c.activation == DType::F16);
+  shape.operandTypes = decodeOperandTypes(c.activation, c.cacheDType);
   shape.dims = c.dims;
   shape.queryLen = queryLen;
   shape.blockSize = c.blockSize;

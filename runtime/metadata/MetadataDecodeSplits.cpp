@@ -202,11 +202,11 @@ DecodeSplitConfig wgmmaDecodeSchedule(int64_t numSms, int64_t numHeads,
 DecodeSplitConfig decodeScheduleFor(const DecodeKernelShape &s) {
   const MlaDims &d = s.dims;
   if (s.strategy == KernelStrategy::Warpgroup &&
-      wgmma_decode::runsOn(s.sameTwoByteTypes, d.numHeads, d.kvLoraRank,
+      wgmma_decode::runsOn(s.operandTypes, d.numHeads, d.kvLoraRank,
                            d.ropeDim, s.maxSharedBytesPerBlock))
     return wgmmaDecodeSchedule(s.numSms, d.numHeads, s.queryLen, s.blockSize);
   if (s.strategy != KernelStrategy::Generic &&
-      mma_decode::runsOn(s.sameTwoByteTypes, d.kvLoraRank, d.ropeDim,
+      mma_decode::runsOn(s.operandTypes, d.kvLoraRank, d.ropeDim,
                          s.maxSharedBytesPerBlock)) {
     int64_t perBlock = mmaDecodeSharedBytes(d.kvLoraRank, d.ropeDim, 2);
     return mmaDecodeSchedule(s.numSms, s.sharedBytesPerSm / perBlock,

@@ -289,7 +289,8 @@ void reorder(const CommonAttentionMetadata &m, int64_t numCacheBlocks,
 void planGpuSplits(ByteReader &in, llvm::ArrayRef<int32_t> seqLens) {
   DecodeKernelShape shape;
   shape.strategy = KernelStrategy(in.range(0, 2));
-  shape.sameTwoByteTypes = in.flag();
+  shape.operandTypes = in.flag() ? DecodeOperandTypes::SameTwoByte
+                                  : DecodeOperandTypes::Other;
   const int64_t heads[] = {1, 4, 16, 32, 64, 128};
   shape.dims.numHeads = heads[in.range(0, 5)];
   shape.dims.kvLoraRank = 512;

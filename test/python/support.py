@@ -303,3 +303,64 @@ def expected_step(step: Dict[str, Any], weights: Dict[str, Any], config: mla.Lay
         np.asarray(md.slot_mapping),
         config.softmax_scale,
     )
+
+
+# FP8 caches: an encoder and decoder independent of the library's bit
+# arithmetic, and the float64 reference of a step over such a cache.
+
+
+def fp8_values(dtype):
+    """The value of every code, 0 to 255 (NaN for NaN codes)."""
+    mantissa_bits, bias = (3, 7) if dtype is DType.FP8_E4M3 else (2, 15)
+    values = np.empty(256)
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        e, m = (code & 0x7F) >> mantissa_bits, code & ((1 << mantissa_bits) - 1)
+        top = (1 << (7 - mantissa_bits)) - 1
+        if dtype is DType.FP8_E4M3 and e == top and m == 7:
+            values[code] = np.nan
+        elif dtype is DType.FP8_E5M2 and e == top:
+            values[code] = sign * np.inf if m == 0 else np.nan
+        elif e == 0:
+            values[code] = sign * m * 2.0 ** (1 - bias - mantissa_bits)
+        else:
+            values[code] = sign * (1 + m / (1 << mantissa_bits)) * 2.0 ** (e - bias)
+    return values
+
+
+def fp8_encode(x, dtype):
+    """Nearest finite code of each value (ties to the even code),
+    saturating: a search over the table, independent of the library's
+    bit arithmetic."""
+    table = fp8_values(dtype)
+    finite = np.flatnonzero(np.isfinite(table))
+    candidates = table[finite]
+    x = np.asarray(x, dtype=np.float64).ravel()
+    distance = np.abs(x[:, None] - candidates[None, :])
+    best = distance.min(axis=1, keepdims=True)
+    ties = distance == best
+    # Among equally near codes the even one; +0 over -0.
+    score = np.where(ties, (finite[None, :] & 1) * 2 + (finite[None, :] >> 7), 99)
+    return finite[np.argmin(score, axis=1)].astype(np.uint8)
+
+
+def fp8_step_reference(batch: "Batch", q: np.ndarray, new_rows: np.ndarray, codes_after: np.ndarray,
+                       cache_dtype: DType, scale: float, kv_b_proj_f64: np.ndarray, rope_dim: int,
+                       softmax_scale: float) -> np.ndarray:
+    """The step's output [T, N, V] in float64 over the cache after the step
+    (`codes_after`, uint8), dequantized as code x scale in f32: decodes
+    attend over their new tokens as quantized, prefills over their new
+    tokens unquantized (`new_rows`, kv_c | k_pe), as vLLM's do."""
+    dequantized = (fp8_values(cache_dtype)[codes_after].astype(np.float32) * np.float32(scale)).astype(np.float64)
+    starts = np.concatenate([[0], np.cumsum(batch.query_lens)])
+    rows = int(starts[-1])
+    want = np.zeros((rows, q.shape[1], kv_b_proj_f64.shape[2] - (q.shape[2] - rope_dim)))
+    for b, seq_len in enumerate(batch.seq_lens):
+        start, stop = starts[b], starts[b + 1]
+        context = seq_len - (stop - start)
+        cached = reference.gather_context(dequantized, batch.block_table[b], seq_len)
+        fresh = cached[context:] if b < batch.num_decodes else new_rows[start:stop]
+        latent = np.concatenate([cached[:context], fresh])
+        want[start:stop], _ = reference.attention(np.asarray(q[start:stop], np.float64), latent, kv_b_proj_f64,
+                                                  rope_dim, softmax_scale)
+    return want

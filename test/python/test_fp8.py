@@ -15,43 +15,9 @@ import mla
 import reference
 import support
 from mla import DType
+from support import fp8_encode, fp8_step_reference
 
 SCALE = 0.03
-
-
-def fp8_values(dtype):
-    """The value of every code, 0 to 255 (NaN for NaN codes)."""
-    mantissa_bits, bias = (3, 7) if dtype is DType.FP8_E4M3 else (2, 15)
-    values = np.empty(256)
-    for code in range(256):
-        sign = -1.0 if code & 0x80 else 1.0
-        e, m = (code & 0x7F) >> mantissa_bits, code & ((1 << mantissa_bits) - 1)
-        top = (1 << (7 - mantissa_bits)) - 1
-        if dtype is DType.FP8_E4M3 and e == top and m == 7:
-            values[code] = np.nan
-        elif dtype is DType.FP8_E5M2 and e == top:
-            values[code] = sign * np.inf if m == 0 else np.nan
-        elif e == 0:
-            values[code] = sign * m * 2.0 ** (1 - bias - mantissa_bits)
-        else:
-            values[code] = sign * (1 + m / (1 << mantissa_bits)) * 2.0 ** (e - bias)
-    return values
-
-
-def fp8_encode(x, dtype):
-    """Nearest finite code of each value (ties to the even code),
-    saturating: a search over the table, independent of the library's
-    bit arithmetic."""
-    table = fp8_values(dtype)
-    finite = np.flatnonzero(np.isfinite(table))
-    candidates = table[finite]
-    x = np.asarray(x, dtype=np.float64).ravel()
-    distance = np.abs(x[:, None] - candidates[None, :])
-    best = distance.min(axis=1, keepdims=True)
-    ties = distance == best
-    # Among equally near codes the even one; +0 over -0.
-    score = np.where(ties, (finite[None, :] & 1) * 2 + (finite[None, :] >> 7), 99)
-    return finite[np.argmin(score, axis=1)].astype(np.uint8)
 
 
 @pytest.mark.parametrize("cache_dtype", [DType.FP8_E4M3, DType.FP8_E5M2])
@@ -78,7 +44,6 @@ def test_mixed_step_over_an_fp8_cache(cpu_runtime, rng, cache_dtype):
     layer.forward(plan, q, kv_c, k_pe, cache, output, kv_scale=scale)
 
     # The new tokens' codes.
-    values = fp8_values(cache_dtype)
     new_rows = np.concatenate([kv_c, k_pe], axis=1).astype(np.float64)
     want_codes = fp8_encode((new_rows.astype(np.float32) / np.float32(SCALE)).astype(np.float64), cache_dtype)
     want_codes = want_codes.reshape(rows, lkv + r)
@@ -89,18 +54,8 @@ def test_mixed_step_over_an_fp8_cache(cpu_runtime, rng, cache_dtype):
     assert np.array_equal(flat[untouched], codes.reshape(-1, lkv + r)[untouched])
 
     # The float64 reference over the dequantized cache.
-    dequantized = (values[cache].astype(np.float32) * np.float32(SCALE)).astype(np.float64)
-    starts = np.concatenate([[0], np.cumsum(batch.query_lens)])
-    want = np.zeros((rows, n, v))
-    softmax_scale = 1.0 / math.sqrt(config.qk_head_dim)
-    for b, seq_len in enumerate(batch.seq_lens):
-        start, stop = starts[b], starts[b + 1]
-        context = seq_len - (stop - start)
-        cached = reference.gather_context(dequantized, batch.block_table[b], seq_len)
-        fresh = cached[context:] if b < batch.num_decodes else new_rows[start:stop]
-        latent = np.concatenate([cached[:context], fresh])
-        want[start:stop], _ = reference.attention(q[start:stop].astype(np.float64), latent,
-                                                  weights["kv_b_proj_f64"], r, softmax_scale)
+    want = fp8_step_reference(batch, q, new_rows, cache, cache_dtype, SCALE, weights["kv_b_proj_f64"],
+                              r, 1.0 / math.sqrt(config.qk_head_dim))
     assert reference.relative_l2(output.astype(np.float64), want) <= support.output_tolerance(DType.F32)
 
 

@@ -43,7 +43,7 @@ def test_class_data_and_names():
     assert Backend.accept_output_buffer
     assert {torch.bfloat16, torch.float16, torch.float32} == set(Backend.supported_dtypes)
     assert "auto" in Backend.supported_kv_cache_dtypes
-    assert not any(name.startswith("fp8") for name in Backend.supported_kv_cache_dtypes)
+    assert {"fp8", "fp8_e4m3", "fp8_e5m2"} <= set(Backend.supported_kv_cache_dtypes)
     assert Backend.get_name() == "MLA_JIT"
     assert Backend.get_impl_cls() is mv.MlaJitImpl
     assert Backend.get_builder_cls() is mv.MlaJitMetadataBuilder
@@ -57,8 +57,9 @@ def test_kv_cache_shape_and_layout():
     assert Backend.get_kv_cache_shape(3, 16, 1, 80, "bfloat16") == (3, 16, 80)
     with pytest.raises(ValueError, match="num_kv_heads=8"):
         Backend.get_kv_cache_shape(7, 64, 8, DEEPSEEK_ENTRY)
-    with pytest.raises(ValueError, match="fp8"):
-        Backend.get_kv_cache_shape(7, 64, 1, DEEPSEEK_ENTRY, "fp8_e4m3")
+    assert Backend.get_kv_cache_shape(7, 64, 1, DEEPSEEK_ENTRY, "fp8_e4m3") == (7, 64, DEEPSEEK_ENTRY)
+    with pytest.raises(ValueError, match="fp4"):
+        Backend.get_kv_cache_shape(7, 64, 1, DEEPSEEK_ENTRY, "fp4")
     assert Backend.get_kv_cache_stride_order() == (0, 1, 2)
     assert Backend.get_kv_cache_stride_order(include_num_layers_dimension=True) == (0, 1, 2, 3)
 
@@ -71,7 +72,8 @@ def test_supports_predicates():
     assert all(Backend.supports_dtype(t) for t in (torch.bfloat16, torch.float16, torch.float32))
     assert not Backend.supports_dtype(torch.float64) and not Backend.supports_dtype(torch.int32)
     assert all(Backend.supports_kv_cache_dtype(t) for t in (None, "auto", "bfloat16", "float16"))
-    assert not Backend.supports_kv_cache_dtype("fp8") and not Backend.supports_kv_cache_dtype("fp8_e5m2")
+    assert Backend.supports_kv_cache_dtype("fp8") and Backend.supports_kv_cache_dtype("fp8_e5m2")
+    assert not Backend.supports_kv_cache_dtype("fp4") and not Backend.supports_kv_cache_dtype("int8")
     assert Backend.supports_attn_type("decoder") and not Backend.supports_attn_type("encoder_only")
     assert Backend.supports_compute_capability((9, 0))
 
@@ -95,7 +97,7 @@ def test_a_supported_configuration_has_no_reasons(runtime):
     [
         (dict(head_size=512), ["head_size 512", "576"]),
         (dict(dtype=torch.float64), ["dtype torch.float64 not supported", "bfloat16"]),
-        (dict(kv_cache_dtype="fp8_e4m3"), ["fp8_e4m3", "does not pass k_scale"]),
+        (dict(kv_cache_dtype="int8"), ["kv_cache_dtype 'int8' not supported", "fp8_e5m2"]),
         (dict(block_size=0), ["block_size must be positive"]),
         (dict(config=mla.LayerConfig(num_heads=200)), ["num heads 200 not supported"]),
         (dict(use_mla=False), ["non-MLA"]),
@@ -103,7 +105,7 @@ def test_a_supported_configuration_has_no_reasons(runtime):
         (dict(has_sink=True), ["sinks"]),
         (dict(attn_type="encoder_only"), ["attention type encoder_only"]),
     ],
-    ids=["head size", "dtype", "fp8 cache", "block size", "heads", "non-MLA", "sparse", "sinks", "attention type"],
+    ids=["head size", "dtype", "cache dtype", "block size", "heads", "non-MLA", "sparse", "sinks", "attention type"],
 )
 def test_each_refusal_gives_its_reason(runtime, options, words):
     reasons = validate(runtime, **options)
@@ -113,7 +115,7 @@ def test_each_refusal_gives_its_reason(runtime, options, words):
 
 
 def test_reasons_accumulate(runtime):
-    reasons = validate(runtime, head_size=100, dtype=torch.float64, kv_cache_dtype="fp8", use_sparse=True,
+    reasons = validate(runtime, head_size=100, dtype=torch.float64, kv_cache_dtype="int8", use_sparse=True,
                        config=mla.LayerConfig(num_heads=200))
     assert len(reasons) == 5, reasons
     assert "num heads 200" in reasons[-1]  # the library still judged the rest
@@ -283,7 +285,7 @@ def small_impl(runtime, rng, dtype=DType.F32, **config):
         (dict(num_kv_heads=4), ValueError, "num_kv_heads=4"),
         (dict(head_size=512), ValueError, "head_size 512"),
         (dict(qk_head_dim=64), ValueError, "qk_head_dim 64"),
-        (dict(kv_cache_dtype="fp8"), ValueError, "does not pass k_scale"),
+        (dict(kv_cache_dtype="int8"), ValueError, "kv_cache_dtype 'int8' not supported"),
     ],
     ids=lambda value: next(iter(value)) if isinstance(value, dict) else None,
 )
@@ -408,6 +410,65 @@ def test_forward_edges(runtime, rng):
     unloaded = mv.MlaJitImpl(**vllm_support.impl_arguments(config, None, 0.1), runtime=runtime, config=config)
     with pytest.raises(RuntimeError, match="process_weights_after_loading"):
         unloaded.forward(None, step["q"], step["kv_c"], step["k_pe"], step["kv_cache"], metadata, output)
+
+
+# FP8 caches.
+
+
+class AttentionModule:
+    """What an engine passes as `layer`: vLLM's attention module keeps the
+    FP8 cache's scale as a 0-dim float32 tensor on the device."""
+
+    def __init__(self, scale, device):
+        self._k_scale = torch.tensor(scale, dtype=torch.float32, device=device)
+
+
+@pytest.mark.parametrize("kv_cache_dtype, cache_dtype", [("fp8", DType.FP8_E4M3), ("fp8_e5m2", DType.FP8_E5M2)])
+def test_fp8_cache_through_the_adapter(runtime, rng, kv_cache_dtype, cache_dtype):
+    """vLLM's FP8 KV cache: a uint8 cache of value / k_scale codes, the
+    scale read from the attention module's _k_scale. A mixed batch: the new
+    tokens' codes equal the independent encoder's and the output the
+    float64 reference over the dequantized cache (support.fp8_step_reference).
+    On a GPU: DeepSeek's dims in bf16 at 16 heads, whose decode on an sm_90
+    device is the wgmma kernel's, dequantizing its tiles on chip."""
+    scale = 0.02
+    if runtime.is_cuda:
+        dtype, config = DType.BF16, mla.LayerConfig(num_heads=16, workspace_tokens=128)
+    else:
+        dtype, config = DType.F32, mla.LayerConfig(**SMALL)
+    impl, kv_b_proj = vllm_support.make_impl(runtime, rng, dtype, config, kv_cache_dtype=kv_cache_dtype)
+    assert impl.layer.config.cache_dtype is cache_dtype
+    batch = support.make_batch(rng, [int(n) for n in rng.integers(1, 3 * config.block_size, size=3)], 1,
+                               [(9, 9 + 2 * config.block_size + 5), (4, 4)], config.block_size, padding=2)
+    device = device_of(runtime)
+    tensors = support.TorchTensors(runtime)
+    n, lkv, r, entry = config.num_heads, config.kv_lora_rank, config.qk_rope_head_dim, config.cache_entry_dim
+    rows, tokens = batch.rows, batch.num_tokens
+    q = tensors.tensor(rng.uniform(-1, 1, (rows, n, config.qk_head_dim)), dtype)
+    kv_c = tensors.tensor(rng.uniform(-1, 1, (rows, lkv)), dtype)
+    k_pe = tensors.tensor(rng.uniform(-1, 1, (rows, 1, r)), dtype)
+    codes = support.fp8_encode(rng.uniform(-1, 1, (batch.num_cache_blocks * config.block_size, entry)) / scale,
+                               cache_dtype).reshape(batch.num_cache_blocks, config.block_size, entry)
+    kv_cache = torch.from_numpy(codes.copy()).to(device)
+    output = tensors.full((rows, n * config.v_head_dim), support.SENTINEL, dtype)
+    metadata = mv.MlaJitMetadataBuilder(config, runtime).build(0, vllm_support.common_metadata(batch, device))
+
+    impl.forward(AttentionModule(scale, device), q, kv_c, k_pe, kv_cache, metadata, output)
+
+    new_rows = np.concatenate([tensors.to_f64(kv_c), tensors.to_f64(k_pe).reshape(rows, r)], axis=1)[:tokens]
+    cache_after = kv_cache.cpu().numpy()
+    slots = np.asarray(batch.metadata.slot_mapping[:tokens])
+    want_codes = support.fp8_encode((new_rows.astype(np.float32) / np.float32(scale)).astype(np.float64),
+                                    cache_dtype).reshape(tokens, entry)
+    assert np.array_equal(cache_after.reshape(-1, entry)[slots], want_codes)
+    want = support.fp8_step_reference(batch, tensors.to_f64(q)[:tokens], new_rows, cache_after, cache_dtype, scale,
+                                      kv_b_proj, r, impl.scale)
+    got = tensors.to_f64(output).reshape(rows, n, config.v_head_dim)
+    error = reference.relative_l2(got[:tokens], want)
+    assert error <= support.output_tolerance(dtype), f"relative L2 error {error:.3g}"
+    assert np.all(got[tokens:] == support.SENTINEL), "rows past num_actual_tokens were written"
+    with pytest.raises(ValueError, match="_k_scale"):
+        impl.forward(None, q, kv_c, k_pe, kv_cache, metadata, output)
 
 
 # CUDA graphs (GPU).

@@ -60,14 +60,20 @@ def random_kv_b_proj(rng: np.random.Generator, config: mla.LayerConfig, dtype: D
 
 
 def make_impl(
-    runtime: mla.Runtime, rng: np.random.Generator, dtype: DType, config: mla.LayerConfig, scale_factor: float = 1.25
+    runtime: mla.Runtime,
+    rng: np.random.Generator,
+    dtype: DType,
+    config: mla.LayerConfig,
+    scale_factor: float = 1.25,
+    **overrides: Any,
 ) -> Tuple[mv.MlaJitImpl, np.ndarray]:
-    """An impl for a layer of `config` in `dtype`, its weights loaded and
-    processed, with a softmax scale other than the default (as DeepSeek's
-    YaRN scaling gives); returns it and its kv_b_proj in float64."""
+    """An impl for a layer of `config` in `dtype` (engine arguments
+    `overrides`, kv_cache_dtype say), its weights loaded and processed,
+    with a softmax scale other than the default (as DeepSeek's YaRN scaling
+    gives); returns it and its kv_b_proj in float64."""
     linear, kv_b_proj_f64 = random_kv_b_proj(rng, config, dtype)
     scale = scale_factor / math.sqrt(config.qk_head_dim)
-    impl = mv.MlaJitImpl(**impl_arguments(config, linear, scale), runtime=runtime, config=config)
+    impl = mv.MlaJitImpl(**impl_arguments(config, linear, scale, **overrides), runtime=runtime, config=config)
     impl.process_weights_after_loading(dtype.to_torch())
     return impl, kv_b_proj_f64
 

@@ -427,6 +427,10 @@ void checkDecodeWith(const DecodeCase &c,
   for (int64_t i = 0; i < batch * maxBlocks; ++i)
     blockTable[i] = pages[i];
 
+  // An FP8 cache holds value / kv_scale (the codes reach about +-50); the
+  // reference reads the dequantized entries, code x kv_scale.
+  const bool fp8 = isFp8(c.cache);
+  const double kvScale = 0.02;
   HostTensor cache(c.cache, {numBlocks, c.blockSize, entry});
   std::vector<double> cacheValues(numBlocks * c.blockSize * entry,
                                   std::nan(""));
@@ -436,9 +440,15 @@ void checkDecodeWith(const DecodeCase &c,
       int64_t page = blockTable[b * maxBlocks + j / c.blockSize];
       int64_t row = page * c.blockSize + j % c.blockSize;
       for (int64_t e = 0; e < entry; ++e)
-        cacheValues[row * entry + e] = dist(rng());
+        cacheValues[row * entry + e] = dist(rng()) / (fp8 ? kvScale : 1.0);
     }
   cache.fromDouble(cacheValues);
+  std::vector<double> entries = cache.toDouble();
+  if (fp8)
+    for (double &v : entries)
+      v = double(float(v) * float(kvScale));
+  HostTensor scaleT(DType::F32, {1});
+  scaleT.fromDouble({kvScale});
 
   HostTensor q(c.activation, {batch, sq, n, entry});
   q.fillRandom(rng(), -2.0, 2.0);
@@ -450,6 +460,8 @@ void checkDecodeWith(const DecodeCase &c,
   lse.poison();
   std::vector<BufferView> args{q.view(), cache.view(), table.view(),
                                lens.view()};
+  if (fp8)
+    args.push_back(scaleT.view());
   // The scheduled form: split counts and NaN-poisoned workspaces, which
   // the CPU lowering ignores and the GPU kernels fill.
   std::optional<DecodeSplitBuffers> splits;
@@ -465,21 +477,15 @@ void checkDecodeWith(const DecodeCase &c,
 
   std::vector<double> outRef(batch * sq * n * c.kvLoraRank),
       lseRef(batch * n * sq);
-  ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, c.seqLens,
+  ref::decodeAttention(q.toDouble(), entries, blockTable, c.seqLens,
                        numBlocks, c.blockSize, maxBlocks, batch, sq, n,
                        c.kvLoraRank, c.ropeDim, scale, c.causal, outRef,
                        lseRef);
   expectClose(out.toDouble(), outRef, tolerance(c.activation), "decode out");
   expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
   if (splits && testingOnGpu())
-    checkSplitPartials(c, *splits, q.toDouble(), cache.toDouble(), blockTable,
+    checkSplitPartials(c, *splits, q.toDouble(), entries, blockTable,
                        maxBlocks, scale);
-}
-
-/// Whether q and the cache of `c` are both bf16 or both f16.
-bool hasSameTwoByteTypes(const DecodeCase &c) {
-  return c.activation == c.cache &&
-         (c.activation == DType::BF16 || c.activation == DType::F16);
 }
 
 /// Whether the mma-sync strategy has its tensor-core split kernel for `c`
@@ -491,7 +497,7 @@ bool hasMmaSplitKernel(const DecodeCase &c) {
     return false;
   GpuTarget target = cantFail(GpuTarget::forCapability(
       device->capability().major, device->capability().minor));
-  return mma_decode::runsOn(hasSameTwoByteTypes(c), c.kvLoraRank, c.ropeDim,
+  return mma_decode::runsOn(decodeOperandTypes(c.activation, c.cache), c.kvLoraRank, c.ropeDim,
                             target.maxSharedBytesPerBlock());
 }
 
@@ -499,8 +505,9 @@ bool hasMmaSplitKernel(const DecodeCase &c) {
 /// the lowering and the MLA layer share.
 bool hasWgmmaSplitKernel(const DecodeCase &c) {
   GpuTarget sm90a = cantFail(GpuTarget::parse("sm_90a"));
-  return wgmma_decode::runsOn(hasSameTwoByteTypes(c), c.heads, c.kvLoraRank,
-                              c.ropeDim, sm90a.maxSharedBytesPerBlock());
+  return wgmma_decode::runsOn(decodeOperandTypes(c.activation, c.cache), c.heads,
+                              c.kvLoraRank, c.ropeDim,
+                              sm90a.maxSharedBytesPerBlock());
 }
 
 /// Checks a decode case with the generic kernels and, on the GPU, with
@@ -540,6 +547,23 @@ TEST(Decode, DTypesAndMixedCache) {
   checkDecode({DType::F16, DType::F16, 4, 2, 32, true, {33, 7}});
   checkDecode({DType::F32, DType::BF16, 4, 1, 16, false, {50}});
   checkDecode({DType::BF16, DType::F16, 4, 3, 16, true, {50, 9}});
+}
+
+/// FP8 caches, e4m3 and e5m2, under bf16 and f16 queries: the generic
+/// kernel everywhere, and on an sm_90 GPU the wgmma kernel, which
+/// dequantizes each tile exactly into q's type, so its error is the
+/// two-byte cache's (tolerance(activation)) against the reference over the
+/// dequantized entries. Empty and partial pages, Sq > 1 causal, 16 and 128
+/// heads, a planned schedule with many splits.
+TEST(Decode, Fp8Caches) {
+  for (DType cache : {DType::FP8E4M3, DType::FP8E5M2}) {
+    SCOPED_TRACE(name(cache));
+    checkDecode({DType::BF16, cache, 16, 1, 64, false, {1, 64, 65, 130, 0}});
+    checkDecode({DType::F16, cache, 16, 2, 16, true, {37, 2, 200}});
+    checkDecode({DType::BF16, cache, 128, 2, 64, true, {70, 3}});
+    checkDecode({DType::BF16, cache, 16, 1, 32, false, {1000}, 512, 64,
+                 DecodeSchedule{8, 16, 32, 0, {}, 7}});
+  }
 }
 
 TEST(Decode, EmptyAndShortSequences) {
@@ -1116,7 +1140,7 @@ TEST(DecodeTiming, MmaVersusGeneric) {
         if (planned) {
           runtime::DecodeKernelShape kernelShape;
           kernelShape.strategy = strategy;
-          kernelShape.sameTwoByteTypes = true;
+          kernelShape.operandTypes = DecodeOperandTypes::SameTwoByte;
           kernelShape.dims.numHeads = n;
           kernelShape.dims.kvLoraRank = latent;
           kernelShape.dims.ropeDim = rope;

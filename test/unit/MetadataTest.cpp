@@ -755,7 +755,7 @@ TEST(MetadataDecodeSplits, ScheduleFollowsTheKernelTheStrategyPicks) {
   // An H100: 132 SMs of 228 KiB, blocks of up to 226 KiB under sm_90a.
   DecodeKernelShape shape;
   shape.strategy = mla::KernelStrategy::Warpgroup;
-  shape.sameTwoByteTypes = true;
+  shape.operandTypes = mla::DecodeOperandTypes::SameTwoByte;
   shape.dims.numHeads = 128;
   shape.dims.kvLoraRank = 512;
   shape.dims.ropeDim = 64;
@@ -785,7 +785,7 @@ TEST(MetadataDecodeSplits, ScheduleFollowsTheKernelTheStrategyPicks) {
   EXPECT_EQ(rowsAndCtas(decodeScheduleFor(mma)), Pair(4, 8));
   // Mixed dtypes or the generic strategy: 4 rows, 8 CTAs an SM.
   DecodeKernelShape mixed = shape;
-  mixed.sameTwoByteTypes = false;
+  mixed.operandTypes = mla::DecodeOperandTypes::Other;
   EXPECT_EQ(rowsAndCtas(decodeScheduleFor(mixed)), Pair(4, 8));
   DecodeKernelShape generic = shape;
   generic.strategy = mla::KernelStrategy::Generic;

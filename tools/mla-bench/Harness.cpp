@@ -5,6 +5,7 @@
 #include "Options.h"
 
 #include "mla/Support/Float16.h"
+#include "mla/Support/Float8.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -34,6 +35,39 @@ void check(llvm::Error error, const char *what) {
     fail(std::move(error), what);
 }
 
+DType cacheDType() {
+  std::optional<DType> parsed = parseDType(cacheDTypeName);
+  if (!parsed || !(*parsed == DType::BF16 || isFp8(*parsed))) {
+    llvm::errs() << "mla-bench: --cache-dtype: '" << cacheDTypeName
+                 << "' is not bf16, fp8_e4m3 or fp8_e5m2\n";
+    std::exit(1);
+  }
+  return *parsed;
+}
+
+Tensor scaleTensor() {
+  return hostTensor(DType::F32, {1}, std::vector<float>{kBenchKvScale});
+}
+
+/// A 16 MiB block of `dtype` values drawn from [-1, 1] (for an FP8 cache,
+/// the codes of values in [-1, 1] at scale kBenchKvScale: no NaN codes).
+static std::vector<uint8_t> randomBlock(DType dtype) {
+  std::vector<uint8_t> b(16 << 20);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  if (isFp8(dtype)) {
+    const Fp8Format &f = dtype == DType::FP8E4M3 ? kFp8E4M3 : kFp8E5M2;
+    for (uint8_t &code : b)
+      code = floatToFp8(dist(rng) / kBenchKvScale, f);
+    return b;
+  }
+  for (size_t i = 0; i + 1 < b.size(); i += 2) {
+    uint16_t v = floatToBF16(dist(rng));
+    std::memcpy(&b[i], &v, 2);
+  }
+  return b;
+}
+
 Tensor randomTensor(DType dtype, std::vector<int64_t> shape) {
   int64_t count = 1;
   for (int64_t d : shape)
@@ -42,16 +76,12 @@ Tensor randomTensor(DType dtype, std::vector<int64_t> shape) {
   Tensor t{check(cuda::DeviceBuffer::allocate(bytes), "allocating"), {}};
   // A 16 MiB random block, repeated: random enough for timing, cheap to
   // make for multi-gigabyte caches.
-  static std::vector<uint8_t> block = [] {
-    std::vector<uint8_t> b(16 << 20);
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    for (size_t i = 0; i + 1 < b.size(); i += 2) {
-      uint16_t v = floatToBF16(dist(rng));
-      std::memcpy(&b[i], &v, 2);
-    }
-    return b;
-  }();
+  static std::vector<uint8_t> twoByte = randomBlock(DType::BF16);
+  static std::vector<uint8_t> e4m3 = randomBlock(DType::FP8E4M3);
+  static std::vector<uint8_t> e5m2 = randomBlock(DType::FP8E5M2);
+  const std::vector<uint8_t> &block = dtype == DType::FP8E4M3   ? e4m3
+                                      : dtype == DType::FP8E5M2 ? e5m2
+                                                                : twoByte;
   auto &driver = device->driver();
   for (size_t offset = 0; offset < bytes; offset += block.size()) {
     size_t n = std::min(block.size(), bytes - offset);
@@ -111,7 +141,7 @@ DecodeAttentionSpec decodeSpec(int64_t heads, int64_t page) {
   dims.numHeads = heads;
   DecodeAttentionSpec spec{dims,
                            DType::BF16,
-                           DType::BF16,
+                           cacheDType(),
                            page,
                            /*causal=*/true,
                            1.0f / std::sqrt(192.0f)};
@@ -127,10 +157,12 @@ DecodeOperands decodeOperands(int64_t heads, int64_t batch, int64_t context,
   DecodeOperands o;
   o.tensors.push_back(randomTensor(DType::BF16, {batch, 1, heads, 576}));
   o.tensors.push_back(
-      randomTensor(DType::BF16, {batch * blocksPerSeq, page, 576}));
+      randomTensor(cacheDType(), {batch * blocksPerSeq, page, 576}));
   o.tensors.push_back(hostTensor(DType::I32, {batch, blocksPerSeq}, table));
   o.tensors.push_back(hostTensor(
       DType::I32, {batch}, std::vector<int32_t>(batch, int32_t(context))));
+  if (isFp8(cacheDType()))
+    o.tensors.push_back(scaleTensor());
   o.tensors.push_back(hostTensor(DType::I32, {batch}, numSplits));
   o.tensors.push_back(randomTensor(DType::F32, {batch, 1, heads, splits, 512}));
   o.tensors.push_back(randomTensor(DType::F32, {batch, 1, heads, splits}));

@@ -46,6 +46,14 @@ struct Tensor {
 
 Tensor randomTensor(DType dtype, std::vector<int64_t> shape);
 
+/// The scale of the FP8 caches the suites time (values in [-1, 1] become
+/// codes up to 50, well inside both formats).
+inline constexpr float kBenchKvScale = 0.02f;
+/// --cache-dtype, checked (a bad one ends the run).
+DType cacheDType();
+/// kBenchKvScale as the [1] f32 kv_scale operand.
+Tensor scaleTensor();
+
 template <typename T>
 Tensor hostTensor(DType dtype, std::vector<int64_t> shape,
                   const std::vector<T> &values) {
@@ -72,13 +80,13 @@ std::vector<int64_t> headCounts();
 /// The strategies --strategy chooses; a bad one ends the run.
 std::vector<KernelStrategy> chosenStrategies();
 
-/// The decode every decode row times: DeepSeek dims, bf16, causal, with
-/// the split plan's operands.
+/// The decode every decode row times: DeepSeek dims, bf16 queries over a
+/// cache of cacheDType(), causal, with the split plan's operands.
 DecodeAttentionSpec decodeSpec(int64_t heads, int64_t page);
 
 /// Operands of decodeSpec's kernel for `batch` requests of `context`
-/// tokens each: random q and cache, the block table, the plan's split
-/// counts, workspaces of `splits` splits and the outputs.
+/// tokens each: random q and cache, the block table, the FP8 cache's scale,
+/// the plan's split counts, workspaces of `splits` splits and the outputs.
 struct DecodeOperands {
   std::vector<Tensor> tensors;
   std::vector<BufferView> views() const {

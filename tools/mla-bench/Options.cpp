@@ -61,5 +61,11 @@ llvm::cl::opt<L2Flush> l2Flush(
                    "full of dirty lines, whose write-back the timed run pays"),
         clEnumValN(L2Flush::None, "none", "nothing: inputs may hit in L2")),
     llvm::cl::init(L2Flush::Read));
+llvm::cl::opt<std::string> cacheDTypeName(
+    "cache-dtype", llvm::cl::cat(benchOptions),
+    llvm::cl::desc("decode and chunked: the latent cache's format, bf16, "
+                   "fp8_e4m3 or fp8_e5m2 (FP8 caches take a scale of "
+                   "kBenchKvScale)"),
+    llvm::cl::init("bf16"));
 
 } // namespace mla::bench

@@ -35,6 +35,9 @@ extern llvm::cl::opt<int> onlyBatch, onlyHeads, onlyContext;
 /// The decode schedule's shortest split, 0 for the schedule's own.
 extern llvm::cl::opt<int> minSplitTokens;
 extern llvm::cl::opt<L2Flush> l2Flush;
+/// The decode's and the chunked prefill's latent cache format (bf16,
+/// fp8_e4m3 or fp8_e5m2), read through cacheDType().
+extern llvm::cl::opt<std::string> cacheDTypeName;
 
 } // namespace mla::bench
 

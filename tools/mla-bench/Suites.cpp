@@ -24,8 +24,10 @@ namespace mla::bench {
 using llvm::outs;
 
 void benchDecode(mlir::MLIRContext &ctx) {
-  outs() << "\n== decode: DeepSeek dims (576/512), bf16, page 64, Sq 1, "
-            "split-KV by the runtime's decode schedule ==\n";
+  const DType cache = cacheDType();
+  outs() << "\n== decode: DeepSeek dims (576/512), bf16 q, " << name(cache)
+         << " cache, page 64, Sq 1, split-KV by the runtime's decode "
+            "schedule ==\n";
   const int64_t page = 64;
   std::vector<int64_t> batches =
       onlyBatch > 0 ? std::vector<int64_t>{onlyBatch}
@@ -72,7 +74,7 @@ void benchDecode(mlir::MLIRContext &ctx) {
         std::vector<int32_t> seqLens(batch, int32_t(context));
         runtime::DecodeKernelShape shape;
         shape.strategy = strategy;
-        shape.sameTwoByteTypes = true;
+        shape.operandTypes = decodeOperandTypes(DType::BF16, cache);
         shape.dims = spec.dims;
         shape.dims.numHeads = heads;
         shape.blockSize = page;
@@ -90,8 +92,8 @@ void benchDecode(mlir::MLIRContext &ctx) {
                                                  table, plan.numSplits, splits);
         double ms = timeKernel(*kernel, operands.views());
         double tokens = double(batch) * context;
-        double bytes = (tokens * 576 + batch * heads * 576.0 +
-                        batch * heads * 512.0) * 2;
+        double bytes = tokens * 576 * byteWidth(cache) +
+                       (batch * heads * 576.0 + batch * heads * 512.0) * 2;
         double flops = 2.0 * tokens * heads * (576 + 512);
         printRow(std::to_string(heads) + " x " + std::to_string(batch) +
                      " x " + std::to_string(context) + " /" +
@@ -271,9 +273,12 @@ void benchProjections(mlir::MLIRContext &ctx) {
 
 
 void benchChunkedPrefill(mlir::MLIRContext &ctx) {
-  outs() << "\n== chunked prefill: one request, bf16, page 64, 4096-token "
-            "chunks (FLOPs: attention 2 x heads x 320 x pairs + "
-            "up-projections 2 x tokens x heads x 512 x 256) ==\n";
+  const DType cacheType = cacheDType();
+  outs() << "\n== chunked prefill: one request, bf16 activations, "
+         << name(cacheType)
+         << " cache, page 64, 4096-token chunks (FLOPs: attention 2 x heads "
+            "x 320 x pairs + up-projections 2 x tokens x heads x 512 x 256) "
+            "==\n";
   const MlaDims base;
   const int64_t page = 64, chunk = 4096, latent = base.kvLoraRank,
                 rope = base.ropeDim, entry = latent + rope,
@@ -289,7 +294,7 @@ void benchChunkedPrefill(mlir::MLIRContext &ctx) {
       std::string what = "chunked prefill (" + std::to_string(heads) +
                          " heads, " + name(strategy) + ")";
       auto kernel =
-          compile(buildChunkedPrefill(ctx, {dims, DType::BF16, DType::BF16,
+          compile(buildChunkedPrefill(ctx, {dims, DType::BF16, cacheType,
                                             page, 1.0f / std::sqrt(192.0f)}),
                   what.c_str(), strategy);
       printHeader("heads x new + context");
@@ -308,7 +313,8 @@ void benchChunkedPrefill(mlir::MLIRContext &ctx) {
         Tensor kvc = randomTensor(DType::BF16, {tokens, latent});
         Tensor kpe = randomTensor(DType::BF16, {tokens, rope});
         Tensor cuQT = hostTensor(DType::I32, {2}, cuQ);
-        Tensor cache = randomTensor(DType::BF16, {blocks, page, entry});
+        Tensor cache = randomTensor(cacheType, {blocks, page, entry});
+        Tensor scale = scaleTensor();
         Tensor bt = hostTensor(DType::I32, {1, blocks}, table);
         Tensor cuC = hostTensor(DType::I32, {chunks, 2}, chunkCu);
         Tensor starts = hostTensor(DType::I32, {chunks, 1}, chunkStarts);
@@ -316,9 +322,12 @@ void benchChunkedPrefill(mlir::MLIRContext &ctx) {
         Tensor ws = randomTensor(DType::BF16, {chunk, entry});
         Tensor out = randomTensor(DType::BF16, {tokens, heads, 128});
         Tensor lse = randomTensor(DType::F32, {heads, tokens});
-        std::vector<BufferView> args{
-            q.view,   kvc.view,    kpe.view, cuQT.view, cache.view, bt.view,
-            cuC.view, starts.view, w.view,   ws.view,   out.view,   lse.view};
+        std::vector<BufferView> args{q.view,   kvc.view, kpe.view,
+                                     cuQT.view, cache.view, bt.view};
+        if (isFp8(cacheType))
+          args.push_back(scale.view);
+        args.insert(args.end(), {cuC.view, starts.view, w.view, ws.view,
+                                 out.view, lse.view});
         double ms = check(
             timeOnDevice(
                 *stream, [&]() { return kernel->run(args, stream->handle()); },
@@ -328,8 +337,8 @@ void benchChunkedPrefill(mlir::MLIRContext &ctx) {
             double(tokens) * (tokens + 1) / 2 + double(tokens) * context;
         double flops = 2.0 * heads * 320 * pairs +
                        2.0 * (tokens + context) * heads * latent * nopeV;
-        double bytes = 2.0 * (double(context) * entry +
-                              double(tokens) * heads * (192 + 128));
+        double bytes = double(context) * entry * byteWidth(cacheType) +
+                       2.0 * double(tokens) * heads * (192 + 128);
         printRow(std::to_string(heads) + " x " + std::to_string(tokens) +
                      " + " + std::to_string(context),
                  ms, bytes, flops);

@@ -15,6 +15,7 @@
 #define MLA_RUNTIME_METADATADECODESPLITS_H
 
 #include "mla/Support/MlaDims.h"
+#include "mla/Target/DecodeOperandTypes.h"
 #include "mla/Target/KernelStrategy.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -135,8 +136,8 @@ DecodeSplitConfig wgmmaDecodeSchedule(int64_t numSms, int64_t numHeads,
 /// with, its shape, and the device.
 struct DecodeKernelShape {
   KernelStrategy strategy = KernelStrategy::Generic;
-  /// q and the cache both bf16 or both f16.
-  bool sameTwoByteTypes = false;
+  /// q's and the cache's element types.
+  DecodeOperandTypes operandTypes = DecodeOperandTypes::Other;
   MlaDims dims; ///< the heads, latent and rope dims matter
   int64_t queryLen = 1, blockSize = 0;
   int64_t numSms = 0, sharedBytesPerSm = 0, maxSharedBytesPerBlock = 0;

@@ -11,6 +11,7 @@
 #ifndef MLA_TARGET_MMADECODESHAPE_H
 #define MLA_TARGET_MMADECODESHAPE_H
 
+#include "mla/Target/DecodeOperandTypes.h"
 #include "mla/Target/SharedRegions.h"
 
 #include <cstdint>
@@ -56,12 +57,14 @@ struct SharedLayout {
 
 /// The one rule for "the decode runs the tensor-core split kernel", used by
 /// the lowering and by the MLA layer's schedule: q and the cache both bf16
-/// or both f16 (`sameTwoByteTypes`), dims it takes, and its shared memory
-/// within the chip's per-block limit. (The lowering also needs row-major
-/// operands, which the layer's buffers always are.)
-inline bool runsOn(bool sameTwoByteTypes, int64_t kvLoraRank, int64_t ropeDim,
-                   int64_t maxSharedBytesPerBlock) {
-  return sameTwoByteTypes && takesDims(kvLoraRank, ropeDim) &&
+/// or both f16 (FP8 caches go to the wgmma or the generic kernel), dims it
+/// takes, and its shared memory within the chip's per-block limit. (The
+/// lowering also needs row-major operands, which the layer's buffers always
+/// are.)
+inline bool runsOn(DecodeOperandTypes types, int64_t kvLoraRank,
+                   int64_t ropeDim, int64_t maxSharedBytesPerBlock) {
+  return types == DecodeOperandTypes::SameTwoByte &&
+         takesDims(kvLoraRank, ropeDim) &&
          SharedLayout(kvLoraRank + ropeDim, 2).bytes <= maxSharedBytesPerBlock;
 }
 

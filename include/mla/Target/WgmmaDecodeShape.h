@@ -13,6 +13,7 @@
 #ifndef MLA_TARGET_WGMMADECODESHAPE_H
 #define MLA_TARGET_WGMMADECODESHAPE_H
 
+#include "mla/Target/DecodeOperandTypes.h"
 #include "mla/Target/SharedRegions.h"
 #include "mla/Target/WgmmaSwizzle.h"
 
@@ -54,44 +55,65 @@ inline bool takesDims(int64_t kvLoraRank, int64_t ropeDim) {
 /// the first 1024-byte boundary, which the kernel finds at run time; the
 /// allocation has that much slack): the Q tile, `stages` KV tiles, the P
 /// tile (the seesaw schedule keeps the row values it exchanges there), then
-/// the warpgroups' row maxima and row sums (f32).
+/// the warpgroups' row maxima and row sums (f32). Over an FP8 cache the
+/// block also has `codeStages` tiles of the cache's codes (one byte an
+/// element, each byte at the offset its two-byte element has in a KV tile),
+/// where the next tiles land while the block dequantizes one into its
+/// single KV tile, and slots for the wgmma descriptors its loop reads back
+/// (kDescriptorSlots of 8 bytes).
 struct SharedLayout {
-  int64_t stages;
-  int64_t q, kv, kvStage, p, max, sum, bytes;
+  /// Q, each warpgroup's K half and V half, and P.
+  static constexpr int64_t kDescriptorSlots = 6;
+  int64_t stages, codeStages;
+  int64_t q, kv, kvStage, codes, codeStage, p, max, sum, descriptors, bytes;
 
-  SharedLayout(int64_t qkDim, int64_t stageCount) : stages(stageCount) {
+  SharedLayout(int64_t qkDim, int64_t stageCount, int64_t codeStageCount = 0)
+      : stages(stageCount), codeStages(codeStageCount) {
     const int64_t elementBytes = 2;
     SharedRegions r;
     q = r.tiles(1, kTileRows, qkDim, elementBytes);
     kvStage = SharedRegions::tileBytes(kTileTokens, qkDim, elementBytes);
     kv = r.tiles(stages, kTileTokens, qkDim, elementBytes);
+    codeStage = SharedRegions::tileBytes(kTileTokens, qkDim, 1);
+    codes = r.tiles(codeStages, kTileTokens, qkDim, 1);
     p = r.tiles(1, kTileRows, kTileTokens, elementBytes);
     max = r.bytes(kWarpgroups * kTileRows * 4);
     sum = r.bytes(kWarpgroups * kTileRows * 4);
+    descriptors = codeStages > 0 ? r.bytes(kDescriptorSlots * 8) : 0;
     bytes = r.total(kAtomBytes);
   }
 };
 
-/// KV stages that fit `maxSharedBytesPerBlock`: two (copy the next tile
-/// while scoring this one) where they fit, else one, else zero.
-inline int64_t stagesFor(int64_t qkDim, int64_t maxSharedBytesPerBlock) {
-  for (int64_t stages : {2, 1})
-    if (SharedLayout(qkDim, stages).bytes <= maxSharedBytesPerBlock)
-      return stages;
-  return 0;
+/// The largest layout that fits `maxSharedBytesPerBlock`, `stages` 0 when
+/// none does. Two-byte caches: two KV stages (copy the next tile while
+/// scoring this one) where they fit, else one. FP8 caches: one KV tile and
+/// two code stages (two tiles in flight while one is dequantized and
+/// used), else one.
+inline SharedLayout layoutFor(DecodeOperandTypes types, int64_t qkDim,
+                              int64_t maxSharedBytesPerBlock) {
+  const bool fp8 = types == DecodeOperandTypes::Fp8Cache;
+  for (int64_t more : {2, 1}) {
+    SharedLayout layout = fp8 ? SharedLayout(qkDim, 1, more)
+                              : SharedLayout(qkDim, more);
+    if (layout.bytes <= maxSharedBytesPerBlock)
+      return layout;
+  }
+  return SharedLayout(qkDim, 0);
 }
 
 /// The one rule for "the decode runs the wgmma split kernel", used by the
 /// lowering and the MLA layer's schedule (given the wgmma strategy): q and
-/// the cache both bf16 or both f16, at least kMinHeads heads, dims it
-/// takes, and shared memory for at least one KV stage. (The lowering also
-/// needs row-major operands, which the layer's buffers always are.)
-inline bool runsOn(bool sameTwoByteTypes, int64_t numHeads,
+/// the cache both bf16 or both f16, or q bf16/f16 over an FP8 cache, at
+/// least kMinHeads heads, dims it takes, and shared memory for its tiles.
+/// (The lowering also needs row-major operands, which the layer's buffers
+/// always are.)
+inline bool runsOn(DecodeOperandTypes types, int64_t numHeads,
                    int64_t kvLoraRank, int64_t ropeDim,
                    int64_t maxSharedBytesPerBlock) {
-  return sameTwoByteTypes && numHeads >= kMinHeads &&
+  return types != DecodeOperandTypes::Other && numHeads >= kMinHeads &&
          takesDims(kvLoraRank, ropeDim) &&
-         stagesFor(kvLoraRank + ropeDim, maxSharedBytesPerBlock) > 0;
+         layoutFor(types, kvLoraRank + ropeDim, maxSharedBytesPerBlock)
+                 .stages > 0;
 }
 
 } // namespace mla::wgmma_decode

@@ -304,18 +304,21 @@ class Layer(Handle):
         kv_cache: Any,
         output: Any,
         decode_lse: Optional[Any] = None,
+        kv_scale: Optional[Any] = None,
     ) -> DecodeGraph:
         """Captures the decode step of `shape` on these tensors as a CUDA
         graph (nothing runs until it is replayed). The tensors are the
         engine's persistent buffers, with at least max_decodes * query_len
-        rows; the graph keeps them referenced. DeviceRuntimeError on a CPU
-        runtime or for a backend that cannot be captured."""
-        args = self._forward_args(q, kv_c, k_pe, kv_cache, output, decode_lse)
+        rows; the graph keeps them referenced. With an FP8 cache,
+        `kv_scale` is its [1] float32 scale on the device, read at each
+        replay. DeviceRuntimeError on a CPU runtime or for a backend that
+        cannot be captured."""
+        args = self._forward_args(q, kv_c, k_pe, kv_cache, output, decode_lse, kv_scale)
         handle = ctypes.c_void_p()
         self._library.mla_layer_capture_decode_step(
             self._live(), ctypes.byref(shape._c), ctypes.byref(args), ctypes.byref(handle)
         )
-        return DecodeGraph(self, handle.value, (q, kv_c, k_pe, kv_cache, output, decode_lse))
+        return DecodeGraph(self, handle.value, (q, kv_c, k_pe, kv_cache, output, decode_lse, kv_scale))
 
     def replay(self, graph: DecodeGraph, plan: Plan, stream: Any = None) -> None:
         """Replays `graph` (captured by this layer) for `plan` (from

@@ -1,19 +1,35 @@
-// The GPU kernels of the ops that touch an FP8 cache (the generic ones:
-// the tensor-core decode takes equal 2-byte types only, so an FP8 decode
-// falls back to the generic split kernel on every strategy): ptxas
-// assembles them for sm_80 and sm_90a with no stack frame, no spills and
-// no local memory.
+// The GPU kernels of the ops that touch an FP8 cache: the cache write and
+// the gather (generic kernels), and the decode: on sm_80 the generic split
+// kernel (the mma.sync decode takes equal two-byte types only); on sm_90a
+// with the wgmma strategy the wgmma kernel that copies each tile's codes in
+// with 8-byte cp.async and dequantizes them into q's type in shared memory
+// (bf16 over e4m3 at 128 heads, f16 over e5m2 at 16 heads: byte permutes
+// and one two-wide multiply a pair, none for e5m2 into f16). ptxas
+// assembles them for sm_80 and sm_90a with no stack frame, no spills and no
+// local memory.
 // REQUIRES: ptxas
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
-// RUN: FileCheck %s --implicit-check-not=.local < %t.sm_80.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK,SM80 --implicit-check-not=.local < %t.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.sm_80.ptx -o %t.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=wgmma" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.sm_90a.ptx -o /dev/null
-// RUN: FileCheck %s --implicit-check-not=.local < %t.sm_90a.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK,SM90A --implicit-check-not=.local < %t.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
 
 // CHECK: .entry concat_and_cache_0(
 // CHECK: .entry gather_cache_1(
-// CHECK: .entry decode_attention_split_2(
+// SM80: .entry decode_attention_split_2(
+// SM90A: .entry decode_attention_split_wgmma_fp8_2(
+// SM90A-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
+// SM90A-DAG: prmt.b32
+// SM90A-DAG: mul.rn.bf16x2
+// SM90A-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// SM90A-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// SM80: .entry decode_attention_split_5(
+// SM90A: .entry decode_attention_split_wgmma_fp8_6(
+// SM90A-NOT: mul.rn.bf16x2
+// SM90A-NOT: mul.rn.f16x2
+// SM90A: wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16
+// SM90A: .entry decode_attention_split_7(
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
 // RESOURCES: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
@@ -45,5 +61,16 @@ func.func @decode(%q: memref<?x?x128x576xbf16>, %cache: memref<?x64x576xf8E4M3FN
       outs(%o, %lse : memref<?x?x128x512xbf16>, memref<?x128x?xf32>)
       {num_heads = 128 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
        cache_dtype = f8E4M3FN, softmax_scale = 0.0722 : f32, causal}
+  return
+}
+
+func.func @decode_f16(%q: memref<?x?x16x576xf16>, %cache: memref<?x32x576xf8E5M2>,
+                      %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: memref<1xf32>,
+                      %o: memref<?x?x16x512xf16>, %lse: memref<?x16x?xf32>) {
+  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xf16>, memref<?x32x576xf8E5M2>, memref<?x?xi32>, memref<?xi32>)
+      scale(%scale : memref<1xf32>)
+      outs(%o, %lse : memref<?x?x16x512xf16>, memref<?x16x?xf32>)
+      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 32 : i64,
+       cache_dtype = f8E5M2, softmax_scale = 0.0722 : f32, causal}
   return
 }

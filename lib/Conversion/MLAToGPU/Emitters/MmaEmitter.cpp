@@ -95,6 +95,12 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
     return idx;
   };
   int64_t chunks = (vectors + 7) / 8;
+  // 16-byte copies bypass L1 (cp.async.cg); the 8-byte ones of FP8 codes
+  // cannot (cp.async.ca).
+  Type dstElement = cast<MemRefType>(dst.getType()).getElementType();
+  UnitAttr bypassL1 = dstElement.getIntOrFloatBitWidth() * kCopyElems == 128
+                          ? b.getUnitAttr()
+                          : UnitAttr();
   auto vectorCopies = [&] {
     for (auto &[row, from] : rows) {
       Value count = select(from.valid, index(kCopyElems), index(0));
@@ -105,7 +111,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
           nvgpu::DeviceAsyncCopyOp::create(
               b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
               dst, dstAt(row, col), src, srcAt(from, col),
-              b.getIndexAttr(kCopyElems), count, b.getUnitAttr());
+              b.getIndexAttr(kCopyElems), count, bypassL1);
         };
         if (8 * (k + 1) <= vectors)
           copy();

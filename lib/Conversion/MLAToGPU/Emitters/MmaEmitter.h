@@ -73,8 +73,9 @@ public:
   /// rowCount / warps), four at a time: lanes 8g .. 8g + 7 take row 4i + g
   /// and its vectors 8k + lane % 8, so each instruction moves four whole
   /// 128-byte lines, and a row's source (a page lookup) is computed once.
-  /// Where `aligned` (i1) holds, 16-byte cp.async (L2 only) whose source
-  /// size is 0 for invalid rows; otherwise element by element. A null
+  /// Where `aligned` (i1) holds, 16-byte cp.async (L2 only; 8-byte ones
+  /// through L1 for one-byte elements) whose source size is 0 for invalid
+  /// rows; otherwise element by element. A null
   /// `aligned` emits the cp.async path alone (the caller guarantees the
   /// alignment). With `firstVector`, the vectors [firstVector, firstVector
   /// + vectors) of each row (a column range; a multiple of 8 keeps each

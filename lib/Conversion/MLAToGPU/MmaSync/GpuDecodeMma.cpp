@@ -392,7 +392,7 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
   if (!target.usesMmaSync())
     return false;
   // 16-byte copies need row-major rows of whole vectors.
-  return mma_decode::runsOn(hasSameTwoByteTypes(op), op.getKvLoraRank(),
+  return mma_decode::runsOn(decodeOperandTypes(op), op.getKvLoraRank(),
                             op.getRopeDim(), target.maxSharedBytesPerBlock()) &&
          GpuEmitter::hasVectorRows(op.getQ()) &&
          GpuEmitter::hasVectorRows(op.getKvCache());

@@ -2,6 +2,8 @@
 
 #include "Tiles/DecodeSplitBlock.h"
 
+#include "../../Common/Fp8Convert.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -11,11 +13,16 @@ using mlir::gpu::Dimension;
 
 namespace mla::gpu {
 
-bool hasSameTwoByteTypes(DecodeAttentionOp op) {
+DecodeOperandTypes decodeOperandTypes(DecodeAttentionOp op) {
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
   Type cacheElement =
       cast<MemRefType>(op.getKvCache().getType()).getElementType();
-  return (element.isBF16() || element.isF16()) && cacheElement == element;
+  if (!element.isBF16() && !element.isF16())
+    return DecodeOperandTypes::Other;
+  if (cacheElement == element)
+    return DecodeOperandTypes::SameTwoByte;
+  return isFp8Type(cacheElement) ? DecodeOperandTypes::Fp8Cache
+                                 : DecodeOperandTypes::Other;
 }
 
 DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
@@ -28,7 +35,9 @@ DecodeSplitBlock::DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
   cache = args[1];
   table = args[2];
   lens = args[3];
-  numSplits = schedule.planned ? args[4] : Value();
+  int64_t next = 4;
+  kvScale = op.getKvScale() ? args[next++] : Value();
+  numSplits = schedule.planned ? args[next] : Value();
   part = args[args.size() - 4];
   partLse = args[args.size() - 3];
   out = args[args.size() - 2];

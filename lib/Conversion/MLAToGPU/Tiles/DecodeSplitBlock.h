@@ -12,17 +12,19 @@
 #define MLA_LIB_CONVERSION_MLATOGPU_DECODESPLITBLOCK_H
 
 #include "Tiles/GpuDecode.h"
+#include "mla/Target/DecodeOperandTypes.h"
 #include "Tiles/FragmentSoftmax.h"
 
 namespace mla::gpu {
 
-/// Whether q and the cache are both bf16 or both f16 (what the
-/// tensor-core split kernels take).
-bool hasSameTwoByteTypes(DecodeAttentionOp op);
+/// The class of the op's q and cache element types (what the tensor-core
+/// split kernels' runsOn rules take).
+DecodeOperandTypes decodeOperandTypes(DecodeAttentionOp op);
 
 /// One block of a tensor-core split kernel: grid (row tile, request,
 /// split), operands as launchDecodeSplit passes them (the split kernel's
-/// operands of GpuDecode.h, out and lse last).
+/// operands of GpuDecode.h: q, cache, block_table, seq_lens, [kv_scale,]
+/// [num_splits,] partials, out and lse last).
 class DecodeSplitBlock {
 public:
   DecodeSplitBlock(MmaEmitter &e, DecodeAttentionOp op,
@@ -35,6 +37,8 @@ public:
   void run(const std::function<void()> &body);
 
   mlir::Value q, cache, table, lens, part, partLse, out, lse;
+  /// The FP8 cache's scale ([1] f32), null for a two-byte cache.
+  mlir::Value kvScale;
   mlir::Value req, tileRow0, split, queryLen, rows;
   /// Set by run: the request's length (clamped to the block table), the
   /// split's tokens [first, last) and the ones it copies [first, kvEnd),

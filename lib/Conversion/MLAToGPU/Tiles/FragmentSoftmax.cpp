@@ -45,7 +45,7 @@ Value FragmentSoftmax::rowMax(ArrayRef<Value> s, int64_t row) const {
     for (int64_t c = 0; c < 2; ++c)
       values.push_back(s[layout.at(row / 2, j, row % 2, c)]);
   // c > 0: the max of the scaled scores is the scaled max.
-  return e.mulf(e.quadMax(e.maxTree(values)), e.f32(scaleLog2));
+  return e.mulf(e.quadMax(e.maxTree(values)), scaleLog2);
 }
 
 OnlineMax FragmentSoftmax::advance(Value old, Value tileMax) const {
@@ -57,7 +57,7 @@ OnlineMax FragmentSoftmax::advance(Value old, Value tileMax) const {
 Value FragmentSoftmax::exponentiate(ArrayRef<Value> s, int64_t row,
                                     const OnlineMax &step, Value oldSum,
                                     const PairSink &sink) const {
-  Value scale = e.f32(scaleLog2);
+  Value scale = scaleLog2;
   Value shift = arith::NegFOp::create(e.builder(), e.location(), step.safe);
   int64_t m = row / 2, i = row % 2;
   SmallVector<Value> p;

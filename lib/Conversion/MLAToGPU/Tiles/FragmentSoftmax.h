@@ -70,10 +70,15 @@ struct FragmentRowEnd {
 class FragmentSoftmax {
 public:
   /// Scores of one tile in `scores`' layout; `quad` is lane % 4 and
-  /// `scaleLog2` = softmax_scale * log2(e).
+  /// `scaleLog2` = softmax_scale * log2(e) (f32; times an FP8 cache's
+  /// scale, known at run time, where the scores are products with its
+  /// codes).
+  FragmentSoftmax(MmaEmitter &e, AccumulatorFragment scores,
+                  mlir::Value scaleLog2, mlir::Value quad)
+      : e(e), layout(scores), scaleLog2(scaleLog2), quad(quad) {}
   FragmentSoftmax(MmaEmitter &e, AccumulatorFragment scores, double scaleLog2,
                   mlir::Value quad)
-      : e(e), layout(scores), scaleLog2(scaleLog2), quad(quad) {}
+      : FragmentSoftmax(e, scores, e.f32(scaleLog2), quad) {}
 
   /// The scores of keys at or past their row's end set to -inf: register
   /// (m, j, i, c) is key `firstKey` + 8 j + 2 quad + c of lane row 2 m + i,
@@ -129,7 +134,7 @@ public:
 private:
   MmaEmitter &e;
   AccumulatorFragment layout;
-  double scaleLog2;
+  mlir::Value scaleLog2;
   mlir::Value quad;
 };
 

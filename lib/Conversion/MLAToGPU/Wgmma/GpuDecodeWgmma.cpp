@@ -80,7 +80,7 @@ using namespace wgmma_decode_kernel;
 bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
   if (target.strategy != KernelStrategy::Warpgroup)
     return false;
-  return runsOn(hasSameTwoByteTypes(op), op.getNumHeads(), op.getKvLoraRank(),
+  return runsOn(decodeOperandTypes(op), op.getNumHeads(), op.getKvLoraRank(),
                 op.getRopeDim(), target.maxSharedBytesPerBlock()) &&
          GpuEmitter::hasVectorRows(op.getQ()) &&
          GpuEmitter::hasVectorRows(op.getKvCache());
@@ -88,44 +88,101 @@ bool useWgmmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target) {
 
 namespace wgmma_decode_kernel {
 
+SmallVector<Value> SplitBody::halfTileStep(Value t, ValueRange it, Value maxS,
+                                           const HalfTileOperands &operands) {
+  Value pTile = e.index(layout.p);
+  // 1. S = Q K^T over the group's 32 tokens.
+  SmallVector<Value> s = scores(operands.q, operands.k, kHalfTokens);
+  Value column0 = e.mul(thread.group, e.index(kHalfTokens));
+  FragmentSoftmax softmax = softmaxOf(kHalfTokens);
+  SmallVector<Value> groupMax =
+      maskedRowMax(softmax, s, e.add(tileStart(t), column0));
+  // 2. Row maxima of both halves.
+  SmallVector<Value> tileMax = acrossGroups(maxS, groupMax, true);
+  RowMaxima rows = onlineMaxRows(softmax, {it[0], it[1]}, tileMax);
+  // 3. P to shared memory, the group's sums, O rescaled.
+  SmallVector<Value> sums =
+      exponentials(softmax, s, rows, pTile, column0, {it[2], it[3]});
+  SmallVector<Value> next{rows.max[0], rows.max[1], sums[0], sums[1]};
+  SmallVector<Value> o = rescaleO(it.slice(4, oRegs), rows.alpha);
+  e.sharedProxyFence();
+  e.barrier();
+  // 4. O += P V over the group's columns.
+  next.append(pv(o, operands.p, operands.v));
+  return next;
+}
+
 SmallVector<Value> SplitBody::oneTileSchedule() {
   Value maxS = f32View(layout.max, kWarpgroups * kTileRows);
   const int64_t warps = kThreads / kWarpSize;
   copyQ();
-  Value pTile = e.index(layout.p), kv = stageAddress(zero);
+  Value kv = stageAddress(zero);
   return e.forLoop(
       zero, numTiles, e.index(1), initialState(),
       [&](Value t, ValueRange it) -> SmallVector<Value> {
-        // 1. This tile in shared memory, once every thread is done with
-        // the previous one.
+        // This tile in shared memory, once every thread is done with the
+        // previous one.
         e.barrier();
         copyKv(t, zero, thread.warp, warps);
         e.waitAllCopies();
         e.sharedProxyFence();
         e.barrier();
-        // 2. S = Q K^T over the group's 32 tokens.
-        SmallVector<Value> s = scores(
-            descQ,
-            kMajor(e.add(
-                kv, e.mul(thread.group, e.index(kHalfTokens * kRowBytes)))),
-            kHalfTokens);
-        Value column0 = e.mul(thread.group, e.index(kHalfTokens));
-        FragmentSoftmax softmax = softmaxOf(kHalfTokens);
-        SmallVector<Value> groupMax =
-            maskedRowMax(softmax, s, e.add(tileStart(t), column0));
-        // 3. Row maxima of both halves.
-        SmallVector<Value> tileMax = acrossGroups(maxS, groupMax, true);
-        RowMaxima rows = onlineMaxRows(softmax, {it[0], it[1]}, tileMax);
-        // 4. P to shared memory, the group's sums, O rescaled.
-        SmallVector<Value> sums =
-            exponentials(softmax, s, rows, pTile, column0, {it[2], it[3]});
-        SmallVector<Value> next{rows.max[0], rows.max[1], sums[0], sums[1]};
-        SmallVector<Value> o = rescaleO(it.slice(4, oRegs), rows.alpha);
+        return halfTileStep(t, it, maxS, halfTileOperands(kv));
+      });
+}
+
+SmallVector<Value> SplitBody::fp8Schedule() {
+  Value maxS = f32View(layout.max, kWarpgroups * kTileRows);
+  const int64_t stages = layout.codeStages;
+  // Q and the first tiles' codes in flight, a commit group each tile (Q
+  // joins the first).
+  copyQ();
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    e.ifThen(e.lessThan(e.index(stage), numTiles),
+             [&] { copyCodes(e.index(stage), e.index(stage)); });
+    e.commitCopies();
+  }
+  // The loop's wgmma operands are invariant: LLVM would hoist all their
+  // advanced 64-bit descriptors out of it (dozens of registers, spilled),
+  // so the loop reads them back from shared memory, as the seesaw does.
+  Value slots = e.sharedView(raw, e.add(pad, e.index(layout.descriptors)),
+                             {SharedLayout::kDescriptorSlots},
+                             b.getI64Type());
+  HalfTileOperands direct = halfTileOperands(stageAddress(zero));
+  // Slots: Q, P, then each warpgroup's K and V.
+  auto slotOf = [&](int64_t which) {
+    return which < 2 ? e.index(which)
+                     : e.add(e.index(2 + 2 * (which - 2)), thread.group);
+  };
+  const SmallVector<Value, 4> stored{direct.q, direct.p, direct.k, direct.v};
+  e.ifThen(e.eqIndex(e.remui(thread.tid, 128), 0), [&] {
+    for (auto [which, value] : llvm::enumerate(stored))
+      memref::StoreOp::create(b, l, value, slots, ValueRange{slotOf(which)});
+  });
+  auto readBack = [&] {
+    SmallVector<Value, 4> v;
+    for (int64_t which = 0; which < 4; ++which)
+      v.push_back(
+          memref::LoadOp::create(b, l, slots, ValueRange{slotOf(which)}));
+    return HalfTileOperands{v[0], v[2], v[3], v[1]};
+  };
+  return e.forLoop(
+      zero, numTiles, e.index(1), initialState(),
+      [&](Value t, ValueRange it) -> SmallVector<Value> {
+        // Tile t's codes have landed (the later groups may be in flight)
+        // and every thread is done with the previous tile: dequantize
+        // them, then refill their stage with tile t + stages.
+        Value stage = e.remui(t, stages);
+        e.waitPendingCopies(stages - 1);
+        e.barrier();
+        dequantizeCodes(stage);
         e.sharedProxyFence();
         e.barrier();
-        // 5. O += P V over the group's columns.
-        next.append(pv(o, kMajor(e.add(base, pTile)), groupV(kv)));
-        return next;
+        Value refill = e.add(t, e.index(stages));
+        e.ifThen(e.lessThan(refill, numTiles),
+                 [&] { copyCodes(refill, stage); });
+        e.commitCopies();
+        return halfTileStep(t, it, maxS, readBack());
       });
 }
 
@@ -137,8 +194,11 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
     groupSum.push_back(e.quadSum(state[2 + i]));
   SmallVector<Value> sums = acrossGroups(sumS, groupSum, /*max=*/false);
   SmallVector<FragmentRowEnd, 2> ends;
-  for (int64_t i = 0; i < 2; ++i)
+  for (int64_t i = 0; i < 2; ++i) {
     ends.push_back(FragmentSoftmax::finishRow(e, state[i], sums[i]));
+    if (kvScale)
+      ends.back().inverse = e.mulf(ends.back().inverse, kvScale);
+  }
   // O / l staged as f32 rows in shared memory (the tiles are dead: every
   // thread is past the row-sum barrier, and the staging ends before the
   // sums), once for either destination; the block then copies the rows
@@ -177,8 +237,9 @@ namespace {
 
 /// The decode's shared-memory layout on `target`.
 SharedLayout layoutFor(DecodeAttentionOp op, const GpuTarget &target) {
-  int64_t qkDim = op.getKvLoraRank() + op.getRopeDim();
-  return SharedLayout(qkDim, stagesFor(qkDim, target.maxSharedBytesPerBlock()));
+  return wgmma_decode::layoutFor(decodeOperandTypes(op),
+                                 op.getKvLoraRank() + op.getRopeDim(),
+                                 target.maxSharedBytesPerBlock());
 }
 
 /// Whether the cache's pages follow each other in memory, so that a
@@ -204,7 +265,7 @@ bool pagesFollowEachOther(Value cache) {
 /// pages, and pages one stride apart.
 bool loadsTilesByTensorCopies(DecodeAttentionOp op,
                               const SharedLayout &layout) {
-  return usesSeesaw(layout, op.getRopeDim()) &&
+  return layout.codeStages == 0 && usesSeesaw(layout, op.getRopeDim()) &&
          op.getNumHeads() >= kMinHeadsForTensorCopies &&
          op.getBlockSize() % kTileTokens == 0 &&
          pagesFollowEachOther(op.getKvCache());
@@ -268,7 +329,8 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
   // always holds it for the dims the kernel takes; checked all the same.
   if (kTileRows * kStagingStride(latent) * 4 > layout.max)
     llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
-  bool seesaw = usesSeesaw(layout, op.getRopeDim());
+  const bool fp8 = layout.codeStages > 0;
+  bool seesaw = !fp8 && usesSeesaw(layout, op.getRopeDim());
   bool tensorCopies = loadsTilesByTensorCopies(op, layout);
 
   // With tensor copies the kernel takes the cache's tensor map last.
@@ -278,8 +340,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
     args.push_back(cacheTensorMap(h, op));
   }
   auto kernel = kernels.create(
-      tensorCopies ? "decode_attention_split_wgmma_tma"
-                   : "decode_attention_split_wgmma",
+      fp8            ? "decode_attention_split_wgmma_fp8"
+      : tensorCopies ? "decode_attention_split_wgmma_tma"
+                     : "decode_attention_split_wgmma",
       ValueRange(args).getTypes(),
       [&](GpuEmitter &base, ValueRange a) {
         WgmmaEmitter e(base.builder(), base.location(), element);
@@ -293,8 +356,9 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 LLVM::LLVMPointerType::get(e.builder().getContext()),
                 a.back())};
           SplitBody body(e, block, op, layout, tma);
-          SmallVector<Value> state =
-              seesaw ? body.seesawSchedule() : body.oneTileSchedule();
+          SmallVector<Value> state = fp8      ? body.fp8Schedule()
+                                     : seesaw ? body.seesawSchedule()
+                                              : body.oneTileSchedule();
           // The Q tile's copies, when no tile ran (the results reuse its
           // shared memory).
           e.waitAllCopies();

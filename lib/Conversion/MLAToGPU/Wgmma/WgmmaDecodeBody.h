@@ -12,6 +12,7 @@
 
 #include "Tiles/DecodeSplitBlock.h"
 #include "Tiles/FragmentSoftmax.h"
+#include "Emitters/Fp8Dequant.h"
 #include "Emitters/WgmmaEmitter.h"
 #include "mla/Target/WgmmaDecodeShape.h"
 
@@ -129,6 +130,12 @@ public:
                 e.add(thread.laneGroup, e.index(8 * i)))));
     leader = e.eqIndex(thread.quad, 0);
     descQ = e.descriptor(e.add(base, e.index(layout.q)), 16, kAtomBytes);
+    // Over an FP8 cache the tiles hold its codes' values, not the
+    // entries (code x scale): the scale joins the scores' and the output's.
+    if (block.kvScale) {
+      kvScale = e.cacheScale(block.kvScale);
+      scoreScale = e.mulf(e.f32(scaleLog2), kvScale);
+    }
   }
 
   /// The one-tile schedule (one KV stage): both warpgroups score half of
@@ -138,6 +145,9 @@ public:
   /// The seesaw schedule (two stages and a rope block to hold P; see the
   /// file comment), returning the lane's state as oneTileSchedule does.
   SmallVector<Value> seesawSchedule();
+  /// The FP8 schedule: the one-tile schedule over a KV tile dequantized
+  /// from code stages that the next tiles land in meanwhile.
+  SmallVector<Value> fp8Schedule();
   /// out = O / l and lse, final or partial (see DecodeSplitBlock).
   void writeResults(ArrayRef<Value> state);
 
@@ -153,8 +163,28 @@ private:
   const double scaleLog2;
   WgmmaEmitter::WarpgroupThread thread;
   Value zero, raw, pad, base, tiles, numTiles, leader, descQ;
+  /// An FP8 cache's scale and scaleLog2 times it (null otherwise).
+  Value kvScale, scoreScale;
   SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
 
+  /// The wgmma descriptors of one tile of the one-tile schedules: Q, the
+  /// warpgroup's half of the K tokens and of the V columns, and P.
+  struct HalfTileOperands {
+    Value q, k, v, p;
+  };
+  /// Those of the KV tile at shared address `kv`.
+  HalfTileOperands halfTileOperands(Value kv) {
+    return {descQ,
+            kMajor(e.add(kv, e.mul(thread.group,
+                                   e.index(kHalfTokens * kRowBytes)))),
+            groupV(kv), kMajor(e.add(base, e.index(layout.p)))};
+  }
+  /// One tile of the one-tile schedules, once KV tile t is in the tile of
+  /// `operands` and visible to wgmma: both warpgroups score their half of
+  /// its tokens, exchange row maxima through `maxS`, write P to the P tile
+  /// and add P V to their output halves. Returns the state after the tile.
+  SmallVector<Value> halfTileStep(Value t, ValueRange state, Value maxS,
+                                  const HalfTileOperands &operands);
   /// The initial state: max -inf, sums 0, O 0.
   SmallVector<Value> initialState() {
     SmallVector<Value> init{e.negInf(), e.negInf(), e.f32(0.0), e.f32(0.0)};
@@ -208,6 +238,55 @@ private:
         swizzledAt(
             e.add(e.index(layout.kv), e.mul(stage, e.index(layout.kvStage)))),
         firstBlock * vectorsPerBlock);
+  }
+  /// The codes of FP8 KV tile t into code stage `stage` (see SharedLayout),
+  /// copied by the block's warps as 8-byte cp.async: each code at the
+  /// offset its two-byte element has in a KV tile, halved.
+  void copyCodes(Value t, Value stage) {
+    Value start = tileStart(t);
+    Value stageAt = e.mul(stage, e.index(layout.codeStage));
+    e.copyTile(
+        Value(), codeTiles(), block.cache, kTileTokens, qkDim / kCopyElems,
+        thread.warp, thread.lane,
+        [&](Value row) { return block.cacheRow(start, row); },
+        kThreads / kWarpSize, [&](Value row, Value col) {
+          return SmallVector<Value, 2>{
+              e.add(stageAt, e.swizzled(row, col, kTileRows))};
+        });
+  }
+  /// The code stages, one byte an element.
+  Value codeTiles() {
+    Type code = cast<MemRefType>(block.cache.getType()).getElementType();
+    return e.sharedView(raw, e.add(pad, e.index(layout.codes)),
+                        {layout.codeStages * layout.codeStage}, code);
+  }
+  /// Code stage `stage` dequantized into the KV tile (stage 0) by the
+  /// block's threads, 16 codes at a time: the stage's bytes and the tile's
+  /// elements in the same order, so each thread reads 16 consecutive bytes
+  /// and writes 32. A loop, not unrolled: the output accumulators leave
+  /// registers for one chunk in flight, not nine.
+  void dequantizeCodes(Value stage) {
+    Value codes = codeTiles();
+    Type code = cast<MemRefType>(codes.getType()).getElementType();
+    constexpr int64_t kChunk = 16;
+    const int64_t chunks = layout.codeStage / kChunk;
+    if (chunks % kThreads != 0)
+      llvm::report_fatal_error("wgmma decode: a code stage does not split "
+                               "into 16-byte chunks of every thread");
+    Value from = e.add(e.mul(stage, e.index(layout.codeStage)),
+                       e.mul(thread.tid, e.index(kChunk)));
+    Value to = e.add(e.index(layout.kv / 2), e.mul(thread.tid, e.index(kChunk)));
+    e.forLoop(zero, e.index(layout.codeStage), kThreads * kChunk,
+              [&](Value step) {
+                Value loaded = vector::LoadOp::create(
+                    b, l, VectorType::get({kChunk}, code), codes,
+                    ValueRange{e.add(from, step)});
+                Value values = dequantizeFp8(b, l, loaded, e.element);
+                vector::StoreOp::create(b, l, values, tiles,
+                                        ValueRange{e.add(to, step)},
+                                        /*nontemporal=*/false,
+                                        llvm::MaybeAlign(16));
+              });
   }
   /// Column blocks [firstBlock, endBlock) of KV tile t, as tensor copies
   /// from the cache's tensor map into stage `stage`, counted by the
@@ -313,6 +392,8 @@ private:
   /// The online softmax of a tile of `tokens` scores a row (the
   /// warpgroup's 64 rows, a warp's 16).
   FragmentSoftmax softmaxOf(int64_t tokens) const {
+    if (scoreScale)
+      return FragmentSoftmax(e, {1, tokens / 8}, scoreScale, thread.quad);
     return FragmentSoftmax(e, {1, tokens / 8}, scaleLog2, thread.quad);
   }
   /// Masks the tokens past a row's end in place (column 8 j + 2 quad + c

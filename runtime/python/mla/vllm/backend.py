@@ -53,8 +53,8 @@ class MultipleOf:
 
 
 # Spellings of the cache dtype an engine may pass; "auto" is the activation
-# dtype. The adapter takes no fp8 cache yet: libmla's run on its generic
-# kernels only, and the adapter does not pass the layer's k_scale.
+# dtype. FP8 caches ("fp8" is e4m3, as vLLM means it) hold value / scale
+# with the layer's k_scale, which forward passes to libmla.
 _KV_CACHE_DTYPES = {
     "auto": None,
     "bfloat16": DType.BF16,
@@ -65,22 +65,20 @@ _KV_CACHE_DTYPES = {
     "float32": DType.F32,
     "fp32": DType.F32,
     "float": DType.F32,
+    "fp8": DType.FP8_E4M3,
+    "fp8_e4m3": DType.FP8_E4M3,
+    "fp8_e5m2": DType.FP8_E5M2,
 }
 
 
 def kv_cache_dtype_of(kv_cache_dtype: Optional[str], activation_dtype: Any) -> DType:
     """The cache element type for an engine's kv_cache_dtype string (None
     and "auto": the activation dtype). InvalidArgumentError (a ValueError)
-    for anything libmla has no cache of, fp8 included."""
+    for anything libmla has no cache of."""
     name = "auto" if kv_cache_dtype is None else str(kv_cache_dtype).lower()
     if name not in _KV_CACHE_DTYPES:
-        detail = (
-            " (libmla's FP8 caches run on its generic kernels only, and this adapter does not pass k_scale yet)"
-            if name.startswith("fp8")
-            else ""
-        )
         raise InvalidArgumentError(
-            f"kv_cache_dtype {kv_cache_dtype!r} not supported{detail}; "
+            f"kv_cache_dtype {kv_cache_dtype!r} not supported; "
             f"supports {', '.join(MlaJitBackend.supported_kv_cache_dtypes)}"
         )
     found = _KV_CACHE_DTYPES[name]
@@ -109,7 +107,15 @@ class MlaJitBackend:
 
     accept_output_buffer: ClassVar[bool] = True
     supported_dtypes: ClassVar[List[torch.dtype]] = [torch.float16, torch.bfloat16, torch.float32]
-    supported_kv_cache_dtypes: ClassVar[List[str]] = ["auto", "bfloat16", "float16", "float32"]
+    supported_kv_cache_dtypes: ClassVar[List[str]] = [
+        "auto",
+        "bfloat16",
+        "float16",
+        "float32",
+        "fp8",
+        "fp8_e4m3",
+        "fp8_e5m2",
+    ]
 
     @staticmethod
     def get_name() -> str:

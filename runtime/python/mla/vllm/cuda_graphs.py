@@ -80,19 +80,22 @@ class CapturedDecodeStep:
         k_pe: torch.Tensor,
         kv_cache: torch.Tensor,
         output: torch.Tensor,
+        kv_scale: Optional[torch.Tensor] = None,
     ) -> None:
         """The layer's step through its DecodeGraph, queued on torch's
         current stream. Outside a capture (the warm-up) the graph is made if
-        needed and `batch` staged; inside, the graph must exist already."""
+        needed and `batch` staged; inside, the graph must exist already. An
+        FP8 cache's `kv_scale` is captured by address: the replays read the
+        value it holds then."""
         if q.shape[0] < self.rows or output.shape[0] < self.rows:
             raise ValueError(
                 f"the captured decode step has {self.rows} token rows, but q has {q.shape[0]} "
                 f"and output {output.shape[0]}"
             )
         if torch.cuda.is_current_stream_capturing():
-            graph = self._captured_graph(layer, kv_cache)
+            graph = self._captured_graph(layer, kv_cache, kv_scale)
         else:
-            graph = self._prepare(layer, kv_cache)
+            graph = self._prepare(layer, kv_cache, kv_scale)
             graph.stage(layer.plan_decode_step(batch, graph.shape))
         buffers = self._buffers_for(layer.config, kv_cache.device)
         rows = self.rows
@@ -114,7 +117,14 @@ class CapturedDecodeStep:
                 plans[key] = layer.plan_decode_step(batch, graph.shape)
             graph.stage(plans[key])
 
-    def _captured_graph(self, layer: Layer, kv_cache: torch.Tensor) -> DecodeGraph:
+    @staticmethod
+    def _addresses(kv_cache: torch.Tensor, kv_scale: Optional[torch.Tensor]) -> Tuple[int, int]:
+        """What a graph captured the cache and its scale at."""
+        return (kv_cache.data_ptr(), 0 if kv_scale is None else kv_scale.data_ptr())
+
+    def _captured_graph(
+        self, layer: Layer, kv_cache: torch.Tensor, kv_scale: Optional[torch.Tensor]
+    ) -> DecodeGraph:
         entry = self._graphs.get(layer)
         if entry is None:
             raise RuntimeError(
@@ -123,15 +133,17 @@ class CapturedDecodeStep:
                 "metadata from build_for_cudagraph_capture); making one needs device "
                 "allocations, which a capture does not allow"
             )
-        if entry[1] != kv_cache.data_ptr():
+        if entry[1] != self._addresses(kv_cache, kv_scale):
             raise RuntimeError(
-                "the KV cache moved since the warm-up forward: run the warm-up again before capturing"
+                "the KV cache or its scale moved since the warm-up forward: run the warm-up again "
+                "before capturing"
             )
         return entry[0]
 
-    def _prepare(self, layer: Layer, kv_cache: torch.Tensor) -> DecodeGraph:
+    def _prepare(self, layer: Layer, kv_cache: torch.Tensor, kv_scale: Optional[torch.Tensor]) -> DecodeGraph:
         entry = self._graphs.get(layer)
-        if entry is not None and entry[1] == kv_cache.data_ptr():
+        addresses = self._addresses(kv_cache, kv_scale)
+        if entry is not None and entry[1] == addresses:
             return entry[0]
         if entry is not None:
             self._retired.append(entry[0])
@@ -143,9 +155,9 @@ class CapturedDecodeStep:
             num_cache_blocks=kv_cache.shape[0],
         )
         graph = layer.capture_decode_step(
-            shape, buffers["q"], buffers["kv_c"], buffers["k_pe"], kv_cache, buffers["output"]
+            shape, buffers["q"], buffers["kv_c"], buffers["k_pe"], kv_cache, buffers["output"], kv_scale=kv_scale
         )
-        self._graphs[layer] = (graph, kv_cache.data_ptr())
+        self._graphs[layer] = (graph, addresses)
         return graph
 
     def _buffers_for(self, config: LayerConfig, device: torch.device) -> Dict[str, torch.Tensor]:

@@ -114,7 +114,7 @@ class MlaJitImpl:
             v_head_dim=v_head_dim,
             softmax_scale=self.scale,
         )
-        # fp8 and unknown cache dtypes are refused now, not after loading.
+        # Unknown cache dtypes are refused now, not after loading.
         kv_cache_dtype_of(kv_cache_dtype, self.config.activation_dtype)
         self.layer: Optional[Layer] = None
         self.W_UK_T: Optional[torch.Tensor] = None
@@ -180,8 +180,13 @@ class MlaJitImpl:
             q [T, N, P + R] or [T, N * (P + R)]; kv_c_normed [T, Lkv];
             k_pe [T, R] or [T, 1, R]; kv_cache [num_blocks, block_size,
             Lkv + R]; output [T, N * V] or [T, N, V] (None: allocated).
-        `layer` (the engine's attention module) is not used. Without
-        metadata (an engine's profiling run) output is returned untouched.
+        With an FP8 cache (a uint8 or torch float8 tensor, as vLLM keeps
+        it), `layer._k_scale` (the engine's attention module's per-layer
+        scale, a one-element float32 tensor on the device) is the cache's
+        scale, read by the kernels when they run, so a captured graph
+        replays with the scale the tensor holds then; `layer` is otherwise
+        not used. Without metadata (an engine's profiling run) output is
+        returned untouched.
         On metadata from `build_for_cudagraph_capture` (GPU) the step runs
         through a captured decode step (see `mla.vllm.cuda_graphs`)."""
         if output_scale is not None or output_block_scale is not None:
@@ -197,14 +202,29 @@ class MlaJitImpl:
         q = q.view(q.shape[0], self.num_heads, self.qk_head_dim)
         k_pe = k_pe.view(k_pe.shape[0], self.qk_rope_head_dim)
         out = output.view(output.shape[0], self.num_heads, self.v_head_dim)
+        kv_scale = self._kv_scale(layer)
         step = attn_metadata.cuda_graph_step
         if step is not None and self.runtime.is_cuda:
-            step.run(self.layer, attn_metadata.batch, q, kv_c_normed, k_pe, kv_cache, out)
+            step.run(self.layer, attn_metadata.batch, q, kv_c_normed, k_pe, kv_cache, out, kv_scale)
         elif q.is_cuda and torch.cuda.is_current_stream_capturing():
             raise RuntimeError(
                 "a forward inside CUDA graph capture needs metadata from build_for_cudagraph_capture"
             )
         else:
             plan = attn_metadata.plan_for(self.layer, kv_cache.shape[0])
-            self.layer.forward(plan, q, kv_c_normed, k_pe, kv_cache, out)
+            self.layer.forward(plan, q, kv_c_normed, k_pe, kv_cache, out, kv_scale=kv_scale)
         return output
+
+    def _kv_scale(self, layer: Any) -> Optional[torch.Tensor]:
+        """The FP8 cache's scale from the engine's attention module
+        (`_k_scale`, vLLM's one scale for MLA's latent cache) as the [1]
+        float32 view libmla reads; None for other caches."""
+        if not self.config.cache_dtype.is_fp8:
+            return None
+        scale = getattr(layer, "_k_scale", None)
+        if not isinstance(scale, torch.Tensor) or scale.numel() != 1:
+            raise ValueError(
+                f"an {self.config.cache_dtype.name.lower()} KV cache needs the attention layer's _k_scale, "
+                f"a one-element float32 tensor (got {type(scale).__name__})"
+            )
+        return scale.reshape(1)
