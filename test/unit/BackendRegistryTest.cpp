@@ -215,7 +215,8 @@ TEST(BackendValidate, TcSm90aReasons) {
   EXPECT_EQ(b.validate(c),
             (Reasons{"compute capability 8.0 below minimum 9.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
-                     "kv-cache dtype f32 not supported (supports bf16, f16)",
+                     "kv-cache dtype f32 not supported (supports bf16, f16, fp8_e4m3, "
+                     "fp8_e5m2)",
                      "num heads 8 not supported (supports 16..128)",
                      "kv_lora_rank 256 not supported (requires 512)",
                      "rope dim 32 not supported (requires 64)",

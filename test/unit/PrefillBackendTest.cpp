@@ -132,13 +132,15 @@ TEST(PrefillBackendValidate, DtypesAndCacheDtypes) {
               Reasons{"activation dtype f32 not supported (supports bf16, "
                       "f16)"});
     // The attention reads K and V made in the activation dtype (the
-    // gather converts the cache's entries): any float cache will do.
-    for (DType cache : {DType::F32, DType::F16, DType::BF16})
+    // gather converts or dequantizes the cache's entries): any float or
+    // FP8 cache will do.
+    for (DType cache : {DType::F32, DType::F16, DType::BF16, DType::FP8E4M3,
+                        DType::FP8E5M2})
       EXPECT_EQ(reasonsFor(tc, [&](auto &c) { c.kvCacheDType = cache; }),
                 Reasons{});
     EXPECT_EQ(reasonsFor(tc, [](auto &c) { c.kvCacheDType = DType::I32; }),
               Reasons{"kv-cache dtype i32 not supported (supports f32, f16, "
-                      "bf16)"});
+                      "bf16, fp8_e4m3, fp8_e5m2)"});
   }
   EXPECT_EQ(reasonsFor(kPrefillGenericGpuBackend,
                        [](auto &c) { c.dtype = c.kvCacheDType = DType::F32; }),
@@ -236,7 +238,7 @@ TEST(PrefillBackendValidate, EveryMismatchInOrder) {
             (Reasons{"compute capability 8.0 below minimum 9.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
                      "kv-cache dtype i64 not supported (supports f32, f16, "
-                     "bf16)",
+                     "bf16, fp8_e4m3, fp8_e5m2)",
                      "num heads 129 not supported (supports 1..128)",
                      "v_head_dim 96 not supported (requires a multiple of 64 "
                      "up to 128)"}));

@@ -2,6 +2,9 @@
 
 #include "Emitters/GpuEmitter.h"
 
+#include "Emitters/Fp8Dequant.h"
+#include "../Common/Fp8Convert.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -220,8 +223,14 @@ Value GpuEmitter::loadVector(Value memref, ValueRange indices) {
 }
 
 Value GpuEmitter::loadVectorF32(Value memref, ValueRange indices) {
-  Value v = loadVector(memref, indices);
+  return vectorF32(loadVector(memref, indices));
+}
+
+Value GpuEmitter::vectorF32(Value v) {
   auto f32 = VectorType::get({kVectorWidth}, b.getF32Type());
+  // FP8 codes through f16, which holds both formats' values exactly.
+  if (isFp8Type(v.getType()))
+    v = dequantizeFp8(b, loc, v, b.getF16Type());
   if (v.getType() != f32)
     v = arith::ExtFOp::create(b, loc, f32, v);
   return v;
@@ -234,6 +243,8 @@ Value GpuEmitter::convertFloat(Value value, Type element) {
   Type source = getElementTypeOrSelf(value);
   if (source == element)
     return value;
+  if (isFp8Type(element))
+    return fromF32(convertFloat(value, b.getF32Type()), element);
   unsigned from = source.getIntOrFloatBitWidth(),
            to = element.getIntOrFloatBitWidth();
   if (from == to) {

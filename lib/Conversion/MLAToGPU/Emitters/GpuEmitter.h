@@ -113,10 +113,13 @@ public:
   /// memref[indices] .. memref[indices + kVectorWidth - 1] (innermost
   /// index) as a vector of the element type.
   mlir::Value loadVector(mlir::Value memref, mlir::ValueRange indices);
-  /// The same as vector<8xf32>.
+  /// The same as vector<8xf32> (FP8 codes as their values, unscaled:
+  /// Fp8Dequant.h).
   mlir::Value loadVectorF32(mlir::Value memref, mlir::ValueRange indices);
+  /// A loaded vector as vector<8xf32>, as loadVectorF32 converts it.
+  mlir::Value vectorF32(mlir::Value loaded);
   /// A float (or vector of floats) as `element` (or a vector of it):
-  /// truncated, extended or as is.
+  /// truncated, extended or as is; encoded for an FP8 format (Fp8Convert).
   mlir::Value convertFloat(mlir::Value value, mlir::Type element);
   /// An output merged into an entry state's output (f32 scalars or
   /// vectors): own + weight * entry, or own alone where weight = 0 (an

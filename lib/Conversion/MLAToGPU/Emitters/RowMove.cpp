@@ -2,27 +2,16 @@
 
 #include "Emitters/RowMove.h"
 
-#include "../Common/Fp8Convert.h"
-
 using namespace mlir;
 
 namespace mla::gpu {
 
 static constexpr int64_t kWidth = GpuEmitter::kVectorWidth;
 
-/// FP8 entries move element by element (through Fp8Convert).
-static bool holdsFp8(Value memref) {
-  return isFp8Type(cast<MemRefType>(memref.getType()).getElementType());
-}
-
 bool RowMove::vectorizable() const {
   if (length % kWidth || dstFirstColumn % kWidth || srcFirstColumn % kWidth ||
-      !GpuEmitter::hasVectorRows(dst, /*dynamicStrides=*/true) ||
-      holdsFp8(dst))
+      !GpuEmitter::hasVectorRows(dst, /*dynamicStrides=*/true))
     return false;
-  for (auto &[memref, prefix] : sources)
-    if (holdsFp8(memref))
-      return false;
   for (auto &[memref, prefix] : sources)
     if (!GpuEmitter::hasVectorRows(memref, /*dynamicStrides=*/true))
       return false;

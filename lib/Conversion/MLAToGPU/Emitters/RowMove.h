@@ -3,9 +3,9 @@
 // The bandwidth-bound kernels (merge, gather, concat-and-cache) and the
 // up-projections' rope copies move rows the same way: a group of `lanes`
 // threads owns one row and lane i takes columns i, i + lanes, ... (8 at a
-// time, as 16-byte vectors, where the static types and a uniform run-time
-// alignment flag allow it; single elements otherwise), so every warp-wide
-// access covers consecutive words.
+// time, as 16-byte vectors (8-byte ones of FP8 codes), where the static
+// types and a uniform run-time alignment flag allow it; single elements
+// otherwise), so every warp-wide access covers consecutive words.
 //
 //===----------------------------------------------------------------------===//
 

@@ -329,10 +329,14 @@ void lowerGatherCache(GatherCacheOp op, KernelFactory &kernels) {
                   stores.push_back(
                       inRun ? arith::AndIOp::create(b, loc, ok, inRun) : ok);
                 }
+                // An FP8 cache's codes are dequantized and scaled once
+                // loaded (other caches move as they are).
+                auto combine = scaledMove(scale, CacheSide::OutOf);
                 for (int64_t p = 0; p < passes; ++p)
                   e.ifThen(stores[p], [&] {
-                    e.storeVector(values[p], workspace,
-                                  {destRows[p], columns[p]});
+                    Value v = combine ? combine(e, {e.vectorF32(values[p])})
+                                      : values[p];
+                    e.storeVector(v, workspace, {destRows[p], columns[p]});
                   });
               },
               elementwise);

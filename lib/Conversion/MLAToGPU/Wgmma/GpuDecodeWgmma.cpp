@@ -156,14 +156,17 @@ SmallVector<Value> SplitBody::fp8Schedule() {
   };
   const SmallVector<Value, 4> stored{direct.q, direct.p, direct.k, direct.v};
   e.ifThen(e.eqIndex(e.remui(thread.tid, 128), 0), [&] {
-    for (auto [which, value] : llvm::enumerate(stored))
-      memref::StoreOp::create(b, l, value, slots, ValueRange{slotOf(which)});
+    for (int64_t which = 0; which < 4; ++which) {
+      Value slot = slotOf(which);
+      memref::StoreOp::create(b, l, stored[which], slots, ValueRange{slot});
+    }
   });
   auto readBack = [&] {
     SmallVector<Value, 4> v;
-    for (int64_t which = 0; which < 4; ++which)
-      v.push_back(
-          memref::LoadOp::create(b, l, slots, ValueRange{slotOf(which)}));
+    for (int64_t which = 0; which < 4; ++which) {
+      Value slot = slotOf(which);
+      v.push_back(memref::LoadOp::create(b, l, slots, ValueRange{slot}));
+    }
     return HalfTileOperands{v[0], v[2], v[3], v[1]};
   };
   return e.forLoop(
