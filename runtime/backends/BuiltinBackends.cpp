@@ -58,9 +58,10 @@ Backend cpuJit() {
 /// phases use the generic kernels (the chunked prefill is the prefill
 /// backend's: PREFILL_TC_SM80 is its mma.sync form). Head dims must be
 /// multiples of 16 (the backend refuses others); a shape a tensor-core
-/// kernel still does not take (mixed activation/cache dtypes, a
+/// kernel still does not take (mixed two-byte activation/cache dtypes, a
 /// kv_lora_rank not a multiple of 64, too much shared memory for the chip)
-/// is lowered to the generic kernel.
+/// is lowered to the generic kernel. FP8 caches: the decode dequantizes
+/// each KV tile in shared memory into q's type.
 Backend tcSm80() {
   Backend b;
   b.name = kTcSm80Backend;
@@ -71,7 +72,8 @@ Backend tcSm80() {
   b.kernelStrategy = KernelStrategy::TensorCore;
   b.minCapability = {8, 0};
   b.dtypes = {DType::BF16, DType::F16};
-  b.kvCacheDTypes = {DType::BF16, DType::F16};
+  b.kvCacheDTypes = {DType::BF16, DType::F16, DType::FP8E4M3,
+                     DType::FP8E5M2};
   b.maxHeads = 128;
   // The mma k-step is 16 elements.
   b.dims.multipleOf = 16;
@@ -91,8 +93,7 @@ Backend tcSm80() {
 /// over DeepSeek's 512 + 64 latent cache (the lowering would otherwise
 /// fall back to the mma.sync kernel, which TC_SM80 already offers). FP8
 /// caches too: the decode kernel dequantizes each tile on chip into q's
-/// type (the cache write and gather are the generic kernels'); TC_SM80's
-/// mma.sync decode does not, so it declines them.
+/// type (the cache write and gather are the generic kernels').
 Backend tcSm90a() {
   Backend b;
   b.name = kTcSm90aBackend;

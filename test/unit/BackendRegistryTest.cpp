@@ -187,7 +187,8 @@ TEST(BackendValidate, TcSm80Reasons) {
   EXPECT_EQ(b.validate(c),
             (Reasons{"compute capability 7.5 below minimum 8.0",
                      "activation dtype f32 not supported (supports bf16, f16)",
-                     "kv-cache dtype f32 not supported (supports bf16, f16)",
+                     "kv-cache dtype f32 not supported (supports bf16, f16, fp8_e4m3, "
+                     "fp8_e5m2)",
                      "num heads 129 not supported (supports 1..128)",
                      "qk_nope_head_dim 100 not supported (requires a multiple "
                      "of 16)"}));
@@ -369,7 +370,8 @@ TEST_F(BackendSelection, Sm80PicksGenericAndSaysWhy) {
   EXPECT_EQ(s->skipped[0].backend->name, "TC_SM80");
   EXPECT_EQ(s->skipped[0].reasons,
             (Reasons{"activation dtype f32 not supported (supports bf16, f16)",
-                     "kv-cache dtype f32 not supported (supports bf16, f16)"}));
+                     "kv-cache dtype f32 not supported (supports bf16, f16, "
+                     "fp8_e4m3, fp8_e5m2)"}));
 }
 
 TEST_F(BackendSelection, CpuAlwaysGetsCpuJit) {
@@ -642,11 +644,10 @@ TEST(BackendCache, KeyedByEveryField) {
 
 } // namespace
 
-/// FP8 caches: every backend takes them but TC_SM80, whose mma.sync decode
-/// does not dequantize, and which declines them with its kv-cache dtypes as
-/// the reason (the prefill backends read the gathered, dequantized
-/// context; TC_SM90A's wgmma decode dequantizes its tiles).
-TEST(BackendValidate, Fp8CachesEverywhereButTheMmaSyncDecode) {
+/// FP8 caches: every backend takes them (the prefill backends read the
+/// gathered, dequantized context; the tensor-core decodes dequantize their
+/// tiles on chip).
+TEST(BackendValidate, Fp8CachesOnEveryBackend) {
   for (DType fp8 : {DType::FP8E4M3, DType::FP8E5M2}) {
     for (const Backend &b : BackendRegistry::builtin().backends()) {
       AttentionConfig c = b.device == DeviceKind::CPU
@@ -660,7 +661,7 @@ TEST(BackendValidate, Fp8CachesEverywhereButTheMmaSyncDecode) {
                                  [&](const std::string &r) {
                                    return contains(r, refusal);
                                  });
-      EXPECT_EQ(refused, b.name == kTcSm80Backend) << b.name;
+      EXPECT_FALSE(refused) << b.name;
     }
   }
 }

@@ -40,7 +40,9 @@ inline bool takesDims(int64_t kvLoraRank, int64_t ropeDim) {
 /// element type, rows padded), then each warp's row maxima and row sums.
 struct SharedLayout {
   int64_t rowStride, pStride; ///< elements
-  int64_t q, kv, p, max, sum, bytes;
+  /// `codes`: where an FP8 cache's codes land, one byte an element, in the
+  /// KV tile's second half (the kernel dequantizes them in place).
+  int64_t q, kv, codes, p, max, sum, bytes;
 
   SharedLayout(int64_t qkDim, int64_t elementBytes) {
     rowStride = qkDim + kRowPad;
@@ -48,6 +50,7 @@ struct SharedLayout {
     SharedRegions r;
     q = r.tiles(1, kTileRows, rowStride, elementBytes);
     kv = r.tiles(1, kTileTokens, rowStride, elementBytes);
+    codes = kv + SharedRegions::tileBytes(kTileTokens, rowStride, 1);
     p = r.tiles(1, kTileRows, pStride, elementBytes);
     max = r.bytes(kWarps * kTileRows * 4);
     sum = r.bytes(kWarps * kTileRows * 4);
@@ -57,13 +60,12 @@ struct SharedLayout {
 
 /// The one rule for "the decode runs the tensor-core split kernel", used by
 /// the lowering and by the MLA layer's schedule: q and the cache both bf16
-/// or both f16 (FP8 caches go to the wgmma or the generic kernel), dims it
-/// takes, and its shared memory within the chip's per-block limit. (The
-/// lowering also needs row-major operands, which the layer's buffers always
-/// are.)
+/// or both f16, or q bf16/f16 over an FP8 cache, dims it takes, and its
+/// shared memory within the chip's per-block limit. (The lowering also
+/// needs row-major operands, which the layer's buffers always are.)
 inline bool runsOn(DecodeOperandTypes types, int64_t kvLoraRank,
                    int64_t ropeDim, int64_t maxSharedBytesPerBlock) {
-  return types == DecodeOperandTypes::SameTwoByte &&
+  return types != DecodeOperandTypes::Other &&
          takesDims(kvLoraRank, ropeDim) &&
          SharedLayout(kvLoraRank + ropeDim, 2).bytes <= maxSharedBytesPerBlock;
 }

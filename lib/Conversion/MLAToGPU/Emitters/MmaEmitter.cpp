@@ -125,7 +125,8 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
   ifThenElse(
       aligned, vectorCopies,
       [&] {
-        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+        Value zero =
+            arith::ConstantOp::create(b, loc, b.getZeroAttr(dstElement));
         for (auto &[row, from] : rows)
           forLoop(add(lane8, index(firstVector)), index(firstVector + vectors),
                   8, [&, row = row, &from = from](Value vec) {

@@ -41,6 +41,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Emitters/Fp8Dequant.h"
 #include "Tiles/DecodeSplitBlock.h"
 #include "Tiles/FragmentSoftmax.h"
 #include "mla/Target/MmaDecodeShape.h"
@@ -69,6 +70,9 @@ using mma_decode::SharedLayout;
 static_assert(kBlockWarps == kWarps,
               "the shared layout counts one row-statistics slot per warp");
 constexpr int64_t kWarpTokens = kTileTokens / kWarps;
+/// 16-byte vectors of codes a thread holds in one round of the in-place
+/// dequantization (40 registers): two rounds cover a 576-wide tile.
+constexpr int64_t kCodeVectorsPerThread = 10;
 
 /// The thread's lane and warp, and its place in the mma fragments: group
 /// lane / 4 (the rows it holds) and quad lane % 4 (their columns).
@@ -106,6 +110,12 @@ public:
     ldmatrixLanes();
     negInf = e.negInf();
     fzero = e.f32(0.0);
+    // Over an FP8 cache the KV tile holds its codes' values: the scale
+    // joins the scores' and the output's.
+    if (block.kvScale) {
+      kvScale = e.cacheScale(block.kvScale);
+      scoreScale = e.mulf(e.f32(scaleLog2), kvScale);
+    }
   }
 
   /// The loop over the split's KV tiles; returns the lane's state: its two
@@ -128,9 +138,13 @@ private:
   /// The warp's 16 x 16 scores and its 16 x Lkv/4 of O.
   const AccumulatorFragment sFragment, oFragment;
   Value raw, qS, kvS, pS, maxS, sumS;
+  /// Over an FP8 cache: the codes as a tile and flat, the KV tile flat.
+  Value codesS, codesFlat, kvFlat;
   SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
   Value lane16, half, odd, kRow, vRow, warpCol0;
   Value negInf, fzero;
+  /// An FP8 cache's scale and scaleLog2 times it (null otherwise).
+  Value kvScale, scoreScale;
 
   /// Views of the shared memory: the Q, KV and P tiles and the warps' row
   /// maxima and sums.
@@ -142,6 +156,15 @@ private:
     pS = e.sharedView(raw, layout.p, {kTileRows, layout.pStride}, e.element);
     maxS = e.sharedView(raw, layout.max, {kWarps * kTileRows}, b.getF32Type());
     sumS = e.sharedView(raw, layout.sum, {kWarps * kTileRows}, b.getF32Type());
+    if (block.kvScale) {
+      Type code = cast<MemRefType>(block.cache.getType()).getElementType();
+      codesS = e.sharedView(raw, layout.codes, {kTileTokens, layout.rowStride},
+                            code);
+      codesFlat = e.sharedView(raw, layout.codes,
+                               {kTileTokens * layout.rowStride}, code);
+      kvFlat = e.sharedView(raw, layout.kv, {kTileTokens * layout.rowStride},
+                            e.element);
+    }
   }
   /// The Q tile (padding rows zero).
   void copyQ() {
@@ -166,18 +189,79 @@ private:
   }
   /// The online softmax of the warp's scores.
   FragmentSoftmax softmaxOf() const {
+    if (scoreScale)
+      return FragmentSoftmax(e, sFragment, scoreScale, thread.quad);
     return FragmentSoftmax(e, sFragment, scaleLog2, thread.quad);
   }
 
   /// One KV tile starting at token `tile`: steps 1 to 5 of the file
   /// comment, from the state `it` to the one returned.
   SmallVector<Value> kvTile(Value tile, ValueRange it);
-  /// 1. The KV tile, copied by the block and waited for; a barrier.
+  /// 1. The KV tile, copied by the block and waited for; a barrier. An
+  /// FP8 cache's codes land in the tile's second half and are dequantized
+  /// in place (dequantizeInPlace).
   void copyKv(Value tile) {
+    auto source = [&](Value row) { return block.cacheRow(tile, row); };
+    if (block.kvScale) {
+      e.copyTile(block.aligned, codesS, block.cache, kTileTokens,
+                 vectorsPerRow, thread.warp, thread.lane, source);
+      e.waitAllCopies();
+      e.barrier();
+      dequantizeInPlace();
+      return;
+    }
     e.copyTile(block.aligned, kvS, block.cache, kTileTokens, vectorsPerRow,
-               thread.warp, thread.lane,
-               [&](Value row) { return block.cacheRow(tile, row); });
+               thread.warp, thread.lane, source);
     e.waitAllCopies();
+    e.barrier();
+  }
+  /// The KV tile's codes, one byte an element at the element's index from
+  /// the tile's middle byte (SharedLayout::codes), dequantized into the
+  /// tile itself, 16 elements a thread at a time in ascending order: the
+  /// bytes element i takes, [2i, 2i + 2), hold the codes of elements below
+  /// i, so a round that reads all its codes before a barrier and writes
+  /// after it overwrites only codes read already. Two rounds, each of at
+  /// most kCodeVectorsPerThread 16-byte vectors a thread; a barrier after
+  /// the last (the padding columns' codes were never written: they become
+  /// padding values, never read).
+  void dequantizeInPlace() {
+    constexpr int64_t kChunk = 16;
+    const int64_t vectors = kTileTokens * layout.rowStride / kChunk;
+    const int64_t threads = kWarps * kWarpSize;
+    const int64_t perRound = threads * kCodeVectorsPerThread;
+    Type code = cast<MemRefType>(codesFlat.getType()).getElementType();
+    for (int64_t first = 0; first < vectors; first += perRound) {
+      SmallVector<std::pair<Value, Value>> loaded; // (vector, in range)
+      for (int64_t k = 0; k < kCodeVectorsPerThread; ++k) {
+        int64_t v0 = first + k * threads;
+        if (v0 >= vectors)
+          break;
+        Value v = e.add(e.threadId(), e.index(v0));
+        Value inRange = v0 + threads <= vectors
+                            ? Value()
+                            : e.lessThan(v, e.index(vectors));
+        Value at = e.mul(inRange ? e.minIndex(v, e.index(vectors - 1)) : v,
+                         e.index(kChunk));
+        loaded.push_back(
+            {vector::LoadOp::create(b, l, VectorType::get({kChunk}, code),
+                                    codesFlat, ValueRange{at}),
+             inRange});
+      }
+      e.barrier();
+      for (auto [k, entry] : llvm::enumerate(loaded)) {
+        Value v = e.add(e.threadId(), e.index(first + int64_t(k) * threads));
+        auto store = [&, entry = entry] {
+          Value values = dequantizeFp8(b, l, entry.first, e.element);
+          vector::StoreOp::create(b, l, values, kvFlat,
+                                  ValueRange{e.mul(v, e.index(kChunk))},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+        };
+        if (entry.second)
+          e.ifThen(entry.second, store);
+        else
+          store();
+      }
+    }
     e.barrier();
   }
   /// 2. S = Q K^T for the warp's 16 tokens: two n8 tiles, accumulated in
@@ -362,6 +446,8 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
     for (int64_t w = 0; w < kWarps; ++w)
       sum = e.addf(sum, warpValue(sumS, w, i));
     ends.push_back(FragmentSoftmax::finishRow(e, state[i], sum));
+    if (kvScale)
+      ends.back().inverse = e.mulf(ends.back().inverse, kvScale);
   }
   Value staging = stageOutput(state, ends);
   block.writeStagedRows(laneRows, ends, writesLse, staging, latent, e.threadId(),
