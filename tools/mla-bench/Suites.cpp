@@ -49,13 +49,14 @@ void benchDecode(mlir::MLIRContext &ctx) {
       device->attribute(
           cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
       "shared memory per SM");
+  const int64_t wgmmaMinHeads = isFp8(cache) ? wgmma_decode::kMinHeadsFp8
+                                              : wgmma_decode::kMinHeads;
   for (KernelStrategy strategy : chosenStrategies())
   for (int64_t heads : headCounts()) {
-    if (strategy == KernelStrategy::Warpgroup &&
-        heads < wgmma_decode::kMinHeads) {
+    if (strategy == KernelStrategy::Warpgroup && heads < wgmmaMinHeads) {
       outs() << "  decode (" << heads << " heads, wgmma): the mma-sync "
-             << "kernel (the wgmma one takes " << wgmma_decode::kMinHeads
-             << " heads or more)\n";
+             << "kernel (the wgmma one takes " << wgmmaMinHeads
+             << " heads or more over this cache)\n";
       continue;
     }
     DecodeAttentionSpec spec = decodeSpec(heads, page);

@@ -41,6 +41,12 @@ using wgmma::kRowBytes;
 /// heads were not measured and keep the mma.sync kernel. (The rule is on
 /// heads, which the op fixes, not on Sq * N, known only at run time.)
 inline constexpr int64_t kMinHeads = 16;
+/// The same over an FP8 cache. Measured on an H200, at 16 heads the
+/// mma.sync kernel is faster (its 16-row tiles have no padding, and its
+/// two blocks an SM overlap one's dequantization with the other's copies;
+/// benchmarks.md, "FP8 caches"), at 128 heads this one (the mma.sync
+/// kernel reads each tile once per 16 rows); 32 and 64 heads get this one.
+inline constexpr int64_t kMinHeadsFp8 = 32;
 
 /// Whether the kernel takes these dims: the latent width splits into two
 /// warpgroups' output halves of at most 256 columns (one wgmma N) in whole
@@ -103,14 +109,17 @@ inline SharedLayout layoutFor(DecodeOperandTypes types, int64_t qkDim,
 
 /// The one rule for "the decode runs the wgmma split kernel", used by the
 /// lowering and the MLA layer's schedule (given the wgmma strategy): q and
-/// the cache both bf16 or both f16, or q bf16/f16 over an FP8 cache, at
-/// least kMinHeads heads, dims it takes, and shared memory for its tiles.
+/// the cache both bf16 or both f16 with at least kMinHeads heads, or q
+/// bf16/f16 over an FP8 cache with at least kMinHeadsFp8, dims it takes,
+/// and shared memory for its tiles.
 /// (The lowering also needs row-major operands, which the layer's buffers
 /// always are.)
 inline bool runsOn(DecodeOperandTypes types, int64_t numHeads,
                    int64_t kvLoraRank, int64_t ropeDim,
                    int64_t maxSharedBytesPerBlock) {
-  return types != DecodeOperandTypes::Other && numHeads >= kMinHeads &&
+  const int64_t minHeads =
+      types == DecodeOperandTypes::Fp8Cache ? kMinHeadsFp8 : kMinHeads;
+  return types != DecodeOperandTypes::Other && numHeads >= minHeads &&
          takesDims(kvLoraRank, ropeDim) &&
          layoutFor(types, kvLoraRank + ropeDim, maxSharedBytesPerBlock)
                  .stages > 0;

@@ -5,7 +5,8 @@
 // tensor-core kernels copy each tile's codes in with 8-byte cp.async and
 // dequantize them into q's type in shared memory (bf16 over e4m3 at 128
 // heads, f16 over e5m2 at 16 heads: byte permutes and one two-wide
-// multiply a pair, none for e5m2 into f16). ptxas assembles them for sm_80
+// multiply a pair, none for e5m2 into f16); with the wgmma strategy the
+// 16-head FP8 decode is the mma.sync kernel (wgmma_decode::kMinHeadsFp8). ptxas assembles them for sm_80
 // and sm_90a with no stack frame, no spills and no local memory.
 // REQUIRES: ptxas
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
@@ -37,11 +38,10 @@
 // SM90A-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // SM90A-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // SM80: .entry decode_attention_split_5(
-// SM90A: .entry decode_attention_split_wgmma_fp8_6(
+// SM90A: .entry decode_attention_split_mma_6(
 // SM90A-NOT: mul.rn.bf16x2
 // SM90A-NOT: mul.rn.f16x2
-// SM90A: wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16
-// SM90A: .entry decode_attention_split_7(
+// SM90A: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
 // RESOURCES: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
