@@ -45,7 +45,7 @@ inline constexpr int64_t kMinHeads = 16;
 /// mma.sync kernel is faster (its 16-row tiles have no padding, and its
 /// two blocks an SM overlap one's dequantization with the other's copies;
 /// benchmarks.md, "FP8 caches"), at 128 heads this one (the mma.sync
-/// kernel reads each tile once per 16 rows); 32 and 64 heads get this one.
+/// kernel reads each tile once per 16 rows), and at 32 and 64 heads too.
 inline constexpr int64_t kMinHeadsFp8 = 32;
 
 /// Whether the kernel takes these dims: the latent width splits into two
