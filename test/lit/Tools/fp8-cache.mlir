@@ -1,13 +1,13 @@
-// mla-cache fill with an FP8 cache: the tensor-core backends decline it,
-// so every chip's layer takes the generic kernels, whose modules carry the
-// cache format in their keys. No GPU needed.
+// mla-cache fill with an FP8 cache: every chip's layer takes its
+// tensor-core backends (their decodes dequantize the tiles on chip), whose
+// modules carry the cache format in their keys. No GPU needed.
 
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: mla-cache fill --cache-dir %t/cache --chips sm_80,sm_90a --heads 16 --cache-dtype fp8_e5m2 | FileCheck %s
-// CHECK: sm_80, 16 heads: backend GENERIC_GPU, prefill backend PREFILL_GENERIC_GPU
+// CHECK: sm_80, 16 heads: backend TC_SM80, prefill backend PREFILL_TC_SM80
 // CHECK-DAG: concat_and_cache__{{.*}}_cf8E5M2__sm_80
 // CHECK-DAG: decode_attention__{{.*}}_cf8E5M2_causal__sm_80
-// CHECK: sm_90a, 16 heads: backend GENERIC_GPU, prefill backend PREFILL_GENERIC_GPU
+// CHECK: sm_90a, 16 heads: backend TC_SM90A, prefill backend PREFILL_TC_SM90A
 // CHECK: 0 failed
 // RUN: not mla-cache fill --cache-dir %t/cache --chips sm_90a --cache-dtype fp8 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: --cache-dtype also fp8_e4m3 or fp8_e5m2
