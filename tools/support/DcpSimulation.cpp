@@ -207,6 +207,20 @@ private:
   std::vector<DcpConfig> groups;
   std::optional<Weights> weights;
   std::optional<Mirrored> q, kvc, kpe, gatheredOut, gatheredLse;
+  /// An FP8 cache's scale (kFp8CacheScale, [1] f32): its entries are the
+  /// codes' values times it.
+  std::optional<Mirrored> kvScale;
+  BufferView kvScaleView() {
+    return kvScale ? kvScale->deviceView() : BufferView{};
+  }
+  /// A cache's values as the kernels read them (FP8 codes x scale).
+  std::vector<double> entries(const HostTensor &cache) const {
+    std::vector<double> values = cache.toDouble();
+    if (kvScale)
+      for (double &v : values)
+        v = double(float(v) * float(kFp8CacheScale));
+    return values;
+  }
   StepRun singleRun;
   std::vector<std::unique_ptr<runtime::MlaLayer>> rankLayers;
   std::vector<runtime::CommonAttentionMetadata> rankMetadata;
@@ -249,6 +263,14 @@ llvm::Error Simulation::setUp() {
   if (!made2)
     return made2.takeError();
   weights = std::move(*made2);
+  if (isFp8(config.cache)) {
+    HostTensor scaleHost(DType::F32, {1});
+    scaleHost.fromDouble({kFp8CacheScale});
+    auto mirrored = mirror(runtime, std::move(scaleHost));
+    if (!mirrored)
+      return mirrored.takeError();
+    kvScale = std::move(*mirrored);
+  }
 
   // The step's inputs, shared by every layer.
   const DType act = config.activation;
@@ -292,10 +314,14 @@ llvm::Error Simulation::runStep(runtime::MlaLayer &layer,
       return lseRows.takeError();
     lse = std::move(lseRows->second);
   }
-  if (llvm::Error e = layer.forward(
-          *plan, {q->deviceView(), kvc->deviceView(), kpe->deviceView(),
-                  cache.tensor.deviceView(), out->first.deviceView(),
-                  lse ? lseView(*lse, d.numHeads) : BufferView{}}))
+  runtime::MlaForwardArgs args{q->deviceView(),
+                               kvc->deviceView(),
+                               kpe->deviceView(),
+                               cache.tensor.deviceView(),
+                               out->first.deviceView(),
+                               lse ? lseView(*lse, d.numHeads) : BufferView{}};
+  args.kvScale = kvScaleView();
+  if (llvm::Error e = layer.forward(*plan, args))
     return e;
   for (Mirrored *t : {&out->first, &cache.tensor})
     if (llvm::Error e = download(runtime, *t))
@@ -356,7 +382,7 @@ runtime::DcpAllGather Simulation::allGatherFor(int64_t r) {
           config.activation, {plan.dcpContext.rowsPerRank, d.cacheEntry()});
       if (llvm::Error e = rankLayers[from]->gatherDcpContextChunk(
               plan, chunk, rankCaches[from].tensor.deviceView(), rows,
-              stream))
+              stream, kvScaleView()))
         return e;
     }
     return llvm::Error::success();
@@ -393,6 +419,10 @@ llvm::Error Simulation::runRanks() {
       std::vector<double> row = rows(kvcv, t, 1, d.kvLoraRank);
       std::vector<double> pe = rows(kpev, t, 1, d.ropeDim);
       row.insert(row.end(), pe.begin(), pe.end());
+      // Stored as value / scale in an FP8 cache.
+      if (kvScale)
+        for (double &v : row)
+          v = double(float(v) / float(kFp8CacheScale));
       expectRow.fromDouble(row);
       std::vector<double> want = expectRow.toDouble();
       std::copy(want.begin(), want.end(), before.begin() + slot * entry);
@@ -446,7 +476,7 @@ llvm::Error Simulation::check() {
   const int64_t n = d.numHeads, v = d.vHeadDim, w = config.worldSize;
   const int64_t rowValues = n * v;
   std::vector<double> qv = q->host.toDouble();
-  std::vector<double> singleCache = single->tensor.host.toDouble();
+  std::vector<double> singleCache = entries(single->tensor.host);
   if (batch.decodes > 0) {
     progress("merging the " + std::to_string(w) + " ranks' partial rows");
     auto merged = merge(0, n);

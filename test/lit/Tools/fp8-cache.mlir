@@ -20,3 +20,12 @@
 // RUN-E4M3: {{^PASS$}}
 // RUN: env MLA_CACHE_DIR=%t/run mla-run --device cpu --cache-dtype fp8_e5m2 --steps 1 --decode-contexts 100,0 --prefill-contexts 70 --prefill-new-tokens 9 --workspace 64 | FileCheck %s --check-prefix=RUN-E5M2
 // RUN-E5M2: {{^PASS$}}
+
+// A decode context parallel group of two ranks over FP8 caches: the ranks'
+// cache writes, their context gathers (each with the scale) and the merged
+// decode rows against the float64 reference and a layer without DCP.
+// RUN: env MLA_CACHE_DIR=%t/run mla-run --device cpu --cache-dtype fp8_e5m2 --dcp-world-size 2 --steps 1 --decode-contexts 100,0 --prefill-contexts 70 --prefill-new-tokens 9 --workspace 64 | FileCheck %s --check-prefix=DCP
+// DCP: step over 2 DCP ranks
+// DCP: prefill rows: rel L2 {{.*}}; worst rank vs without DCP 0.00e+00
+// DCP: cache rows written wrongly: 0
+// DCP: {{^PASS$}}
