@@ -215,11 +215,7 @@ private:
   }
   /// A cache's values as the kernels read them (FP8 codes x scale).
   std::vector<double> entries(const HostTensor &cache) const {
-    std::vector<double> values = cache.toDouble();
-    if (kvScale)
-      for (double &v : values)
-        v = double(float(v) * float(kFp8CacheScale));
-    return values;
+    return cacheEntries(cache, kvScale.has_value());
   }
   StepRun singleRun;
   std::vector<std::unique_ptr<runtime::MlaLayer>> rankLayers;
@@ -263,14 +259,10 @@ llvm::Error Simulation::setUp() {
   if (!made2)
     return made2.takeError();
   weights = std::move(*made2);
-  if (isFp8(config.cache)) {
-    HostTensor scaleHost(DType::F32, {1});
-    scaleHost.fromDouble({kFp8CacheScale});
-    auto mirrored = mirror(runtime, std::move(scaleHost));
-    if (!mirrored)
-      return mirrored.takeError();
-    kvScale = std::move(*mirrored);
-  }
+  auto scale = cacheScaleFor(runtime, config.cache);
+  if (!scale)
+    return scale.takeError();
+  kvScale = std::move(*scale);
 
   // The step's inputs, shared by every layer.
   const DType act = config.activation;
@@ -421,8 +413,7 @@ llvm::Error Simulation::runRanks() {
       row.insert(row.end(), pe.begin(), pe.end());
       // Stored as value / scale in an FP8 cache.
       if (kvScale)
-        for (double &v : row)
-          v = double(float(v) / float(kFp8CacheScale));
+        toFp8CacheUnits(row);
       expectRow.fromDouble(row);
       std::vector<double> want = expectRow.toDouble();
       std::copy(want.begin(), want.end(), before.begin() + slot * entry);

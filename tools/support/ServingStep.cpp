@@ -232,22 +232,13 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
     return cache.takeError();
   // An FP8 cache holds value / kFp8CacheScale: the latent entries (about
   // [-1, 1]) then use the format's range without reaching its largest.
-  std::optional<Mirrored> kvScale;
-  if (isFp8(config.cache)) {
-    HostTensor scaleHost(DType::F32, {1});
-    scaleHost.fromDouble({kFp8CacheScale});
-    auto mirrored = mirror(runtime, std::move(scaleHost));
-    if (!mirrored)
-      return mirrored.takeError();
-    kvScale = std::move(*mirrored);
-  }
+  auto madeScale = cacheScaleFor(runtime, config.cache);
+  if (!madeScale)
+    return madeScale.takeError();
+  std::optional<Mirrored> kvScale = std::move(*madeScale);
   // The cache's values as the kernels read them (FP8 entries x scale).
   auto readValues = [&](const HostTensor &t) {
-    std::vector<double> values = t.toDouble();
-    if (kvScale)
-      for (double &v : values)
-        v = double(float(v) * float(kFp8CacheScale));
-    return values;
+    return cacheEntries(t, kvScale.has_value());
   };
   auto weights = makeWeights(runtime, d, act, rng);
   if (!weights)
@@ -368,8 +359,7 @@ runServingSteps(const ServingStepConfig &config, Runtime &runtime,
       row.insert(row.end(), pe.begin(), pe.end());
       // Stored as value / scale in an FP8 cache.
       if (kvScale)
-        for (double &v : row)
-          v = double(float(v) / float(kFp8CacheScale));
+        toFp8CacheUnits(row);
       expectRow.fromDouble(row);
       std::vector<double> want = readValues(expectRow);
       for (int64_t c = 0; c < entry; ++c)

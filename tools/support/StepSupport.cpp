@@ -26,6 +26,31 @@ llvm::Expected<Mirrored> mirror(Runtime &runtime, HostTensor host) {
   return Mirrored{std::move(host), std::move(*device)};
 }
 
+llvm::Expected<std::optional<Mirrored>>
+cacheScaleFor(runtime::Runtime &runtime, DType cache) {
+  if (!isFp8(cache))
+    return std::optional<Mirrored>();
+  HostTensor scale(DType::F32, {1});
+  scale.fromDouble({kFp8CacheScale});
+  auto mirrored = mirror(runtime, std::move(scale));
+  if (!mirrored)
+    return mirrored.takeError();
+  return std::optional<Mirrored>(std::move(*mirrored));
+}
+
+std::vector<double> cacheEntries(const HostTensor &cache, bool fp8) {
+  std::vector<double> values = cache.toDouble();
+  if (fp8)
+    for (double &v : values)
+      v = double(float(v) * float(kFp8CacheScale));
+  return values;
+}
+
+void toFp8CacheUnits(std::vector<double> &row) {
+  for (double &v : row)
+    v = double(float(v) / float(kFp8CacheScale));
+}
+
 llvm::Error download(Runtime &runtime, Mirrored &m) {
   return runtime.download(m.host.view().data, m.device.data(),
                           m.host.sizeInBytes());

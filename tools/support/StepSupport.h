@@ -16,6 +16,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -45,6 +46,16 @@ struct Mirrored {
 };
 
 llvm::Expected<Mirrored> mirror(runtime::Runtime &runtime, HostTensor host);
+
+/// The kv_scale operand of a `cache` cache: kFp8CacheScale as [1] f32 on
+/// the device for an FP8 format, nothing for the others.
+llvm::Expected<std::optional<Mirrored>> cacheScaleFor(runtime::Runtime &runtime,
+                                                      DType cache);
+/// A cache's values as the kernels read them: its FP8 codes' values times
+/// kFp8CacheScale (`fp8`), the values themselves otherwise.
+std::vector<double> cacheEntries(const HostTensor &cache, bool fp8);
+/// Latent rows as an FP8 cache stores them: value / kFp8CacheScale.
+void toFp8CacheUnits(std::vector<double> &row);
 /// The device copy back into the host tensor.
 llvm::Error download(runtime::Runtime &runtime, Mirrored &m);
 

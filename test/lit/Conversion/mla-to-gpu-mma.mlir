@@ -64,6 +64,9 @@
 // CHECK-NEXT: } else {
 // Misaligned: element by element.
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c72{{(_[0-9]+)?}} step %c8
+// Scores scaled by softmax_scale * log2(e) = 0.0722 * 1.4427, made once
+// before the tiles (DecodeSplitBlock::scoresScale).
+// CHECK: arith.constant 0.10416{{[0-9]*}} : f32
 // The KV tiles, 64 tokens at a time; the state: max and sum of two rows, 64 O accumulators.
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{.*}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // Warp w copies its 16 tokens, four rows (page lookups) a lane, 36 vectors.
@@ -84,8 +87,6 @@
 // CHECK-COUNT-3: nvvm.mma.sync
 // CHECK: scf.yield
 // CHECK-COUNT-8: arith.addf
-// Scores scaled by softmax_scale * log2(e) = 0.0722 * 1.4427.
-// CHECK: arith.constant 0.10416{{[0-9]*}} : f32
 // Row maxima: quad shuffles, then across warps through shared memory.
 // CHECK: gpu.shuffle xor %{{.+}}, %c1_i32
 // CHECK: gpu.shuffle xor %{{.+}}, %c2_i32

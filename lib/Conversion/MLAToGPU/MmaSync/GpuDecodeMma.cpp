@@ -110,12 +110,7 @@ public:
     ldmatrixLanes();
     negInf = e.negInf();
     fzero = e.f32(0.0);
-    // Over an FP8 cache the KV tile holds its codes' values: the scale
-    // joins the scores' and the output's.
-    if (block.kvScale) {
-      kvScale = e.cacheScale(block.kvScale);
-      scoreScale = e.mulf(e.f32(scaleLog2), kvScale);
-    }
+    scoreScale = block.scoresScale(scaleLog2);
   }
 
   /// The loop over the split's KV tiles; returns the lane's state: its two
@@ -143,8 +138,8 @@ private:
   SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
   Value lane16, half, odd, kRow, vRow, warpCol0;
   Value negInf, fzero;
-  /// An FP8 cache's scale and scaleLog2 times it (null otherwise).
-  Value kvScale, scoreScale;
+  /// DecodeSplitBlock::scoresScale.
+  Value scoreScale;
 
   /// Views of the shared memory: the Q, KV and P tiles and the warps' row
   /// maxima and sums.
@@ -189,9 +184,7 @@ private:
   }
   /// The online softmax of the warp's scores.
   FragmentSoftmax softmaxOf() const {
-    if (scoreScale)
-      return FragmentSoftmax(e, sFragment, scoreScale, thread.quad);
-    return FragmentSoftmax(e, sFragment, scaleLog2, thread.quad);
+    return FragmentSoftmax(e, sFragment, scoreScale, thread.quad);
   }
 
   /// One KV tile starting at token `tile`: steps 1 to 5 of the file
@@ -446,8 +439,7 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
     for (int64_t w = 0; w < kWarps; ++w)
       sum = e.addf(sum, warpValue(sumS, w, i));
     ends.push_back(FragmentSoftmax::finishRow(e, state[i], sum));
-    if (kvScale)
-      ends.back().inverse = e.mulf(ends.back().inverse, kvScale);
+    block.scaleOutput(ends.back());
   }
   Value staging = stageOutput(state, ends);
   block.writeStagedRows(laneRows, ends, writesLse, staging, latent, e.threadId(),

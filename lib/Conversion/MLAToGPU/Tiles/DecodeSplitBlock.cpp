@@ -60,6 +60,7 @@ void DecodeSplitBlock::run(const std::function<void()> &body) {
     std::tie(first, last) = schedule.tokenRange(e, split, splitCount, seqLen);
     kvEnd = e.clampIndex(last, zero, seqLen);
     aligned = e.vectorAligned({q, cache});
+    loadedKvScale = e.cacheScale(kvScale);
     body();
   };
   if (!schedule.planned)
@@ -79,6 +80,16 @@ MmaEmitter::SourceRow DecodeSplitBlock::cacheRow(Value tile, Value row) {
   Value block = e.clampIndex(e.loadIndex(table, {req, e.divui(jc, page)}),
                              e.index(0), lastBlock);
   return {e.lessThan(j, kvEnd), {block, e.remui(jc, page)}};
+}
+
+Value DecodeSplitBlock::scoresScale(double scaleLog2) {
+  Value scale = e.f32(scaleLog2);
+  return loadedKvScale ? e.mulf(scale, loadedKvScale) : scale;
+}
+
+void DecodeSplitBlock::scaleOutput(FragmentRowEnd &end) {
+  if (loadedKvScale)
+    end.inverse = e.mulf(end.inverse, loadedKvScale);
 }
 
 DecodeSplitBlock::LaneRow DecodeSplitBlock::laneRow(Value local) {

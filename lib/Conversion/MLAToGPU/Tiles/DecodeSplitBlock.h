@@ -47,6 +47,13 @@ public:
   /// The request's seq_lens entry as loaded (seqLen counts its keys).
   mlir::Value counted;
 
+  /// The scores' scale, softmax_scale * log2(e) (`scaleLog2`) as f32; over
+  /// an FP8 cache times its scale, since the kernels' tiles hold the
+  /// codes' values (loaded once, by run).
+  mlir::Value scoresScale(double scaleLog2);
+  /// A finished row's output scale, 1 / l, times an FP8 cache's scale.
+  void scaleOutput(FragmentRowEnd &end);
+
   /// Where row `row` of the Q tile comes from (padding rows past Sq * N
   /// are zero-filled).
   MmaEmitter::SourceRow queryRow(mlir::Value row);
@@ -84,6 +91,8 @@ private:
   /// decode_attention's kv_share, when the cache holds a DCP rank's share.
   std::optional<llvm::ArrayRef<int64_t>> share;
   mlir::Value numSplits, capacity, lastBlock, splitCount;
+  /// kv_scale[0] as loaded by run (null for a two-byte cache).
+  mlir::Value loadedKvScale;
 };
 
 /// Launches a split kernel from `host` on grid (ceil(Sq * N / tileRows),

@@ -199,8 +199,7 @@ void SplitBody::writeResults(ArrayRef<Value> state) {
   SmallVector<FragmentRowEnd, 2> ends;
   for (int64_t i = 0; i < 2; ++i) {
     ends.push_back(FragmentSoftmax::finishRow(e, state[i], sums[i]));
-    if (kvScale)
-      ends.back().inverse = e.mulf(ends.back().inverse, kvScale);
+    block.scaleOutput(ends.back());
   }
   // O / l staged as f32 rows in shared memory (the tiles are dead: every
   // thread is past the row-sum barrier, and the staging ends before the

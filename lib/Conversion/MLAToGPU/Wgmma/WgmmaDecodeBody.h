@@ -130,12 +130,7 @@ public:
                 e.add(thread.laneGroup, e.index(8 * i)))));
     leader = e.eqIndex(thread.quad, 0);
     descQ = e.descriptor(e.add(base, e.index(layout.q)), 16, kAtomBytes);
-    // Over an FP8 cache the tiles hold its codes' values, not the
-    // entries (code x scale): the scale joins the scores' and the output's.
-    if (block.kvScale) {
-      kvScale = e.cacheScale(block.kvScale);
-      scoreScale = e.mulf(e.f32(scaleLog2), kvScale);
-    }
+    scoreScale = block.scoresScale(scaleLog2);
   }
 
   /// The one-tile schedule (one KV stage): both warpgroups score half of
@@ -163,8 +158,8 @@ private:
   const double scaleLog2;
   WgmmaEmitter::WarpgroupThread thread;
   Value zero, raw, pad, base, tiles, numTiles, leader, descQ;
-  /// An FP8 cache's scale and scaleLog2 times it (null otherwise).
-  Value kvScale, scoreScale;
+  /// DecodeSplitBlock::scoresScale.
+  Value scoreScale;
   SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
 
   /// The wgmma descriptors of one tile of the one-tile schedules: Q, the
@@ -392,9 +387,7 @@ private:
   /// The online softmax of a tile of `tokens` scores a row (the
   /// warpgroup's 64 rows, a warp's 16).
   FragmentSoftmax softmaxOf(int64_t tokens) const {
-    if (scoreScale)
-      return FragmentSoftmax(e, {1, tokens / 8}, scoreScale, thread.quad);
-    return FragmentSoftmax(e, {1, tokens / 8}, scaleLog2, thread.quad);
+    return FragmentSoftmax(e, {1, tokens / 8}, scoreScale, thread.quad);
   }
   /// Masks the tokens past a row's end in place (column 8 j + 2 quad + c
   /// of the fragment is token `first` + 8 j + 2 quad + c); returns the two
