@@ -45,12 +45,12 @@ inline constexpr int64_t kMaxVDim = 128, kMaxQkDim = 256;
 
 /// Where everything lives in a block's shared memory (bytes from the
 /// first 1024-byte boundary; the allocation has that much slack): Q as two
-/// 64-row tiles, `stages` stages of a K then a V tile, the warpgroups' P
-/// tiles, then the producer's mbarriers: each stage's "landed" one, each
+/// 64-row tiles, `stages` stages of a K then a V tile (P stays in
+/// registers), then the producer's mbarriers: each stage's "landed" one, each
 /// stage's "read" one, and Q's (8 bytes each).
 struct SharedLayout {
   int64_t stages;
-  int64_t q, kv, vOffset, stage, p, barriers, bytes;
+  int64_t q, kv, vOffset, stage, barriers, bytes;
 
   SharedLayout(int64_t qkDim, int64_t vDim, int64_t stageCount)
       : stages(stageCount) {
@@ -63,7 +63,6 @@ struct SharedLayout {
     SharedRegions r;
     q = r.tiles(1, kBlockRows, qkDim, elementBytes);
     kv = r.bytes(stages * stage);
-    p = r.tiles(kWarpgroups, kGroupRows, kTileKeys, elementBytes);
     barriers = r.bytes((2 * stages + 1) * 8);
     bytes = r.total(wgmma::kAtomBytes);
   }

@@ -1,6 +1,7 @@
 //===- WgmmaEmitter.cpp - Warpgroup tensor-core building blocks (sm_90a) --===//
 
 #include "Emitters/WgmmaEmitter.h"
+#include "Emitters/InlinePtx.h"
 #include "mla/Target/WgmmaSwizzle.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -137,6 +138,34 @@ Value WgmmaEmitter::issueProductNMajorB(Value acc, Value descA, Value descB,
               n, /*accumulate=*/true, /*transposeB=*/true);
   commit();
   return acc;
+}
+
+Value WgmmaEmitter::mmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
+                                 int64_t n, bool accumulate, bool transposeB) {
+  return ptx::wgmmaRegisterA(b, loc, acc, a, descB, n, element, accumulate,
+                             transposeB);
+}
+
+Value WgmmaEmitter::issueProductRegisterA(Value acc, ArrayRef<Value> a,
+                                          Value descB, int64_t depth,
+                                          int64_t n) {
+  if (int64_t(a.size()) != depth / 4)
+    llvm::report_fatal_error("register-A product: 4 registers a k16 step");
+  fence();
+  for (int64_t k = 0; k < depth / 16; ++k)
+    acc = mmaRegisterA(acc, a.slice(4 * k, 4),
+                       advance(descB, 2 * kAtomBytes * k), n,
+                       /*accumulate=*/true, /*transposeB=*/true);
+  commit();
+  return acc;
+}
+
+SmallVector<Value> WgmmaEmitter::registersOfFragment(ArrayRef<Value> values) {
+  SmallVector<Value> registers;
+  for (size_t r = 0; 2 * r + 1 < values.size(); ++r)
+    registers.push_back(LLVM::BitcastOp::create(
+        b, loc, b.getI32Type(), pack(values[2 * r], values[2 * r + 1])));
+  return registers;
 }
 
 void WgmmaEmitter::fence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }

@@ -86,6 +86,29 @@ public:
   mlir::Value issueProductNMajorB(mlir::Value acc, mlir::Value descA,
                                   mlir::Value descB, int64_t depth, int64_t n);
 
+  /// D (64 x n, f32) = A (64 x 16) B (16 x n) + (accumulate ? D : 0) with
+  /// A in four 32-bit registers of the thread (InlinePtx.h has their
+  /// layout) and B through its descriptor, K-major or (`transposeB`)
+  /// N-major. Returns the new accumulator struct.
+  mlir::Value mmaRegisterA(mlir::Value acc, llvm::ArrayRef<mlir::Value> a,
+                           mlir::Value descB, int64_t n, bool accumulate,
+                           bool transposeB);
+  /// acc += A B with A (64 x `depth`) in registers, four per k16 step
+  /// (`a`, from `registersOfFragment`), and B (`depth` x n) N-major in
+  /// 128-byte swizzle: attention's P V with P never leaving the registers,
+  /// as one fenced and committed group. The caller waits for it.
+  mlir::Value issueProductRegisterA(mlir::Value acc,
+                                    llvm::ArrayRef<mlir::Value> a,
+                                    mlir::Value descB, int64_t depth,
+                                    int64_t n);
+  /// A warpgroup's f32 accumulators of a 64 x (8 k) tile (accumulator
+  /// order) as the A registers of a product over its columns, rounded to
+  /// the element type: register r holds values 2 r and 2 r + 1. The
+  /// accumulator layout of columns 16 s .. 16 s + 15 is exactly the A
+  /// layout of k16 step s, so no value moves between lanes.
+  llvm::SmallVector<mlir::Value>
+  registersOfFragment(llvm::ArrayRef<mlir::Value> values);
+
   /// wgmma.fence: orders earlier register and shared-memory accesses
   /// before the wgmma that follow.
   void fence();

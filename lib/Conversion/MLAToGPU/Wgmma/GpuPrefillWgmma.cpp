@@ -26,11 +26,12 @@
 //    and sum need quad shuffles only, never another warpgroup; the scale
 //    is folded into the exponent (p = exp2(s c - m), c > 0), and O is
 //    rescaled only when some row max of the warp moved;
-//  - P goes to the warpgroup's own 64 x 64 tile in shared memory (MLIR
-//    22's NVVM wgmma takes A from shared memory only), then a barrier of
-//    the warpgroup's 128 threads;
-//  - O += P V: 4 wgmma m64n(Dv)k16, V read N-major straight from its tile;
-//    O (64 x Dv f32) stays in registers. Both wgmma groups are waited for
+//  - O += P V: 4 wgmma m64n(Dv)k16 with P in registers (its accumulator
+//    layout is wgmma's A register layout: rounded to bf16/f16 pairs, no
+//    value moves; InlinePtx.h, MLIR 22's NVVM wgmma taking A from shared
+//    memory only), V read N-major straight from its tile; no shared P
+//    tile, no barrier between the softmax and the product; O (64 x Dv
+//    f32) stays in registers. Both wgmma groups are waited for
 //    at the end of the iteration: in flight across the loop's back edge,
 //    ptxas would serialize every wgmma (C7514).
 // Causal masking (bottom-right aligned) is applied on the tiles that cross
@@ -42,7 +43,7 @@
 
 // Shared memory (mla/Target/WgmmaSwizzle.h layout, from the first
 // 1024-byte boundary): Q as two 64-row tiles, the K and V tiles of each
-// stage, the two warpgroups' P tiles, the mbarriers. Rows past a sequence's
+// stage, the mbarriers. Rows past a sequence's
 // queries are padding (zero queries, never written). A row that sees no key
 // gets out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the
 // launch takes the generic kernel instead (KernelDispatch checks on
@@ -117,7 +118,7 @@ private:
   const FragmentSoftmax softmax;
   const Value zero, one;
   Value raw, pad, base, tiles, blockKeys, groupRow0, unmaskedEnd,
-      numTiles, producerWarp, qLanded, descQ, descP;
+      numTiles, producerWarp, qLanded, descQ;
   // q, k and v are 16-byte aligned (checked before the launch): the tiles
   // are copied in 16-byte vectors only.
   const Value aligned = {};
@@ -201,10 +202,6 @@ WgmmaPrefillBlock::WgmmaPrefillBlock(WgmmaEmitter &e, PrefillTileBlock &block,
   descQ = e.descriptor(
       e.add(base,
             e.add(e.index(layout.q), e.mul(thread.group, e.index(qTileBytes)))),
-      16, kAtomBytes);
-  descP = e.descriptor(
-      e.add(base, e.add(e.index(layout.p),
-                        e.mul(thread.group, e.index(kBlockBytes)))),
       16, kAtomBytes);
 }
 
@@ -322,19 +319,17 @@ SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
   softmax.maskWhere(e.lessThan(unmaskedEnd, e.add(first, one)), s, first,
                     rows.end);
 
-  // 4. Online softmax; P to the warpgroup's shared tile.
+  // 4. Online softmax: P stays in the lane's registers, in the scores'
+  // accumulator order.
   SmallVector<Value> nextState(it.begin(), it.begin() + sAt);
+  SmallVector<Value> p(sRegs);
   SmallVector<Value, 2> alpha;
   for (int64_t i = 0; i < 2; ++i) {
-    auto storeP = [&](int64_t, int64_t j, Value p0, Value p1) {
-      Value col = e.add(e.index(8 * j), e.mul(thread.quad, e.index(2)));
-      Value at = e.add(e.add(e.index(layout.p / 2),
-                             e.mul(thread.group, e.index(kBlockBytes / 2))),
-                       e.swizzled(rows.local[i], col, kGroupRows));
-      vector::StoreOp::create(b, l, e.pack(p0, p1), tiles, ValueRange{at},
-                              /*nontemporal=*/false, llvm::MaybeAlign(4));
+    auto keepP = [&](int64_t m, int64_t j, Value p0, Value p1) {
+      p[sFragment.at(m, j, i, 0)] = p0;
+      p[sFragment.at(m, j, i, 1)] = p1;
     };
-    FragmentSoftmax::RowStep row = softmax.step(s, i, it[i], it[2 + i], storeP);
+    FragmentSoftmax::RowStep row = softmax.step(s, i, it[i], it[2 + i], keepP);
     nextState[i] = row.max;
     nextState[2 + i] = row.sum;
     alpha.push_back(row.alpha);
@@ -343,16 +338,15 @@ SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
       e, ValueRange(it).slice(4, oRegs), oFragment, alpha,
       /*onlyIfMoved=*/true);
   std::copy(scaledO.begin(), scaledO.end(), nextState.begin() + 4);
-  e.sharedProxyFence();
-  e.warpgroupBarrier(thread.group);
 
-  // 5. O += P V: V N-major, column blocks 8 KiB apart, 8-key atoms 1 KiB
+  // 5. O += P V, P as wgmma's A registers (no shared-memory round trip, no
+  // barrier), V N-major: column blocks 8 KiB apart, 8-key atoms 1 KiB
   // apart. Both groups are waited for after step 6.
   Value descV = e.descriptor(e.add(base, stageAt(t, layout.vOffset)),
                              kBlockBytes, kAtomBytes);
-  Value o = e.issueProductNMajorB(
-      e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)), descP, descV,
-      kTileKeys, vDim);
+  Value o = e.issueProductRegisterA(
+      e.toAccumulator(ArrayRef<Value>(nextState).drop_front(4)),
+      e.registersOfFragment(p), descV, kTileKeys, vDim);
   // 6. Tile t's stage goes back to the producer once P V is done (its K was
   // last read by the scores waited for in the previous iteration).
   e.wait(0);
