@@ -7,12 +7,13 @@
 // counting the 256 consumers; then Q's). The consumers raise their
 // registers to 232 and wait on mbarriers, never at a block barrier; 12
 // wgmma m64n64k16 score a warpgroup's rows (qk 192; the first with the
-// accumulator zeroed), those of tile 0 before the loop and those of tile
-// t + 1 in it, left in flight while tile t's softmax runs; P stays in
-// registers: 4 register-A wgmma m64n128k16 (llvm.inline_asm, A in four
-// 32-bit registers, accumulators tied) add P V (V read N-major, trans-b
-// 1) with no shared P tile and no barrier, then both groups are waited for
-// and the stage is released. The producer lowers its registers
+// accumulator zeroed), those of tile 0 before the loop. In iteration t,
+// tile t + 1's scores, then tile t - 1's P V (4 register-A wgmma
+// m64n128k16: llvm.inline_asm, P in four 32-bit registers a k-step,
+// accumulators tied; V read N-major, trans-b 1) are issued and left in
+// flight while tile t's softmax runs; P stays in registers (no shared P
+// tile, no barrier); then both groups are waited for and tile t - 1's
+// stage is released. The last tile's P V follows the loop. The producer lowers its registers
 // to 40 and copies Q and every tile, each announced on its mbarrier, a
 // stage refilled once its previous tile was released. Grid: the heads of
 // a group in x, ceil(T / 128) + B row tiles in y, the head groups in z.
@@ -74,17 +75,27 @@
 // CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT: nvvm.wgmma.wait
-// CHECK-NOT: nvvm.barrier
-// CHECK-NOT: vector.store
+// Tile t - 1's P V (t > 0), also in flight during the softmax.
+// CHECK: scf.if
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-NOT: nvvm.barrier
 // CHECK-COUNT-4: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$128, $129, $130, $131}, $132, 1, 1, 1, 1;", "{{(=f,)+}}0,{{.+}},63,r,r,r,r,l" {{.+}} : (f32{{(, f32)+}}, i32, i32, i32, i32, i64) -> !llvm.struct<(f32{{(, f32)+}})>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// Both groups waited for, then tile t's stage released; no copies here.
+// The softmax, with no barrier and no shared P tile; both groups waited
+// for, then tile t - 1's stage released; no copies here.
+// CHECK-NOT: nvvm.wgmma.wait
+// CHECK-NOT: nvvm.barrier
+// CHECK-NOT: vector.store
 // CHECK-NOT: nvgpu.device_async_copy
+// CHECK: llvm.nvvm.ex2.approx.ftz.f32
+// CHECK-NOT: nvvm.barrier
+// CHECK-NOT: vector.store
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: nvvm.mbarrier.arrive
+// After the loop, the last tile's P V.
+// CHECK: scf.yield
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // The results: lse element by element; out staged as bf16 rows (stride
 // 136) in the KV stages, then copied out by every consumer thread,
 // 8-column pieces of the real rows in turn (2048 pieces, 256 at a time):
