@@ -249,10 +249,18 @@ TEST(SharedRegions, KernelLayoutsAtDeepSeekDims) {
   EXPECT_EQ(decode.sum, decode.p + 64 * 64 * 2 + 2 * 64 * 4);
   EXPECT_EQ(decode.bytes, 231424);
 
-  wgmma_prefill::SharedLayout prefill(192, 128, 4);
-  EXPECT_EQ(prefill.kv, 128 * 192 * 2);
-  EXPECT_EQ(prefill.vOffset, 64 * 192 * 2);
-  EXPECT_EQ(prefill.stage, 64 * 192 * 2 + 64 * 128 * 2);
-  EXPECT_EQ(prefill.barriers, prefill.kv + 4 * prefill.stage);
+  // Q (128 rows), two K stages and two V stages of 128 keys, nine
+  // mbarriers, 1024 bytes of alignment slack; qk 256 keeps one V stage.
+  wgmma_prefill::SharedLayout prefill(192, 128, 2, 2);
+  EXPECT_EQ(prefill.k, 128 * 192 * 2);
+  EXPECT_EQ(prefill.kStage, 128 * 192 * 2);
+  EXPECT_EQ(prefill.v, prefill.k + 2 * prefill.kStage);
+  EXPECT_EQ(prefill.vStage, 128 * 128 * 2);
+  EXPECT_EQ(prefill.barriers, prefill.v + 2 * prefill.vStage);
+  EXPECT_EQ(prefill.bytes, prefill.barriers + 9 * 8 + 1024);
   EXPECT_EQ(prefill.bytes, 214088);
+  const int64_t sm90Shared = 226 * 1024; // GpuTarget, sm_90a
+  EXPECT_EQ(wgmma_prefill::stagesFor(192, 128, sm90Shared).v, 2);
+  EXPECT_EQ(wgmma_prefill::stagesFor(256, 128, sm90Shared).v, 1);
+  EXPECT_TRUE(wgmma_prefill::takesDims(256, 128, sm90Shared));
 }

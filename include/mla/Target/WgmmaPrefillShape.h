@@ -37,58 +37,69 @@ static_assert(kThreads * kConsumerRegisters +
                       kProducerThreads * kProducerRegisters <=
                   kKernelThreads * 168,
               "setmaxnreg moves registers, it does not add them");
-/// Keys of one shared tile: the N of the scores' wgmma, the K of PV's.
-inline constexpr int64_t kTileKeys = 64;
+/// Keys of one shared tile: the N of the scores' wgmma, the K of PV's
+/// (FlashAttention-3's tile for head dims up to 192).
+inline constexpr int64_t kTileKeys = 128;
 /// The largest head dims: O is 64 x Dv f32 in a warpgroup's registers
 /// (Dv / 2 a thread), and Dqk / 16 k-steps are unrolled.
 inline constexpr int64_t kMaxVDim = 128, kMaxQkDim = 256;
 
 /// Where everything lives in a block's shared memory (bytes from the
 /// first 1024-byte boundary; the allocation has that much slack): Q as two
-/// 64-row tiles, `stages` stages of a K then a V tile (P stays in
-/// registers), then the producer's mbarriers: each stage's "landed" one, each
-/// stage's "read" one, and Q's (8 bytes each).
+/// 64-row tiles, a ring of `kStages` K tiles, a ring of `vStages` V tiles
+/// (P stays in registers), then the producer's mbarriers: each K stage's
+/// "landed" and "read" ones, each V stage's, and Q's (8 bytes each). K and
+/// V have rings of their own because their tiles are done at different
+/// times: a K tile once its scores are, a V tile an iteration later, once
+/// its P V is.
 struct SharedLayout {
-  int64_t stages;
-  int64_t q, kv, vOffset, stage, barriers, bytes;
+  int64_t kStages, vStages;
+  int64_t q, k, kStage, v, vStage, barriers, bytes;
 
-  SharedLayout(int64_t qkDim, int64_t vDim, int64_t stageCount)
-      : stages(stageCount) {
+  SharedLayout(int64_t qkDim, int64_t vDim, int64_t kStageCount,
+               int64_t vStageCount)
+      : kStages(kStageCount), vStages(vStageCount) {
     const int64_t elementBytes = 2;
-    // A stage: K, then V.
-    SharedRegions inStage;
-    inStage.tiles(1, kTileKeys, qkDim, elementBytes);
-    vOffset = inStage.tiles(1, kTileKeys, vDim, elementBytes);
-    stage = inStage.total();
     SharedRegions r;
     q = r.tiles(1, kBlockRows, qkDim, elementBytes);
-    kv = r.bytes(stages * stage);
-    barriers = r.bytes((2 * stages + 1) * 8);
+    kStage = SharedRegions::tileBytes(kTileKeys, qkDim, elementBytes);
+    k = r.tiles(kStages, kTileKeys, qkDim, elementBytes);
+    vStage = SharedRegions::tileBytes(kTileKeys, vDim, elementBytes);
+    v = r.tiles(vStages, kTileKeys, vDim, elementBytes);
+    barriers = r.bytes((2 * kStages + 2 * vStages + 1) * 8);
     bytes = r.total(wgmma::kAtomBytes);
   }
+  /// The K and V rings, one region (the results are staged there).
+  int64_t ringBytes() const { return kStages * kStage + vStages * vStage; }
 };
 
-/// Stages of the key-tile ring that fit `maxSharedBytesPerBlock`: while
-/// tile t's V and tile t + 1's K are in use, stages - 2 tiles are in
-/// flight. Four where they fit (two in flight), else three, else zero.
-inline int64_t stagesFor(int64_t qkDim, int64_t vDim,
-                         int64_t maxSharedBytesPerBlock) {
-  for (int64_t stages : {4, 3})
-    if (SharedLayout(qkDim, vDim, stages).bytes <= maxSharedBytesPerBlock)
+/// The rings that fit `maxSharedBytesPerBlock`: two K and two V stages
+/// where they fit (a tile's copy has an iteration to land), else two K
+/// stages and one V (the V copy then waits for the previous tile's P V),
+/// else none (0, 0).
+struct Stages {
+  int64_t k = 0, v = 0;
+};
+inline Stages stagesFor(int64_t qkDim, int64_t vDim,
+                        int64_t maxSharedBytesPerBlock) {
+  for (Stages stages : {Stages{2, 2}, Stages{2, 1}})
+    if (SharedLayout(qkDim, vDim, stages.k, stages.v).bytes <=
+        maxSharedBytesPerBlock)
       return stages;
-  return 0;
+  return {};
 }
 
 /// Whether the kernel takes these head dims: whole column blocks, within
 /// the register budget, and a layout that fits `maxSharedBytesPerBlock`
-/// (on sm_90a every such pair does: qk 192 / v 128 with four stages). It
+/// (on sm_90a every such pair does: qk 192 / v 128 with two stages of
+/// each, qk 256 / v 128 with one V stage). It
 /// also needs bf16 or f16 operands of one type, row-major.
 inline bool takesDims(int64_t qkDim, int64_t vDim,
                       int64_t maxSharedBytesPerBlock) {
   return qkDim > 0 && vDim > 0 && qkDim % wgmma::kAtomColumns == 0 &&
          vDim % wgmma::kAtomColumns == 0 && qkDim <= kMaxQkDim &&
          vDim <= kMaxVDim &&
-         stagesFor(qkDim, vDim, maxSharedBytesPerBlock) > 0;
+         stagesFor(qkDim, vDim, maxSharedBytesPerBlock).k > 0;
 }
 
 } // namespace mla::wgmma_prefill

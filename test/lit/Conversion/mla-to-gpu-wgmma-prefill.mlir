@@ -1,24 +1,26 @@
 // convert-mla-to-gpu with strategy wgmma (sm_90a): a bf16/f16
 // mla.prefill_attention with head dims in whole 64-column blocks gets the
 // wgmma prefill kernel: 128-row tiles of a sequence's queries, two
-// consumer warpgroups of 64 rows sharing each 64-key tile and a producer
+// consumer warpgroups of 64 rows sharing each 128-key tile and a producer
 // warpgroup that copies (384 threads). Thread 0 initializes the mbarriers
-// (four stages' "landed", counting the producer's 128 threads, and "read",
-// counting the 256 consumers; then Q's). The consumers raise their
-// registers to 232 and wait on mbarriers, never at a block barrier; 12
-// wgmma m64n64k16 score a warpgroup's rows (qk 192; the first with the
-// accumulator zeroed), those of tile 0 before the loop. In iteration t,
-// tile t + 1's scores, then tile t - 1's P V (4 register-A wgmma
-// m64n128k16: llvm.inline_asm, P in four 32-bit registers a k-step,
-// accumulators tied; V read N-major, trans-b 1) are issued and left in
-// flight while tile t's softmax runs; P stays in registers (no shared P
-// tile, no barrier); then both groups are waited for and tile t - 1's
-// stage is released. The last tile's P V follows the loop. The producer lowers its registers
-// to 40 and copies Q and every tile, each announced on its mbarrier, a
-// stage refilled once its previous tile was released. Grid: the heads of
-// a group in x, ceil(T / 128) + B row tiles in y, the head groups in z.
-// 214088 bytes of shared memory: Q 49152, four K/V stages of 40960, 72 of
-// mbarriers, 1024 of alignment slack. Head dims the
+// (the K ring's two stages' "landed", counting the producer's 128
+// threads, and "read", counting the 256 consumers; the V ring's; then
+// Q's). The consumers raise their registers to 232 and wait on mbarriers,
+// never at a block barrier. Tile 0's scores (12 wgmma m64n128k16, qk 192,
+// the first with the accumulator zeroed) and softmax come before the
+// loop. In iteration t, tile t's scores, then tile t - 1's P V (8
+// register-A wgmma m64n128k16: llvm.inline_asm, P in four 32-bit
+// registers a k-step, accumulators tied; V read N-major, trans-b 1) are
+// issued; the scores are waited for (wait 1: P V still in flight) and
+// tile t's K released; the softmax runs under the P V, with P kept in
+// registers (no shared P tile, no barrier); then P V is waited for and
+// tile t - 1's V released. The last tile's P V follows the loop. The
+// producer lowers its registers to 40 and copies Q, then each tile's K and
+// V (64 rows at a time), each announced on its ring's mbarrier, a stage
+// refilled once its previous tile was released. Grid: the heads of a
+// group in x, ceil(T / 128) + B row tiles in y, the head groups in z.
+// 214088 bytes of shared memory: Q 49152, two K stages of 49152, two V
+// stages of 32768, 72 of mbarriers, 1024 of alignment slack. Head dims the
 // kernel does not take keep the mma-sync kernel. Where q, k or v is not
 // 16-byte aligned, the host launches the generic kernel.
 //
@@ -51,38 +53,51 @@
 // CHECK-NOT: mla.load_at_first_launch
 // No element-by-element copies: no scalar loads of q, k or v.
 // CHECK-NOT: memref.load %{{.+}} : memref<?x16x{{(192|128)}}xbf16>
-// CHECK-COUNT-4: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
+// CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32
 // CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
 // CHECK: gpu.barrier
-// The consumers: Q and tile 0 landed, then tile 0's scores.
+// The consumers: Q and tile 0's K landed, tile 0's scores waited for, its
+// K released, its softmax.
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK-NOT: gpu.barrier
 // CHECK: nvvm.mbarrier.try_wait.parity %{{.+}}, %c0_i32
 // CHECK: nvvm.mbarrier.try_wait.parity %{{.+}}, %c0_i32
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// The loop: tile t + 1 landed, its scores issued (not waited for).
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: llvm.nvvm.ex2.approx.ftz.f32
+// The loop from tile 1: tile t's K landed, its scores issued; tile t - 1's
+// V landed, its P V issued with P in registers.
 // CHECK: scf.for
 // CHECK-NOT: gpu.barrier
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.fence.proxy
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
-// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
+// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT: nvvm.wgmma.wait
-// Tile t - 1's P V (t > 0), also in flight during the softmax.
-// CHECK: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.fence.proxy
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$128, $129, $130, $131}, $132, 1, 1, 1, 1;", "{{(=f,)+}}0,{{.+}},63,r,r,r,r,l" {{.+}} : (f32{{(, f32)+}}, i32, i32, i32, i32, i64) -> !llvm.struct<(f32{{(, f32)+}})>
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$128, $129, $130, $131}, $132, 1, 1, 1, 1;", "{{(=f,)+}}0,{{.+}},63,r,r,r,r,l" {{.+}} : (f32{{(, f32)+}}, i32, i32, i32, i32, i64) -> !llvm.struct<(f32{{(, f32)+}})>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// The softmax, with no barrier and no shared P tile; both groups waited
-// for, then tile t - 1's stage released; no copies here.
-// CHECK-NOT: nvvm.wgmma.wait
+// The scores waited for (P V in flight), tile t's K released; the
+// softmax, with no barrier, no shared P tile and no copies; P V waited
+// for, tile t - 1's V released.
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.mbarrier.arrive
 // CHECK-NOT: nvvm.barrier
 // CHECK-NOT: vector.store
 // CHECK-NOT: nvgpu.device_async_copy
@@ -94,10 +109,11 @@
 // CHECK: nvvm.mbarrier.arrive
 // After the loop, the last tile's P V.
 // CHECK: scf.yield
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // The results: lse element by element; out staged as bf16 rows (stride
-// 136) in the KV stages, then copied out by every consumer thread,
+// 136) in the K and V rings, then copied out by every consumer thread,
 // 8-column pieces of the real rows in turn (2048 pieces, 256 at a time):
 // 16-byte stores where out is aligned, else element stores. The
 // consumers' barrier is named barrier 3 of 256 threads.
@@ -111,9 +127,9 @@
 // CHECK-NEXT: } else {
 // CHECK-COUNT-8: memref.store %{{.+}} : memref<?x16x128xbf16>
 // CHECK-NOT: nvvm.cp.async.bulk
-// The producer: Q, then each tile after its stage's release (from the
-// fifth tile on), announced by cp.async.mbarrier.arrive; its copies land
-// before it leaves.
+// The producer: Q, then each tile's K and V, each after its ring stage's
+// release (from the third tile on), copied 64 rows at a time (a loop) and
+// announced by cp.async.mbarrier.arrive; its copies land before it leaves.
 // CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
@@ -121,6 +137,13 @@
 // CHECK: scf.if
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: }
+// CHECK: scf.for %{{.+}} = %c0 to %c128 step %c64
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+// CHECK: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: }
+// CHECK: scf.for %{{.+}} = %c0 to %c128 step %c64
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
 // CHECK: nvgpu.device_async_create_group

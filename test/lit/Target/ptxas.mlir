@@ -151,10 +151,11 @@
 // MMA: {{^}}.visible .entry prefill_attention_mma_26(
 
 // With wgmma, the bf16 prefills: two consumer warpgroups (setmaxnreg up
-// to 232), scores by m64n64k16 wgmma from shared memory, PV by register-A
-// m64n128k16 (P in registers, B N-major: ptxas-register-a.mlir); a producer
-// warpgroup (down to 40) copies the key tiles into a four-stage cp.async
-// ring, each announced on an mbarrier the consumers wait on. The decodes' split kernels: two
+// to 232), scores of 128-key tiles by m64n128k16 wgmma from shared memory,
+// PV by register-A m64n128k16 (P in registers, B N-major:
+// ptxas-register-a.mlir); a producer warpgroup (down to 40) copies the K
+// and V tiles into two-stage cp.async rings, each tile announced on an
+// mbarrier the consumers wait on. The decodes' split kernels: two
 // warpgroups, scores by m64n32k16 and PV by m64n256k16 (B N-major) wgmma
 // from shared memory, made visible to them by fence.proxy.async; the
 // results staged in shared memory and copied out in 16-byte stores.
@@ -166,7 +167,7 @@
 // WGMMA-DAG: cp.async.mbarrier.arrive.noinc.shared.b64
 // WGMMA-DAG: mbarrier.try_wait.parity.shared.b64
 // WGMMA-DAG: fence.proxy.async.shared::cta;
-// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
+// WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.+}} p, 1, 1, 0, 0;
 // P V with P in registers: A as four 32-bit registers, scale-d 1, trans-b 1.
 // WGMMA-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{.+}}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}, {{%rd[0-9]+}}, 1, 1, 1, 1;
 // WGMMA-DAG: wgmma.wait_group.sync.aligned 0;

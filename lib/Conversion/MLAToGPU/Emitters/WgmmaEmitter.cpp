@@ -160,12 +160,8 @@ Value WgmmaEmitter::issueProductRegisterA(Value acc, ArrayRef<Value> a,
   return acc;
 }
 
-SmallVector<Value> WgmmaEmitter::registersOfFragment(ArrayRef<Value> values) {
-  SmallVector<Value> registers;
-  for (size_t r = 0; 2 * r + 1 < values.size(); ++r)
-    registers.push_back(LLVM::BitcastOp::create(
-        b, loc, b.getI32Type(), pack(values[2 * r], values[2 * r + 1])));
-  return registers;
+Value WgmmaEmitter::packRegister(Value lo, Value hi) {
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pack(lo, hi));
 }
 
 void WgmmaEmitter::fence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }

@@ -94,20 +94,19 @@ public:
                            mlir::Value descB, int64_t n, bool accumulate,
                            bool transposeB);
   /// acc += A B with A (64 x `depth`) in registers, four per k16 step
-  /// (`a`, from `registersOfFragment`), and B (`depth` x n) N-major in
+  /// (`a`, from `packRegister`), and B (`depth` x n) N-major in
   /// 128-byte swizzle: attention's P V with P never leaving the registers,
   /// as one fenced and committed group. The caller waits for it.
   mlir::Value issueProductRegisterA(mlir::Value acc,
                                     llvm::ArrayRef<mlir::Value> a,
                                     mlir::Value descB, int64_t depth,
                                     int64_t n);
-  /// A warpgroup's f32 accumulators of a 64 x (8 k) tile (accumulator
-  /// order) as the A registers of a product over its columns, rounded to
-  /// the element type: register r holds values 2 r and 2 r + 1. The
+  /// Two f32 accumulators of a warpgroup's tile rounded to the element
+  /// type as one 32-bit A register of a product over its columns: values
+  /// 2 r and 2 r + 1 of the accumulator order make register r. (The
   /// accumulator layout of columns 16 s .. 16 s + 15 is exactly the A
-  /// layout of k16 step s, so no value moves between lanes.
-  llvm::SmallVector<mlir::Value>
-  registersOfFragment(llvm::ArrayRef<mlir::Value> values);
+  /// layout of k16 step s, so no value moves between lanes.)
+  mlir::Value packRegister(mlir::Value lo, mlir::Value hi);
 
   /// wgmma.fence: orders earlier register and shared-memory accesses
   /// before the wgmma that follow.

@@ -5,50 +5,53 @@
 // (DeepSeek's qk 192 / v 128 among them). A block computes a 128-row tile
 // of one sequence's queries for one head (PrefillTileBlock.h) with two
 // consumer warpgroups, warpgroup g owning rows [64 g, 64 g + 64), which
-// walk the sequence's keys in 64-key tiles both share, and a producer
-// warpgroup that only copies (384 threads, warp-specialized):
-//  - the producer copies Q, then the K (64 x Dqk) and V (64 x Dv) tiles
-//    with 16-byte cp.async into a ring of four stages (three for qk 256),
-//    each tile announced on its stage's "landed" mbarrier
-//    (cp.async.mbarrier.arrive), and refills a stage once every consumer
-//    thread has arrived at its "read" mbarrier. setmaxnreg gives the
-//    producer 40 registers and the consumers 232. The consumers neither
-//    copy nor wait at a block barrier, so they run out of step: causal
-//    blocks, whose second warpgroup sees more keys, got 6 to 8% faster
-//    than with both warpgroups copying in step (benchmarks.md). Keys past
-//    the block's last visible key are zero-filled, tiles past it never
-//    loaded;
-//  - S = Q K^T: Dqk / 16 wgmma m64n64k16 per warpgroup, Q and K read from
+// walk the sequence's keys in 128-key tiles both share (FlashAttention-3's
+// tile for these head dims), and a producer warpgroup that only copies
+// (384 threads, warp-specialized):
+//  - the producer copies Q, then each tile's K (128 x Dqk) and V (128 x
+//    Dv) with 16-byte cp.async into rings of their own, two K stages and
+//    two V stages (one V stage for qk 256), each tile announced on its
+//    stage's "landed" mbarrier (cp.async.mbarrier.arrive); it refills a
+//    stage once every consumer thread has arrived at its "read" mbarrier.
+//    K and V have separate rings because a K tile is done an iteration
+//    before its V. setmaxnreg gives the producer 40 registers and the
+//    consumers 232. The consumers neither copy nor wait at a block
+//    barrier, so they run out of step: causal blocks, whose second
+//    warpgroup sees more keys, got 6 to 8% faster than with both
+//    warpgroups copying in step (benchmarks.md). Keys past the block's
+//    last visible key are zero-filled, tiles past it never loaded;
+//  - S = Q K^T: Dqk / 16 wgmma m64n128k16 per warpgroup, Q and K read from
 //    shared memory through descriptors (both K-major);
 //  - online softmax in base 2: a row lives in one warp's quad, so its max
 //    and sum need quad shuffles only, never another warpgroup; the scale
 //    is folded into the exponent (p = exp2(s c - m), c > 0), and O is
 //    rescaled only when some row max of the warp moved;
-//  - O += P V: 4 wgmma m64n(Dv)k16 with P in registers (its accumulator
+//  - O += P V: 8 wgmma m64n(Dv)k16 with P in registers (its accumulator
 //    layout is wgmma's A register layout: rounded to bf16/f16 pairs, no
 //    value moves; InlinePtx.h, MLIR 22's NVVM wgmma taking A from shared
 //    memory only), V read N-major straight from its tile; no shared P
 //    tile, no barrier between the softmax and the product; O (64 x Dv
 //    f32) stays in registers;
-//  - the schedule of iteration t keeps a warpgroup's tensor cores busy
-//    during its own softmax: it issues tile t + 1's scores, then tile
-//    t - 1's P V (O still at tile t - 1's row max), runs tile t's softmax
-//    while both are in flight, waits for both, releases tile t - 1's stage
-//    and rescales O to tile t's max. The last tile's P V follows the loop.
-//    Nothing is in flight across the loop's back edge: ptxas would
-//    serialize every wgmma (C7514). Against the schedule that overlapped
-//    the scores alone (P V issued after the softmax): 7 to 13% faster on
-//    an H200 (benchmarks.md).
+//  - the schedule (FlashAttention-3's intra-warpgroup overlap): iteration
+//    t issues tile t's scores, then tile t - 1's P V (O still at tile
+//    t - 1's row max), waits for the scores alone, releases tile t's K,
+//    runs tile t's softmax under the P V, waits for it, releases tile
+//    t - 1's V and rescales O to tile t's max. Tile 0's scores and softmax
+//    come before the loop, the last tile's P V after it; nothing is in
+//    flight across the loop's back edge (ptxas would serialize every
+//    wgmma, C7514). The live registers of a consumer thread: O (Dv / 2),
+//    the scores (64), P of the previous tile in flight and of this one
+//    (32 each). Measured on an H200 against 64-key tiles with the next
+//    tile's scores and the previous P V in flight during the softmax:
+//    10 to 13% faster (benchmarks.md).
 // Causal masking (bottom-right aligned) is applied on the tiles that cross
 // a warpgroup's diagonal (or the end of the keys) only; past a
 // warpgroup's last visible key every score is masked (P = 0), the other
-// warpgroup, 64 rows later, still needing the tile. A consumer waits for
-// tile t + 1's "landed" phase before its scores, and releases tile t's
-// stage after its P V.
+// warpgroup, 64 rows later, still needing the tile.
 
 // Shared memory (mla/Target/WgmmaSwizzle.h layout, from the first
-// 1024-byte boundary): Q as two 64-row tiles, the K and V tiles of each
-// stage, the mbarriers. Rows past a sequence's
+// 1024-byte boundary): Q as two 64-row tiles, the K ring, the V ring,
+// the mbarriers. Rows past a sequence's
 // queries are padding (zero queries, never written). A row that sees no key
 // gets out = 0 and lse = -inf. Where q, k or v is not 16-byte aligned the
 // launch takes the generic kernel instead (KernelDispatch checks on
@@ -74,10 +77,18 @@ namespace mla::gpu {
 namespace {
 using namespace wgmma;
 using namespace wgmma_prefill;
-/// Bytes of one 64-column block of a 64-row tile.
-constexpr int64_t kBlockBytes = kGroupRows * kRowBytes;
-static_assert(kTileKeys == kGroupRows,
-              "Q, K and V tiles share the column-block size");
+/// Bytes of one 64-column block of a warpgroup's Q tile and of a K or V
+/// tile: rows of 128 bytes.
+constexpr int64_t kQBlockBytes = kGroupRows * kRowBytes;
+constexpr int64_t kKeyBlockBytes = kTileKeys * kRowBytes;
+
+/// A ring of tiles in shared memory with two mbarriers a stage: "landed"
+/// (the producer's 128 threads' copies of a tile) and "read" (every
+/// consumer thread past the tile). Tile t goes to stage t % stages as its
+/// use t / stages; each use completes one phase of both.
+struct Ring {
+  int64_t stages, area, stageBytes, firstBarrier;
+};
 } // namespace
 
 bool useWgmmaPrefill(PrefillAttentionOp op, const GpuTarget &target) {
@@ -117,7 +128,8 @@ private:
   PrefillTileBlock &block;
   const SharedLayout &layout;
   const WgmmaEmitter::WarpgroupThread &thread;
-  const int64_t qkDim, vDim, stages, sRegs, oRegs, qTileBytes;
+  const int64_t qkDim, vDim, sRegs, oRegs, qTileBytes;
+  const Ring kRing, vRing;
   const bool accumulate;
   const AccumulatorFragment sFragment, oFragment;
   const FragmentSoftmax softmax;
@@ -128,22 +140,38 @@ private:
   // are copied in 16-byte vectors only.
   const Value aligned = {};
 
-  /// The producer's mbarriers: stage s's "landed" (its 128 threads' copies
-  /// of a tile), stage s's "read" (every consumer thread past the tile),
-  /// Q's landed. Each completes a phase per use: tile t is use t / stages
-  /// of its stage.
+  /// The producer's mbarriers: the rings' (see Ring), then Q's landed.
   Value barrierAt(Value slot) {
     return e.add(base,
                  e.add(e.index(layout.barriers), e.mul(slot, e.index(8))));
   }
-  Value landed(Value t) { return barrierAt(e.remui(t, stages)); }
-  Value read(Value t) {
-    return barrierAt(e.add(e.remui(t, stages), e.index(stages)));
+  Value landed(const Ring &ring, Value t) {
+    return barrierAt(
+        e.add(e.index(ring.firstBarrier), e.remui(t, ring.stages)));
   }
-  /// Tile t landed, and made visible to wgmma.
-  void waitLanded(Value t) {
-    e.waitBarrierPhase(landed(t), e.phaseParity(e.divui(t, stages)));
+  Value read(const Ring &ring, Value t) {
+    return barrierAt(e.add(e.index(ring.firstBarrier + ring.stages),
+                           e.remui(t, ring.stages)));
+  }
+  /// Tile t of `ring` landed, and made visible to wgmma.
+  void waitLanded(const Ring &ring, Value t) {
+    e.waitBarrierPhase(landed(ring, t),
+                       e.phaseParity(e.divui(t, ring.stages)));
     e.sharedProxyFence();
+  }
+  /// The producer, before copying tile t into `ring`: the consumers have
+  /// released the stage's previous tile. Use u of a stage waits for the
+  /// release of use u - 1: phase u - 1, whose parity is u + 1's.
+  void waitReleased(const Ring &ring, Value t) {
+    e.ifThen(e.lessThan(e.index(ring.stages - 1), t), [&] {
+      e.waitBarrierPhase(
+          read(ring, t), e.phaseParity(e.add(e.divui(t, ring.stages), one)));
+    });
+  }
+  /// Byte offset of tile t's stage in `ring`.
+  Value tileAt(const Ring &ring, Value t) {
+    return e.add(e.index(ring.area),
+                 e.mul(e.remui(t, ring.stages), e.index(ring.stageBytes)));
   }
   /// The consumers' own barrier (the producer takes no part; named
   /// barriers 1 and 2 are the warpgroups').
@@ -157,16 +185,20 @@ private:
     return {e.add(e.mul(tile, e.index(qTileBytes / 2)),
                   e.swizzled(e.remui(row, kGroupRows), col, kGroupRows))};
   }
-  Value stageAt(Value t, int64_t offset) {
-    return e.add(e.index(layout.kv + offset),
-                 e.mul(e.remui(t, stages), e.index(layout.stage)));
-  }
 
-  void copyKeys(Value t);
+  void copyTile(Value src, int64_t dim, const Ring &ring, Value t);
   void produce();
   Value issueScores(Value t);
-  SmallVector<Value> firstScores();
   LaneRows laneRows();
+  /// A tile's softmax: the rows' new maxima and sums (4 values), their
+  /// alpha, and P as wgmma A registers.
+  struct TileSoftmax {
+    SmallVector<Value> rowState;
+    SmallVector<Value, 2> alpha;
+    SmallVector<Value> p;
+  };
+  TileSoftmax tileSoftmax(Value t, SmallVector<Value> s, ValueRange state,
+                          const LaneRows &rows);
   SmallVector<Value> tileStep(Value t, ValueRange it, const LaneRows &rows);
   Value issueValues(Value t, Value o, mlir::ValueRange p);
   void consume();
@@ -180,10 +212,12 @@ WgmmaPrefillBlock::WgmmaPrefillBlock(WgmmaEmitter &e, PrefillTileBlock &block,
                                      Value zero, Value one)
     : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
       thread(thread), qkDim(op.getQkHeadDim()), vDim(op.getVHeadDim()),
-      stages(layout.stages), sRegs(kGroupRows * kTileKeys / 128),
-      oRegs(kGroupRows * vDim / 128), qTileBytes(kGroupRows * qkDim * 2),
+      sRegs(kGroupRows * kTileKeys / 128), oRegs(kGroupRows * vDim / 128),
+      qTileBytes(kGroupRows * qkDim * 2),
+      kRing{layout.kStages, layout.k, layout.kStage, 0},
+      vRing{layout.vStages, layout.v, layout.vStage, 2 * layout.kStages},
       accumulate(op.getAccumulate()),
-      // A warpgroup's 64 x 64 scores and 64 x Dv output, per warp.
+      // A warpgroup's 64 x 128 scores and 64 x Dv output, per warp.
       sFragment{1, kTileKeys / 8}, oFragment{1, vDim / 8},
       // Scores in base 2: exp(x * scale) = exp2(x * scale * log2(e)).
       softmax(e, sFragment,
@@ -204,34 +238,37 @@ WgmmaPrefillBlock::WgmmaPrefillBlock(WgmmaEmitter &e, PrefillTileBlock &block,
   numTiles = e.ceilDiv(blockKeys, kTileKeys);
   // The producer's warps copy: warp w of the block is its w - 8.
   producerWarp = e.sub(thread.warp, e.index(kThreads / kWarpSize));
-  qLanded = barrierAt(e.index(2 * stages));
+  qLanded = barrierAt(e.index(2 * (kRing.stages + vRing.stages)));
   descQ = e.descriptor(
       e.add(base,
             e.add(e.index(layout.q), e.mul(thread.group, e.index(qTileBytes)))),
       16, kAtomBytes);
 }
 
-/// The producer's copies of the K and V rows of tile t (keys from 64 t).
-void WgmmaPrefillBlock::copyKeys(Value t) {
+/// The producer's copy of the rows of tile t (keys from 128 t) of `src`
+/// (k or v, `dim` wide) into its stage of `ring`, 64 rows at a time (a
+/// loop, not unrolled: the copies of all 128 rows at once would need more
+/// than the producer's 40 registers for their addresses).
+void WgmmaPrefillBlock::copyTile(Value src, int64_t dim, const Ring &ring,
+                                 Value t) {
   const int64_t producerWarps = kProducerThreads / kWarpSize;
-  Value first = e.mul(t, e.index(kTileKeys));
-  auto source = [&](Value row) {
-    return block.keyRow(e.add(first, row), blockKeys);
-  };
-  for (auto [src, dim, offset] :
-       {std::tuple{block.k, qkDim, int64_t(0)},
-        std::tuple{block.v, vDim, layout.vOffset}}) {
-    Value tileBase = e.divui(stageAt(t, offset), 2);
-    e.copyTile(aligned, tiles, src, kTileKeys, dim / kCopyElems, producerWarp,
-               thread.lane, source, producerWarps, [&](Value row, Value col) {
-                 return SmallVector<Value, 2>{
-                     e.add(tileBase, e.swizzled(row, col, kTileKeys))};
-               });
-  }
+  const int64_t rowsAtOnce = 64;
+  Value tileBase = e.divui(tileAt(ring, t), 2);
+  e.forLoop(zero, e.index(kTileKeys), rowsAtOnce, [&](Value row0) {
+    Value first = e.add(e.mul(t, e.index(kTileKeys)), row0);
+    e.copyTile(
+        aligned, tiles, src, rowsAtOnce, dim / kCopyElems, producerWarp,
+        thread.lane,
+        [&](Value row) { return block.keyRow(e.add(first, row), blockKeys); },
+        producerWarps, [&](Value row, Value col) {
+          return SmallVector<Value, 2>{e.add(
+              tileBase, e.swizzled(e.add(row0, row), col, kTileKeys))};
+        });
+  });
 }
 
-/// The producer: Q, then every tile, each into its stage once the
-/// consumers have released the stage's previous tile.
+/// The producer: Q, then every tile's K and V, each into its ring's stage
+/// once the consumers have released the stage's previous tile.
 void WgmmaPrefillBlock::produce() {
   const int64_t producerWarps = kProducerThreads / kWarpSize;
   e.copyTile(
@@ -240,47 +277,33 @@ void WgmmaPrefillBlock::produce() {
       producerWarps, [&](Value row, Value col) { return qAt(row, col); });
   e.arriveWhenCopiesLand(qLanded);
   e.forLoop(zero, numTiles, 1, [&](Value t) {
-    // Use u of a stage (tile t = u stages + s) waits for the consumers'
-    // release of use u - 1: phase u - 1, whose parity is u + 1's.
-    e.ifThen(e.lessThan(e.index(stages - 1), t), [&] {
-      e.waitBarrierPhase(read(t),
-                         e.phaseParity(e.add(e.divui(t, stages), one)));
-    });
-    copyKeys(t);
-    e.arriveWhenCopiesLand(landed(t));
+    waitReleased(kRing, t);
+    copyTile(block.k, qkDim, kRing, t);
+    e.arriveWhenCopiesLand(landed(kRing, t));
+    waitReleased(vRing, t);
+    copyTile(block.v, vDim, vRing, t);
+    e.arriveWhenCopiesLand(landed(vRing, t));
   });
   // No thread leaves with its copies in flight.
   e.waitAllCopies();
 }
 
 /// Issues S = Q K^T of tile t (the first k-step overwrites the
-/// accumulator); returns it, in flight until the next wait.
+/// accumulator); returns it, in flight until the next wait. A k-step moves
+/// 32 bytes inside a column block, a column block 8 KiB in Q's 64-row
+/// tile and 16 KiB in K's 128-row one.
 Value WgmmaPrefillBlock::issueScores(Value t) {
-  Value descK = e.descriptor(e.add(base, stageAt(t, 0)), 16, kAtomBytes);
+  Value descK = e.descriptor(e.add(base, tileAt(kRing, t)), 16, kAtomBytes);
   Value acc = e.unsetAccumulator(sRegs);
   e.fence();
   for (int64_t k = 0; k < qkDim / 16; ++k) {
-    int64_t offset = (k / 4) * kBlockBytes + (k % 4) * 32;
-    acc = e.mma(acc, e.advance(descQ, offset), e.advance(descK, offset),
+    int64_t inBlock = (k % 4) * 32;
+    acc = e.mma(acc, e.advance(descQ, (k / 4) * kQBlockBytes + inBlock),
+                e.advance(descK, (k / 4) * kKeyBlockBytes + inBlock),
                 kTileKeys, k > 0, false);
   }
   e.commit();
   return acc;
-}
-
-/// The first tile's scores (zeros where the block has no keys).
-SmallVector<Value> WgmmaPrefillBlock::firstScores() {
-  SmallVector<Type> f32s(sRegs, b.getF32Type());
-  return e.selectValues(
-      e.lessThan(zero, numTiles), f32s,
-      [&] {
-        e.waitBarrierPhase(qLanded, e.phaseParity(zero));
-        waitLanded(zero);
-        Value acc = issueScores(zero);
-        e.wait(0);
-        return e.fromAccumulator(acc, sRegs);
-      },
-      [&] { return SmallVector<Value>(sRegs, e.f32(0.0)); });
 }
 
 LaneRows WgmmaPrefillBlock::laneRows() {
@@ -295,104 +318,111 @@ LaneRows WgmmaPrefillBlock::laneRows() {
   return rows;
 }
 
-/// Tile t of the consumers' loop. `it`: the lane rows' maxima (base 2),
-/// their partial sums (the lane's columns), O (accumulator order, without
-/// tile t - 1's P V yet), tile t's scores, then tile t - 1's P as wgmma A
-/// registers; returns the same for tile t + 1.
-SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
-                                               const LaneRows &rows) {
-  const int64_t sAt = 4 + oRegs, pAt = sAt + sRegs;
-  Value next = e.add(t, one);
-  Value hasPrevious = e.lessThan(zero, t);
-
-  // 1. The tensor cores get both products of the warpgroup while this
-  // tile's softmax runs: tile t + 1's scores (past the last tile: none),
-  // then tile t - 1's P V (before the first: none).
-  Value hasNext = e.lessThan(next, numTiles);
-  Value unset = e.unsetAccumulator(sRegs);
-  Value nextAcc = e.selectValues(
-      hasNext, {unset.getType()},
-      [&] {
-        waitLanded(next);
-        return SmallVector<Value>{issueScores(next)};
-      },
-      [&] { return SmallVector<Value>{unset}; })[0];
-  Value o = e.toAccumulator(SmallVector<Value>(it.slice(4, oRegs)));
-  o = e.selectValues(
-      hasPrevious, {o.getType()},
-      [&] {
-        return SmallVector<Value>{
-            issueValues(e.sub(t, one), o, it.slice(pAt, sRegs / 2))};
-      },
-      [&] { return SmallVector<Value>{o}; })[0];
-
-  // 2. Scores masked on tiles crossing the warpgroup's diagonal or the end
-  // of the keys (past its last visible key every score is masked: P = 0).
+/// Tile t's softmax: its scores `s` masked where the tile crosses the
+/// warpgroup's diagonal or the end of the keys (past its last visible key
+/// every score is masked: P = 0), then the online softmax from the rows'
+/// maxima and sums `state` (4 values). P stays in the lane's registers, as
+/// wgmma A registers in the scores' accumulator order.
+WgmmaPrefillBlock::TileSoftmax
+WgmmaPrefillBlock::tileSoftmax(Value t, SmallVector<Value> s,
+                               ValueRange state, const LaneRows &rows) {
   Value first = e.mul(t, e.index(kTileKeys));
-  SmallVector<Value> s(it.begin() + sAt, it.begin() + pAt);
   softmax.maskWhere(e.lessThan(unmaskedEnd, e.add(first, one)), s, first,
                     rows.end);
-
-  // 3. Online softmax: P stays in the lane's registers, in the scores'
-  // accumulator order.
-  SmallVector<Value> nextState(it.begin(), it.begin() + 4);
-  SmallVector<Value> p(sRegs);
-  SmallVector<Value, 2> alpha;
+  TileSoftmax out{SmallVector<Value>(state.begin(), state.end()), {},
+                  SmallVector<Value>(sRegs / 2)};
   for (int64_t i = 0; i < 2; ++i) {
     auto keepP = [&](int64_t m, int64_t j, Value p0, Value p1) {
-      p[sFragment.at(m, j, i, 0)] = p0;
-      p[sFragment.at(m, j, i, 1)] = p1;
+      out.p[sFragment.at(m, j, i, 0) / 2] = e.packRegister(p0, p1);
     };
-    FragmentSoftmax::RowStep row = softmax.step(s, i, it[i], it[2 + i], keepP);
-    nextState[i] = row.max;
-    nextState[2 + i] = row.sum;
-    alpha.push_back(row.alpha);
+    FragmentSoftmax::RowStep row =
+        softmax.step(s, i, state[i], state[2 + i], keepP);
+    out.rowState[i] = row.max;
+    out.rowState[2 + i] = row.sum;
+    out.alpha.push_back(row.alpha);
   }
-  SmallVector<Value> pRegisters = e.registersOfFragment(p);
+  return out;
+}
 
-  // 4. Both groups done: tile t - 1's stage goes back to the producer (its
-  // K was last read by the scores waited for in the previous iteration),
-  // and O, now with tile t - 1's P V, moves to this tile's max.
+/// Tile t > 0 of the consumers' loop. `it`: the lane rows' maxima (base
+/// 2), their partial sums (the lane's columns), O (accumulator order, at
+/// tile t - 1's row max, without tile t - 1's P V yet), then tile t - 1's
+/// P as wgmma A registers; returns the same for tile t + 1.
+SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
+                                               const LaneRows &rows) {
+  const int64_t pAt = 4 + oRegs;
+  Value previous = e.sub(t, one);
+  // 1. Tile t's scores, then tile t - 1's P V.
+  waitLanded(kRing, t);
+  Value acc = issueScores(t);
+  waitLanded(vRing, previous);
+  Value o = issueValues(previous,
+                        e.toAccumulator(SmallVector<Value>(it.slice(4, oRegs))),
+                        it.slice(pAt, sRegs / 2));
+  // 2. The scores done (P V may still run): tile t's K goes back to the
+  // producer; the softmax runs under the P V.
+  e.wait(1);
+  e.arrive(read(kRing, t));
+  TileSoftmax next =
+      tileSoftmax(t, e.fromAccumulator(acc, sRegs), it.take_front(4), rows);
+  // 3. P V done: tile t - 1's V goes back to the producer, and O, now with
+  // tile t - 1's P V, moves to this tile's max.
   e.wait(0);
-  e.ifThen(hasPrevious, [&] { e.arrive(read(e.sub(t, one))); });
-  nextState.append(FragmentSoftmax::rescale(e, e.fromAccumulator(o, oRegs),
-                                            oFragment, alpha,
-                                            /*onlyIfMoved=*/true));
-  nextState.append(e.fromAccumulator(nextAcc, sRegs));
-  nextState.append(pRegisters);
-  return nextState;
+  e.arrive(read(vRing, previous));
+  SmallVector<Value> state = next.rowState;
+  state.append(FragmentSoftmax::rescale(e, e.fromAccumulator(o, oRegs),
+                                        oFragment, next.alpha,
+                                        /*onlyIfMoved=*/true));
+  state.append(next.p);
+  return state;
 }
 
 /// Issues O += P V of tile t (`o` the accumulator struct, `p` P as A
-/// registers): V N-major, column blocks 8 KiB apart, 8-key atoms 1 KiB
+/// registers): V N-major, column blocks 16 KiB apart, 8-key atoms 1 KiB
 /// apart. Returns the accumulator, in flight until the next wait.
 Value WgmmaPrefillBlock::issueValues(Value t, Value o, ValueRange p) {
-  Value descV = e.descriptor(e.add(base, stageAt(t, layout.vOffset)),
-                             kBlockBytes, kAtomBytes);
+  Value descV = e.descriptor(e.add(base, tileAt(vRing, t)), kKeyBlockBytes,
+                             kAtomBytes);
   return e.issueProductRegisterA(o, SmallVector<Value>(p), descV, kTileKeys,
                                  vDim);
 }
 
-/// The two warpgroups of rows: their scores, softmax and P V over the
-/// block's tiles, the last tile's P V, then the results.
+/// The two warpgroups of rows: tile 0's scores and softmax, the loop over
+/// the other tiles, the last tile's P V, then the results.
 void WgmmaPrefillBlock::consume() {
-  SmallVector<Value> scores0 = firstScores();
   LaneRows rows = laneRows();
   Value negInf = e.negInf(), fzero = e.f32(0.0);
   SmallVector<Value> init{negInf, negInf, fzero, fzero};
   init.append(oRegs, fzero);
-  init.append(scores0);
   init.append(sRegs / 2, arith::ConstantIntOp::create(b, l, 0, 32));
+  Value anyTile = e.lessThan(zero, numTiles);
+  SmallVector<Value> first = e.selectValues(
+      anyTile, ValueRange(init).getTypes(), [&] {
+        e.waitBarrierPhase(qLanded, e.phaseParity(zero));
+        waitLanded(kRing, zero);
+        Value acc = issueScores(zero);
+        e.wait(0);
+        e.arrive(read(kRing, zero));
+        TileSoftmax tile = tileSoftmax(zero, e.fromAccumulator(acc, sRegs),
+                                       ValueRange(init).take_front(4), rows);
+        // O is still zero: nothing to rescale.
+        SmallVector<Value> state = tile.rowState;
+        state.append(oRegs, fzero);
+        state.append(tile.p);
+        return state;
+      },
+      [&] { return init; });
   SmallVector<Value> state = e.forLoop(
-      zero, numTiles, e.index(1), init,
+      one, numTiles, one, first,
       [&](Value t, ValueRange it) { return tileStep(t, it, rows); });
   SmallVector<Type> f32s(oRegs, b.getF32Type());
   SmallVector<Value> o = e.selectValues(
-      e.lessThan(zero, numTiles), f32s,
+      anyTile, f32s,
       [&] {
+        Value last = e.sub(numTiles, one);
+        waitLanded(vRing, last);
         Value acc = issueValues(
-            e.sub(numTiles, one),
-            e.toAccumulator(ArrayRef<Value>(state).slice(4, oRegs)),
+            last, e.toAccumulator(ArrayRef<Value>(state).slice(4, oRegs)),
             ArrayRef<Value>(state).take_back(sRegs / 2));
         e.wait(0);
         return e.fromAccumulator(acc, oRegs);
@@ -433,7 +463,7 @@ void WgmmaPrefillBlock::writeResults(ArrayRef<Value> state,
   if (!accumulate)
     block.storeLse(ends, rows.ofBlock, thread.quad);
 
-  // out = O / l staged as out's rows in the KV stages (dead once both
+  // out = O / l staged as out's rows in the K and V rings (dead once both
   // warpgroups are past the loop: the last tile's V was there), rows
   // padded by 8 elements so that a warp's 4-byte stores hit distinct banks;
   // then the block copies the real rows out (copyStagedRows). O value
@@ -441,7 +471,7 @@ void WgmmaPrefillBlock::writeResults(ArrayRef<Value> state,
   // accumulate, the rows' entry weights follow the staged rows.
   const int64_t stride = vDim + 8;
   consumersBarrier();
-  Value stagingAt = e.add(pad, e.index(layout.kv));
+  Value stagingAt = e.add(pad, e.index(layout.k));
   Value staging =
       e.sharedView(raw, stagingAt, {kBlockRows, stride}, e.element);
   if (accumulate) {
@@ -465,10 +495,11 @@ void WgmmaPrefillBlock::writeResults(ArrayRef<Value> state,
 
 void WgmmaPrefillBlock::run() {
   e.ifThen(e.eqIndex(thread.tid, 0), [&] {
-    for (int64_t s = 0; s < stages; ++s) {
-      e.initBarrier(landed(e.index(s)), kProducerThreads);
-      e.initBarrier(read(e.index(s)), kThreads);
-    }
+    for (const Ring *ring : {&kRing, &vRing})
+      for (int64_t s = 0; s < ring->stages; ++s) {
+        e.initBarrier(landed(*ring, e.index(s)), kProducerThreads);
+        e.initBarrier(read(*ring, e.index(s)), kThreads);
+      }
     e.initBarrier(qLanded, kProducerThreads);
   });
   e.barrier();
@@ -490,14 +521,13 @@ void lowerWgmmaPrefill(PrefillAttentionOp op, KernelFactory &kernels,
                        OpBuilder &host) {
   const int64_t qkDim = op.getQkHeadDim(), vDim = op.getVHeadDim();
   Type element = cast<MemRefType>(op.getQ().getType()).getElementType();
-  const int64_t stages =
+  const Stages stages =
       stagesFor(qkDim, vDim, kernels.target().maxSharedBytesPerBlock());
-  const SharedLayout layout(qkDim, vDim, stages);
-  // The results are staged in the KV stages: rows of vDim + 8 elements,
-  // then (accumulate) an f32 entry weight a row.
+  const SharedLayout layout(qkDim, vDim, stages.k, stages.v);
+  // The results are staged in the rings: rows of vDim + 8 elements, then
+  // (accumulate) an f32 entry weight a row.
   const int64_t elementBytes = 2;
-  if (kBlockRows * ((vDim + 8) * elementBytes + 4) >
-      layout.stages * layout.stage)
+  if (kBlockRows * ((vDim + 8) * elementBytes + 4) > layout.ringBytes())
     llvm::report_fatal_error("wgmma prefill: results do not fit the stages");
 
   auto kernel = kernels.create(
