@@ -242,10 +242,10 @@ TEST(PrefillTiles, ExactlyTheDefaultSharedMemoryLimit) {
 
 TEST(PrefillTiles, WarpgroupHalves) {
   // The wgmma kernel's 128-row tiles are two warpgroups' 64 rows over
-  // 64-key tiles in a four-stage ring: tiles where only the first
+  // 128-key tiles in two-stage K and V rings: tiles where only the first
   // warpgroup has real rows (192 rows), where the first warpgroup's rows
   // see none of the block's last key tile (causal, Skv = Sq), where the
-  // ring wraps many times (1000 keys), and one column block per head dim
+  // rings wrap many times (1000 keys), and one column block per head dim
   // (64 / 64).
   checkPrefill({DType::BF16, 2, true, {128, 192, 1000}, {128, 192, 1000}});
   checkPrefill({DType::F16, 3, false, {65, 130}, {1000, 63}, 64, 64});
@@ -263,7 +263,10 @@ TEST(PrefillTiles, HeadGroups) {
 }
 
 TEST(PrefillTiles, LargestHeadDims) {
+  // qk 256 leaves the wgmma kernel one V stage: a tile's V is copied once
+  // the previous tile's P V is done (1000 keys: eight tiles through it).
   checkPrefill({DType::BF16, 2, true, {97}, {160}, 256, 128});
+  checkPrefill({DType::F16, 2, false, {200}, {1000}, 256, 128});
 }
 
 /// A decode case run in the scheduled form: a split plan from
