@@ -173,13 +173,12 @@ private:
     return e.add(e.index(ring.area),
                  e.mul(e.remui(t, ring.stages), e.index(ring.stageBytes)));
   }
-  /// The consumers' own barrier (the producer takes no part; named
-  /// barriers 1 and 2 are the warpgroups').
+  /// The consumers' own named barrier (the producer takes no part).
   void consumersBarrier() {
     e.namedBarrier(1 + kWarpgroups, kThreads, /*wait=*/true);
   }
-  /// Element offsets of (row, col) in the swizzled tiles: Q as two 64-row
-  /// tiles, K and V of a stage.
+  /// Element offset of (row, col) of the block's Q, two swizzled 64-row
+  /// tiles (one a warpgroup).
   SmallVector<Value, 2> qAt(Value row, Value col) {
     Value tile = e.divui(row, kGroupRows);
     return {e.add(e.mul(tile, e.index(qTileBytes / 2)),
