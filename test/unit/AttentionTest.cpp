@@ -250,6 +250,10 @@ TEST(PrefillTiles, WarpgroupHalves) {
   checkPrefill({DType::BF16, 2, true, {128, 192, 1000}, {128, 192, 1000}});
   checkPrefill({DType::F16, 3, false, {65, 130}, {1000, 63}, 64, 64});
   checkPrefill({DType::BF16, 2, true, {256, 3}, {64, 700}, 128, 64});
+  // Key counts around the 128-key tile: one short of, at and one past a
+  // tile's end, and past two, each sequence with its own row tiles.
+  checkPrefill({DType::BF16, 2, true, {1, 127, 128, 129}, {127, 128, 129, 257}});
+  checkPrefill({DType::F16, 2, false, {129, 64}, {255, 256}, 64, 64});
 }
 
 TEST(PrefillTiles, HeadGroups) {
