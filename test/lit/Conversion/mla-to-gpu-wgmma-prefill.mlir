@@ -6,14 +6,14 @@
 // (the K ring's two stages' "landed", counting the producer's 128
 // threads, and "read", counting the 256 consumers; the V ring's; then
 // Q's). The consumers raise their registers to 232 and wait on mbarriers,
-// never at a block barrier. Tile 0's scores (12 wgmma m64n128k16, qk 192,
-// the first with the accumulator zeroed) and softmax come before the
-// loop. In iteration t, tile t's scores, then tile t - 1's P V (8
-// register-A wgmma m64n128k16: llvm.inline_asm, P in four 32-bit
-// registers a k-step, accumulators tied; V read N-major, trans-b 1) are
-// issued; the scores are waited for (wait 1: P V still in flight) and
-// tile t's K released; the softmax runs under the P V, with P kept in
-// registers (no shared P tile, no barrier); then P V is waited for and
+// never at a block barrier. In iteration t, tile t's scores (12 wgmma
+// m64n128k16, qk 192, the first with the accumulator zeroed), then tile
+// t - 1's P V (8 register-A wgmma m64n128k16: llvm.inline_asm, P in four
+// 32-bit registers a k-step, accumulators tied; V read N-major, trans-b
+// 1; for tile 0 an empty commit group) are issued; the scores are waited
+// for (wait 1: P V still in flight) and tile t's K released; the softmax
+// runs under the P V, with P kept in registers (no shared P tile, no
+// barrier); then P V is waited for and
 // tile t - 1's V released. The last tile's P V follows the loop. The
 // producer lowers its registers to 40 and copies Q, then each tile's K and
 // V (64 rows at a time), each announced on its ring's mbarrier, a stage
@@ -63,40 +63,33 @@
 // CHECK: nvvm.mbarrier.init %{{.+}}, %c256_i32
 // CHECK: nvvm.mbarrier.init %{{.+}}, %c128_i32
 // CHECK: gpu.barrier
-// The consumers: Q and tile 0's K landed, tile 0's scores waited for, its
-// K released, its softmax.
+// The consumers: Q landed, then the loop over the tiles.
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK-NOT: gpu.barrier
 // CHECK: nvvm.mbarrier.try_wait.parity %{{.+}}, %c0_i32
-// CHECK: nvvm.mbarrier.try_wait.parity %{{.+}}, %c0_i32
+// Tile t's K landed, its scores issued; then tile t - 1's V landed and its
+// P V issued with P in registers (for tile 0, an empty group).
+// CHECK: scf.for
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: nvvm.mbarrier.arrive
-// CHECK: llvm.nvvm.ex2.approx.ftz.f32
-// The loop from tile 1: tile t's K landed, its scores issued; tile t - 1's
-// V landed, its P V issued with P in registers.
-// CHECK: scf.for
-// CHECK-NOT: gpu.barrier
-// CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK-NEXT: nvvm.fence.proxy
-// CHECK: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
-// CHECK-COUNT-11: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 128, k = 16>, D[<f32>, <one>]
-// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NOT: nvvm.wgmma.wait
+// CHECK: scf.if
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.fence.proxy
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-8: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.+}}, $63}, {$128, $129, $130, $131}, $132, 1, 1, 1, 1;", "{{(=f,)+}}0,{{.+}},63,r,r,r,r,l" {{.+}} : (f32{{(, f32)+}}, i32, i32, i32, i32, i64) -> !llvm.struct<(f32{{(, f32)+}})>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: } else {
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // The scores waited for (P V in flight), tile t's K released; the
 // softmax, with no barrier, no shared P tile and no copies; P V waited
 // for, tile t - 1's V released.
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive
 // CHECK-NOT: nvvm.barrier
 // CHECK-NOT: vector.store

@@ -36,10 +36,13 @@
 //    t issues tile t's scores, then tile t - 1's P V (O still at tile
 //    t - 1's row max), waits for the scores alone, releases tile t's K,
 //    runs tile t's softmax under the P V, waits for it, releases tile
-//    t - 1's V and rescales O to tile t's max. Tile 0's scores and softmax
-//    come before the loop, the last tile's P V after it; nothing is in
+//    t - 1's V and rescales O to tile t's max. Tile 0 commits an empty
+//    group in place of a P V, so that one wait count fits every
+//    iteration; the last tile's P V follows the loop. Nothing is in
 //    flight across the loop's back edge (ptxas would serialize every
-//    wgmma, C7514). The live registers of a consumer thread: O (Dv / 2),
+//    wgmma, C7514). (Tile 0 peeled out of the loop ran as fast and
+//    doubled the softmax's code: lowering and ptxas 20 to 60% slower.)
+//    The live registers of a consumer thread: O (Dv / 2),
 //    the scores (64), P of the previous tile in flight and of this one
 //    (32 each). Measured on an H200 against 64-key tiles with the next
 //    tile's scores and the previous P V in flight during the softmax:
@@ -343,21 +346,31 @@ WgmmaPrefillBlock::tileSoftmax(Value t, SmallVector<Value> s,
   return out;
 }
 
-/// Tile t > 0 of the consumers' loop. `it`: the lane rows' maxima (base
-/// 2), their partial sums (the lane's columns), O (accumulator order, at
-/// tile t - 1's row max, without tile t - 1's P V yet), then tile t - 1's
-/// P as wgmma A registers; returns the same for tile t + 1.
+/// Tile t of the consumers' loop. `it`: the lane rows' maxima (base 2),
+/// their partial sums (the lane's columns), O (accumulator order, at tile
+/// t - 1's row max, without tile t - 1's P V yet), then tile t - 1's P as
+/// wgmma A registers; returns the same for tile t + 1.
 SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
                                                const LaneRows &rows) {
   const int64_t pAt = 4 + oRegs;
   Value previous = e.sub(t, one);
-  // 1. Tile t's scores, then tile t - 1's P V.
+  Value hasPrevious = e.lessThan(zero, t);
+  // 1. Tile t's scores, then tile t - 1's P V (before the first tile an
+  // empty group, so that one wait count fits every iteration).
   waitLanded(kRing, t);
   Value acc = issueScores(t);
-  waitLanded(vRing, previous);
-  Value o = issueValues(previous,
-                        e.toAccumulator(SmallVector<Value>(it.slice(4, oRegs))),
-                        it.slice(pAt, sRegs / 2));
+  Value o = e.toAccumulator(SmallVector<Value>(it.slice(4, oRegs)));
+  o = e.selectValues(
+      hasPrevious, {o.getType()},
+      [&] {
+        waitLanded(vRing, previous);
+        return SmallVector<Value>{
+            issueValues(previous, o, it.slice(pAt, sRegs / 2))};
+      },
+      [&] {
+        e.commit();
+        return SmallVector<Value>{o};
+      })[0];
   // 2. The scores done (P V may still run): tile t's K goes back to the
   // producer; the softmax runs under the P V.
   e.wait(1);
@@ -367,7 +380,7 @@ SmallVector<Value> WgmmaPrefillBlock::tileStep(Value t, ValueRange it,
   // 3. P V done: tile t - 1's V goes back to the producer, and O, now with
   // tile t - 1's P V, moves to this tile's max.
   e.wait(0);
-  e.arrive(read(vRing, previous));
+  e.ifThen(hasPrevious, [&] { e.arrive(read(vRing, previous)); });
   SmallVector<Value> state = next.rowState;
   state.append(FragmentSoftmax::rescale(e, e.fromAccumulator(o, oRegs),
                                         oFragment, next.alpha,
@@ -395,24 +408,9 @@ void WgmmaPrefillBlock::consume() {
   init.append(oRegs, fzero);
   init.append(sRegs / 2, arith::ConstantIntOp::create(b, l, 0, 32));
   Value anyTile = e.lessThan(zero, numTiles);
-  SmallVector<Value> first = e.selectValues(
-      anyTile, ValueRange(init).getTypes(), [&] {
-        e.waitBarrierPhase(qLanded, e.phaseParity(zero));
-        waitLanded(kRing, zero);
-        Value acc = issueScores(zero);
-        e.wait(0);
-        e.arrive(read(kRing, zero));
-        TileSoftmax tile = tileSoftmax(zero, e.fromAccumulator(acc, sRegs),
-                                       ValueRange(init).take_front(4), rows);
-        // O is still zero: nothing to rescale.
-        SmallVector<Value> state = tile.rowState;
-        state.append(oRegs, fzero);
-        state.append(tile.p);
-        return state;
-      },
-      [&] { return init; });
+  e.ifThen(anyTile, [&] { e.waitBarrierPhase(qLanded, e.phaseParity(zero)); });
   SmallVector<Value> state = e.forLoop(
-      one, numTiles, one, first,
+      zero, numTiles, one, init,
       [&](Value t, ValueRange it) { return tileStep(t, it, rows); });
   SmallVector<Type> f32s(oRegs, b.getF32Type());
   SmallVector<Value> o = e.selectValues(
