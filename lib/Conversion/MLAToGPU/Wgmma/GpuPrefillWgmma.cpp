@@ -399,8 +399,8 @@ Value WgmmaPrefillBlock::issueValues(Value t, Value o, ValueRange p) {
                                  vDim);
 }
 
-/// The two warpgroups of rows: tile 0's scores and softmax, the loop over
-/// the other tiles, the last tile's P V, then the results.
+/// The two warpgroups of rows: Q landed, the loop over the tiles, the last
+/// tile's P V, then the results.
 void WgmmaPrefillBlock::consume() {
   LaneRows rows = laneRows();
   Value negInf = e.negInf(), fzero = e.f32(0.0);
