@@ -84,7 +84,7 @@ Backend prefillTcSm80() {
 
 /// The wgmma prefill on sm_90a (useWgmmaPrefill, wgmma_prefill::takesDims):
 /// two consumer warpgroups over 128-row query tiles and a producer
-/// warpgroup copying 64-key tiles. It takes qk and v head dims in whole
+/// warpgroup copying 128-key tiles. It takes qk and v head dims in whole
 /// 64-column blocks, qk up to 256, v up to 128; sm_90a's shared memory
 /// holds a layout for every such pair. Other head dims would get the
 /// mma.sync kernel, which is PREFILL_TC_SM80's. Where q, k or v is not

@@ -75,8 +75,8 @@ struct SharedLayout {
 
 /// The rings that fit `maxSharedBytesPerBlock`: two K and two V stages
 /// where they fit (a tile's copy has an iteration to land), else two K
-/// stages and one V (the V copy then waits for the previous tile's P V),
-/// else none (0, 0).
+/// stages and one V (a tile's V is copied once the previous tile's P V is
+/// done, while the consumers compute that tile's scores), else none (0, 0).
 struct Stages {
   int64_t k = 0, v = 0;
 };

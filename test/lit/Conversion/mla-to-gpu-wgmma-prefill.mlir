@@ -16,8 +16,9 @@
 // barrier); then P V is waited for and
 // tile t - 1's V released. The last tile's P V follows the loop. The
 // producer lowers its registers to 40 and copies Q, then each tile's K and
-// V (64 rows at a time), each announced on its ring's mbarrier, a stage
-// refilled once its previous tile was released. Grid: the heads of a
+// V (64 rows at a time; with one V stage, qk 256, K runs a tile ahead),
+// each announced on its ring's mbarrier, a stage refilled once its
+// previous tile was released. Grid: the heads of a
 // group in x, ceil(T / 128) + B row tiles in y, the head groups in z.
 // 214088 bytes of shared memory: Q 49152, two K stages of 49152, two V
 // stages of 32768, 72 of mbarriers, 1024 of alignment slack. Head dims the
@@ -206,5 +207,40 @@ func.func @prefill_96_64(%q: memref<?x4x96xf16>, %k: memref<?x4x96xf16>,
       outs(%o, %lse : memref<?x4x64xf16>, memref<4x?xf32>)
       {num_heads = 4 : i64, qk_head_dim = 96 : i64, v_head_dim = 64 : i64,
        softmax_scale = 0.1 : f32}
+  return
+}
+
+// -----
+
+// qk 256 / v 128: two K stages and one V stage (230456 bytes of shared
+// memory), so the producer runs K a tile ahead of V: K 0 before its loop,
+// then in iteration t K t + 1 (if any) before V t.
+// CHECK-LABEL: func.func @prefill_256_128(
+// CHECK: arith.constant 230456 : i32
+// CHECK: gpu.func @prefill_attention_wgmma_0(
+// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+// CHECK-NEXT: %{{.+}} = arith.cmpi
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c128 step %c64
+// CHECK: nvgpu.device_async_copy %arg1
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvgpu.device_async_copy %arg1
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+// CHECK: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvgpu.device_async_copy %arg2
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true}
+func.func @prefill_256_128(%q: memref<?x8x256xbf16>, %k: memref<?x8x256xbf16>,
+                           %v: memref<?x8x128xbf16>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                           %o: memref<?x8x128xbf16>, %lse: memref<8x?xf32>) {
+  mla.prefill_attention ins(%q, %k, %v, %cq, %ck : memref<?x8x256xbf16>, memref<?x8x256xbf16>, memref<?x8x128xbf16>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x8x128xbf16>, memref<8x?xf32>)
+      {num_heads = 8 : i64, qk_head_dim = 256 : i64, v_head_dim = 128 : i64,
+       softmax_scale = 0.0625 : f32, causal}
   return
 }

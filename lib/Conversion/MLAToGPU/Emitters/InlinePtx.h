@@ -4,12 +4,13 @@
 // `llvm.inline_asm` with typed operands, for an instruction MLIR 22's NVVM
 // dialect has no op for. Results are SSA values: a register the
 // instruction reads and writes (a wgmma accumulator) is an output tied to
-// its input ("=f" with "0", "1", ...), the same form the NVVM dialect's
-// own nvvm.wgmma.mma_async lowers to, so the values before and after the
+// its input ("=f" with "0", "1", ...), as in the inline assembly the NVVM
+// dialect's own nvvm.wgmma.mma_async lowers to (which passes scale-d as a
+// predicate; here it is an immediate), so the values before and after the
 // instruction stay distinct in the IR. (`nvvm.inline_ptx` would instead
 // rewrite later uses of a read-write operand in place, which does not
 // compose with loop-carried accumulators.) Every form is assembled by
-// ptxas in the lit tests (test/lit/Target/ptxas.mlir).
+// ptxas in the lit tests (test/lit/Target/ptxas-register-a.mlir).
 //
 //===----------------------------------------------------------------------===//
 
