@@ -130,14 +130,23 @@ Value WgmmaEmitter::mma(Value acc, Value descA, Value descB, int64_t n,
       NVVM::MMAIntOverflowAttr());
 }
 
-Value WgmmaEmitter::issueProductNMajorB(Value acc, Value descA, Value descB,
-                                        int64_t depth, int64_t n) {
+Value WgmmaEmitter::issueNMajorSteps(
+    Value acc, Value descB, int64_t depth,
+    llvm::function_ref<Value(Value acc, int64_t k, Value descB)> step) {
   fence();
   for (int64_t k = 0; k < depth / 16; ++k)
-    acc = mma(acc, advance(descA, 32 * k), advance(descB, 2 * kAtomBytes * k),
-              n, /*accumulate=*/true, /*transposeB=*/true);
+    acc = step(acc, k, advance(descB, 2 * kAtomBytes * k));
   commit();
   return acc;
+}
+
+Value WgmmaEmitter::issueProductNMajorB(Value acc, Value descA, Value descB,
+                                        int64_t depth, int64_t n) {
+  return issueNMajorSteps(acc, descB, depth, [&](Value acc, int64_t k,
+                                                 Value descBk) {
+    return mma(acc, advance(descA, 32 * k), descBk, n, /*accumulate=*/true,
+               /*transposeB=*/true);
+  });
 }
 
 Value WgmmaEmitter::mmaRegisterA(Value acc, ArrayRef<Value> a, Value descB,
@@ -151,13 +160,11 @@ Value WgmmaEmitter::issueProductRegisterA(Value acc, ArrayRef<Value> a,
                                           int64_t n) {
   if (int64_t(a.size()) != depth / 4)
     llvm::report_fatal_error("register-A product: 4 registers a k16 step");
-  fence();
-  for (int64_t k = 0; k < depth / 16; ++k)
-    acc = mmaRegisterA(acc, a.slice(4 * k, 4),
-                       advance(descB, 2 * kAtomBytes * k), n,
-                       /*accumulate=*/true, /*transposeB=*/true);
-  commit();
-  return acc;
+  return issueNMajorSteps(acc, descB, depth, [&](Value acc, int64_t k,
+                                                 Value descBk) {
+    return mmaRegisterA(acc, a.slice(4 * k, 4), descBk, n,
+                        /*accumulate=*/true, /*transposeB=*/true);
+  });
 }
 
 Value WgmmaEmitter::packRegister(Value lo, Value hi) {

@@ -108,6 +108,17 @@ public:
   /// layout of k16 step s, so no value moves between lanes.)
   mlir::Value packRegister(mlir::Value lo, mlir::Value hi);
 
+private:
+  /// One fenced and committed group of `depth` / 16 k16 steps over an
+  /// N-major B in 128-byte swizzle (a step moves two 8-row atoms along
+  /// it): `step(acc, k, descB of step k)` issues step k's wgmma.
+  mlir::Value issueNMajorSteps(
+      mlir::Value acc, mlir::Value descB, int64_t depth,
+      llvm::function_ref<mlir::Value(mlir::Value acc, int64_t k,
+                                     mlir::Value descB)>
+          step);
+
+public:
   /// wgmma.fence: orders earlier register and shared-memory accesses
   /// before the wgmma that follow.
   void fence();
