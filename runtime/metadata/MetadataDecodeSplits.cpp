@@ -172,9 +172,9 @@ DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
   return config;
 }
 
-int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
-                             int64_t elementBytes) {
-  return mma_decode::SharedLayout(kvLoraRank + ropeDim, elementBytes).bytes;
+int64_t mmaDecodeSharedBytes(DecodeOperandTypes types, int64_t kvLoraRank,
+                             int64_t ropeDim) {
+  return mma_decode::sharedBytes(types, kvLoraRank, ropeDim);
 }
 
 DecodeSplitConfig mmaDecodeSchedule(int64_t numSms, int64_t ctasPerSm,
@@ -208,7 +208,7 @@ DecodeSplitConfig decodeScheduleFor(const DecodeKernelShape &s) {
   if (s.strategy != KernelStrategy::Generic &&
       mma_decode::runsOn(s.operandTypes, d.kvLoraRank, d.ropeDim,
                          s.maxSharedBytesPerBlock)) {
-    int64_t perBlock = mmaDecodeSharedBytes(d.kvLoraRank, d.ropeDim, 2);
+    int64_t perBlock = mmaDecodeSharedBytes(s.operandTypes, d.kvLoraRank, d.ropeDim);
     return mmaDecodeSchedule(s.numSms, s.sharedBytesPerSm / perBlock,
                              d.numHeads, s.queryLen, s.blockSize);
   }

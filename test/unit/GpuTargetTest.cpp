@@ -242,6 +242,21 @@ TEST(SharedRegions, KernelLayoutsAtDeepSeekDims) {
   EXPECT_EQ(mma.max, mma.p + 16 * 72 * 2);
   EXPECT_EQ(mma.bytes, 96256);
 
+  // Over an FP8 cache: Q rows of 608 f16 (16 words past a multiple of 32),
+  // code rows of 608 bytes (24 words past one), two code stages.
+  mma_decode::Fp8SharedLayout fp8(576);
+  EXPECT_EQ(fp8.qStride, 608);
+  EXPECT_EQ(fp8.codeStride, 608);
+  EXPECT_EQ(fp8.codes, 16 * 608 * 2);
+  EXPECT_EQ(fp8.codeStage, 64 * 608);
+  EXPECT_EQ(fp8.p, fp8.codes + 2 * 64 * 608);
+  EXPECT_EQ(fp8.bytes, 100096);
+  // qk 544: a Q row of 272 words needs no padding; a code row of 136
+  // words takes 16 more.
+  mma_decode::Fp8SharedLayout narrow(544);
+  EXPECT_EQ(narrow.qStride, 544);
+  EXPECT_EQ(narrow.codeStride % 128, 96);
+
   wgmma_decode::SharedLayout decode(576, 2);
   EXPECT_EQ(decode.kv, 64 * 576 * 2);
   EXPECT_EQ(decode.kvStage, 64 * 576 * 2);

@@ -736,7 +736,12 @@ TEST(MetadataDecodeSplits, ResidentCtasMultiplyTheParts) {
 
 TEST(MetadataDecodeSplits, TensorCoreSchedule) {
   // DeepSeek dims in bf16: (16 + 64) x 584 x 2 + 16 x 72 x 2 + 512 bytes.
-  EXPECT_EQ(mmaDecodeSharedBytes(512, 64, 2), 96256);
+  EXPECT_EQ(mmaDecodeSharedBytes(mla::DecodeOperandTypes::SameTwoByte, 512, 64),
+            96256);
+  // Over an FP8 cache: Q 16 x 608 x 2, two code stages 64 x 608, P 16 x 72
+  // x 2, 512 bytes of row statistics; two blocks an SM as well.
+  EXPECT_EQ(mmaDecodeSharedBytes(mla::DecodeOperandTypes::Fp8Cache, 512, 64),
+            100096);
   // An H100 SM (228 KiB) holds two such blocks; 16 rows per CTA: 16 heads
   // take 1 CTA per split, 132 * 2 = 264 parts.
   DecodeSplitConfig c = mmaDecodeSchedule(132, 233472 / 96256, 16, 1, 64);

@@ -113,10 +113,10 @@ DecodeSplitConfig genericDecodeSchedule(int64_t numSms, int64_t numHeads,
                                         int64_t queryLen, int64_t blockSize);
 
 /// Shared memory one block of the tensor-core (mma-sync) decode kernel
-/// uses (mla/Target/MmaDecodeShape.h): 96,256 bytes for DeepSeek dims in
-/// bf16.
-int64_t mmaDecodeSharedBytes(int64_t kvLoraRank, int64_t ropeDim,
-                             int64_t elementBytes);
+/// uses for these operand types (mla/Target/MmaDecodeShape.h): 96,256
+/// bytes for DeepSeek dims in bf16, 100,096 over an FP8 cache.
+int64_t mmaDecodeSharedBytes(DecodeOperandTypes types, int64_t kvLoraRank,
+                             int64_t ropeDim);
 
 /// The schedule matched to the tensor-core decode kernel: 16 (head, query)
 /// rows per 128-thread CTA, `ctasPerSm` CTAs resident per SM (the SM's

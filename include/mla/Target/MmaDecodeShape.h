@@ -40,9 +40,7 @@ inline bool takesDims(int64_t kvLoraRank, int64_t ropeDim) {
 /// element type, rows padded), then each warp's row maxima and row sums.
 struct SharedLayout {
   int64_t rowStride, pStride; ///< elements
-  /// `codes`: where an FP8 cache's codes land, one byte an element, in the
-  /// KV tile's second half (the kernel dequantizes them in place).
-  int64_t q, kv, codes, p, max, sum, bytes;
+  int64_t q, kv, p, max, sum, bytes;
 
   SharedLayout(int64_t qkDim, int64_t elementBytes) {
     rowStride = qkDim + kRowPad;
@@ -50,13 +48,60 @@ struct SharedLayout {
     SharedRegions r;
     q = r.tiles(1, kTileRows, rowStride, elementBytes);
     kv = r.tiles(1, kTileTokens, rowStride, elementBytes);
-    codes = kv + SharedRegions::tileBytes(kTileTokens, rowStride, 1);
     p = r.tiles(1, kTileRows, pStride, elementBytes);
     max = r.bytes(kWarps * kTileRows * 4);
     sum = r.bytes(kWarps * kTileRows * 4);
     bytes = r.total();
   }
 };
+
+/// The FP8 kernel (GpuDecodeMmaFp8.cpp) keeps the KV tiles as codes, one
+/// byte an element, in a ring of this many stages: the next tile's copy is
+/// in flight while a tile is multiplied.
+inline constexpr int64_t kFp8Stages = 2;
+
+/// Whether the FP8 kernel takes these dims: its scores step through the
+/// Lkv + R columns 32 at a time, and each warp's Lkv / 4 output columns
+/// through 32-column groups.
+inline bool fp8TakesDims(int64_t kvLoraRank, int64_t ropeDim) {
+  return takesDims(kvLoraRank, ropeDim) && kvLoraRank % 128 == 0 &&
+         (kvLoraRank + ropeDim) % 32 == 0;
+}
+
+/// The FP8 kernel's shared memory (bytes): the query tile as f16, the
+/// code stages, the probability tile (f16), the warps' row maxima and
+/// sums. The strides keep its loads free of bank conflicts: a Q row is 16
+/// words past a multiple of 32 (a lane pair's 16-byte loads of rows g and
+/// g + 1 fill the 32 banks), a code row 24 words past one (four rows'
+/// 8-byte loads, or four lanes' 4-byte ones, each in its own 8 banks).
+struct Fp8SharedLayout {
+  int64_t qStride, codeStride, pStride; ///< elements (codes: bytes)
+  int64_t q, codes, codeStage, p, max, sum, bytes;
+
+  explicit Fp8SharedLayout(int64_t qkDim) {
+    // qkDim is a multiple of 32: 64 bytes a row, 16 words.
+    qStride = qkDim + (qkDim % 64 == 0 ? 32 : 0);
+    const int64_t words = qkDim / 4;
+    codeStride = qkDim + 4 * ((24 - words % 32 + 32) % 32);
+    pStride = kTileTokens + kRowPad;
+    SharedRegions r;
+    q = r.tiles(1, kTileRows, qStride, 2);
+    codeStage = SharedRegions::tileBytes(kTileTokens, codeStride, 1);
+    codes = r.tiles(kFp8Stages, kTileTokens, codeStride, 1);
+    p = r.tiles(1, kTileRows, pStride, 2);
+    max = r.bytes(kWarps * kTileRows * 4);
+    sum = r.bytes(kWarps * kTileRows * 4);
+    bytes = r.total();
+  }
+};
+
+/// The block's shared memory for a cache of these operand types.
+inline int64_t sharedBytes(DecodeOperandTypes types, int64_t kvLoraRank,
+                           int64_t ropeDim) {
+  const int64_t qkDim = kvLoraRank + ropeDim;
+  return types == DecodeOperandTypes::Fp8Cache ? Fp8SharedLayout(qkDim).bytes
+                                               : SharedLayout(qkDim, 2).bytes;
+}
 
 /// The one rule for "the decode runs the tensor-core split kernel", used by
 /// the lowering and by the MLA layer's schedule: q and the cache both bf16
@@ -65,9 +110,12 @@ struct SharedLayout {
 /// needs row-major operands, which the layer's buffers always are.)
 inline bool runsOn(DecodeOperandTypes types, int64_t kvLoraRank,
                    int64_t ropeDim, int64_t maxSharedBytesPerBlock) {
-  return types != DecodeOperandTypes::Other &&
-         takesDims(kvLoraRank, ropeDim) &&
-         SharedLayout(kvLoraRank + ropeDim, 2).bytes <= maxSharedBytesPerBlock;
+  if (types == DecodeOperandTypes::Other)
+    return false;
+  const bool dims = types == DecodeOperandTypes::Fp8Cache
+                        ? fp8TakesDims(kvLoraRank, ropeDim)
+                        : takesDims(kvLoraRank, ropeDim);
+  return dims && sharedBytes(types, kvLoraRank, ropeDim) <= maxSharedBytesPerBlock;
 }
 
 } // namespace mla::mma_decode

@@ -52,11 +52,14 @@
 // CHECK: memref.extract_aligned_pointer_as_index %{{.+}} : memref<?x64x576xbf16> -> index
 // Shared memory: one dynamic buffer, viewed as the tiles.
 // CHECK: %[[RAW:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[MAX:.+]] = memref.view %[[RAW]][%c95744][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[SUM:.+]] = memref.view %[[RAW]][%c96000{{(_[0-9]+)?}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// Scores scaled by softmax_scale * log2(e) = 0.0722 * 1.4427, made once
+// before the tiles (DecodeSplitBlock::scoresScale).
+// CHECK: arith.constant 0.10416{{[0-9]*}} : f32
 // CHECK: %[[QS:.+]] = memref.view %[[RAW]][%{{.+}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x584xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KV:.+]] = memref.view %[[RAW]][%c18688][] : {{.*}} to memref<64x584xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[PS:.+]] = memref.view %[[RAW]][%c93440][] : {{.*}} to memref<16x72xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[MAX:.+]] = memref.view %[[RAW]][%c95744][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
-// CHECK: %[[SUM:.+]] = memref.view %[[RAW]][%c96000][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // The Q tile: warp w copies rows 4w .. 4w + 3, a row per 8 lanes, 9
 // 16-byte vectors a lane (whole 128-byte lines per instruction).
 // CHECK: scf.if %{{.+}} {
@@ -64,9 +67,6 @@
 // CHECK-NEXT: } else {
 // Misaligned: element by element.
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c72{{(_[0-9]+)?}} step %c8
-// Scores scaled by softmax_scale * log2(e) = 0.0722 * 1.4427, made once
-// before the tiles (DecodeSplitBlock::scoresScale).
-// CHECK: arith.constant 0.10416{{[0-9]*}} : f32
 // The KV tiles, 64 tokens at a time; the state: max and sum of two rows, 64 O accumulators.
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c64{{.*}} iter_args({{.+}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // Warp w copies its 16 tokens, four rows (page lookups) a lane, 36 vectors.

@@ -2,12 +2,15 @@
 // the gather (generic kernels), and the decode: the generic split kernel
 // (sm_80, default strategy), the mma.sync one (sm_80 and sm_90a, strategy
 // mma-sync) and on sm_90a with the wgmma strategy the wgmma one. The
-// tensor-core kernels copy each tile's codes in with 8-byte cp.async and
-// dequantize them into q's type in shared memory (bf16 over e4m3 at 128
-// heads, f16 over e5m2 at 16 heads: byte permutes and one two-wide
-// multiply a pair, none for e5m2 into f16); with the wgmma strategy the
-// 16-head FP8 decode is the mma.sync kernel (wgmma_decode::kMinHeadsFp8). ptxas assembles them for sm_80
-// and sm_90a with no stack frame, no spills and no local memory.
+// tensor-core kernels copy each tile's codes in with 8-byte cp.async. The
+// wgmma kernel dequantizes them into q's type in shared memory (bf16 over
+// e4m3 at 128 heads: byte permutes and one two-wide multiply a pair). The
+// mma.sync kernel converts each lane's operands in registers and
+// multiplies in f16: on sm_90a with cvt.rn.f16x2.e4m3x2 / .e5m2x2, on sm_80
+// with byte permutes and, for e4m3, a two-wide multiply (none for e5m2,
+// f16's high byte); with the wgmma strategy the 16-head FP8 decode is the
+// mma.sync kernel (wgmma_decode::kMinHeadsFp8). ptxas assembles them for
+// sm_80 and sm_90a with no stack frame, no spills and no local memory.
 // REQUIRES: ptxas
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefixes=CHECK,SM80 --implicit-check-not=.local < %t.sm_80.ptx
@@ -16,21 +19,26 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,SM90A --implicit-check-not=.local < %t.sm_90a.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.sm_90a.ptx -o %t.sm_90a.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_80 strategy=mma-sync" --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.mma80.ptx -o /dev/null
-// RUN: FileCheck %s --check-prefixes=CHECK,MMA --implicit-check-not=.local < %t.mma80.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK,MMA,MMA80 --implicit-check-not=.local < %t.mma80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.mma80.ptx -o %t.mma80.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=mma-sync" --mla-lower-to-gpu=chip=sm_90a --mla-print-ptx=output=%t.mma90.ptx -o /dev/null
-// RUN: FileCheck %s --check-prefixes=CHECK,MMA --implicit-check-not=.local < %t.mma90.ptx
+// RUN: FileCheck %s --check-prefixes=CHECK,MMA,MMA90 --implicit-check-not=.local < %t.mma90.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.mma90.ptx -o %t.mma90.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
 
 // CHECK: .entry concat_and_cache_0(
 // CHECK: .entry gather_cache_1(
 // SM80: .entry decode_attention_split_2(
-// MMA: .entry decode_attention_split_mma_2(
+// MMA: .entry decode_attention_split_mma_fp8_2(
 // MMA-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
 // MMA-DAG: prmt.b32
-// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// MMA: .entry decode_attention_split_mma_{{[56]}}(
-// MMA: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// MMA80-DAG: mul.rn.f16x2
+// MMA90-DAG: cvt.rn.f16x2.e4m3x2
+// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// MMA: .entry decode_attention_split_mma_fp8_5(
+// MMA90-DAG: cvt.rn.f16x2.e5m2x2
+// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// MMA80-NOT: mul.rn.f16x2
+// MMA80: .entry decode_attention_combine_narrow_6(
 // SM90A: .entry decode_attention_split_wgmma_fp8_2(
 // SM90A-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
 // SM90A-DAG: prmt.b32
@@ -38,10 +46,11 @@
 // SM90A-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // SM90A-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // SM80: .entry decode_attention_split_5(
-// SM90A: .entry decode_attention_split_mma_6(
+// SM90A: .entry decode_attention_split_mma_fp8_6(
 // SM90A-NOT: mul.rn.bf16x2
 // SM90A-NOT: mul.rn.f16x2
-// SM90A: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// SM90A-DAG: cvt.rn.f16x2.e5m2x2
+// SM90A-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
 // RESOURCES: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}

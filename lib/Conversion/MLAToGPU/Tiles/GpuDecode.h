@@ -100,6 +100,12 @@ bool useMmaDecodeSplit(DecodeAttentionOp op, const GpuTarget &target);
 void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                           const DecodeSchedule &schedule, mlir::OpBuilder &host,
                           mlir::ValueRange splitArgs, mlir::Value splits);
+/// The same over an FP8 cache (GpuDecodeMmaFp8.cpp), which
+/// launchMmaDecodeSplit forwards to.
+void launchMmaDecodeFp8Split(DecodeAttentionOp op, KernelFactory &kernels,
+                             const DecodeSchedule &schedule,
+                             mlir::OpBuilder &host, mlir::ValueRange splitArgs,
+                             mlir::Value splits);
 
 /// Whether the wgmma split kernel (GpuDecodeWgmma.cpp) serves `op` on
 /// `target`: the wgmma strategy, wgmma_decode::runsOn (the MLA layer's
