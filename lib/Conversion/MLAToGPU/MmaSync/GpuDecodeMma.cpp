@@ -77,7 +77,7 @@ public:
                       // log2(e)).
                       op.getSoftmaxScale().convertToDouble() * M_LOG2E),
         b(e.builder()), l(e.location()), layout(layout), raw(raw),
-        latent(op.getKvLoraRank()), qkDim(latent + op.getRopeDim()),
+        qkDim(op.getKvLoraRank() + op.getRopeDim()),
         vectorsPerRow(qkDim / kCopyElems), warpNTiles(warpColumns / 8) {
     qS = e.sharedView(raw, layout.q, {kTileRows, layout.rowStride}, e.element);
     kvS = e.sharedView(raw, layout.kv, {kTileTokens, layout.rowStride},
@@ -87,21 +87,12 @@ public:
     ldmatrixLanes();
   }
 
-  /// The loop over the split's KV tiles; returns the final state.
-  SmallVector<Value> walk() {
-    return walkTiles([&](Value tile, ValueRange it) -> SmallVector<Value> {
-      return kvTile(tile, it);
-    });
-  }
-  /// out = O / l and lse, to the split partials or the final outputs.
-  void writeResults(ArrayRef<Value> state);
-
 private:
   OpBuilder &b;
   Location l;
   const SharedLayout &layout;
   Value raw;
-  const int64_t latent, qkDim, vectorsPerRow;
+  const int64_t qkDim, vectorsPerRow;
   const int64_t warpNTiles; ///< n8 tiles of the warp's O columns
   Value qS, kvS, pS;
   Value lane16, half, odd, kRow, vRow, warpCol0;
@@ -130,7 +121,7 @@ private:
 
   /// One KV tile starting at token `tile`: steps 1 to 5 of the file
   /// comment, from the state `it` to the one returned.
-  SmallVector<Value> kvTile(Value tile, ValueRange it);
+  SmallVector<Value> kvTile(Value tile, ValueRange it) override;
   /// 1. The KV tile, copied by the block and waited for; a barrier.
   void copyKv(Value tile) {
     e.copyTile(block.aligned, kvS, block.cache, kTileTokens, vectorsPerRow,
@@ -158,7 +149,8 @@ private:
   void addPv(MutableArrayRef<Value> o);
   /// O / l staged as f32 rows over the Q and KV tiles, for the block's
   /// copy; returns the staging view.
-  Value stageOutput(ArrayRef<Value> state, ArrayRef<FragmentRowEnd> ends);
+  Value stageOutput(ArrayRef<Value> state,
+                    ArrayRef<FragmentRowEnd> ends) override;
 };
 
 SmallVector<Value> SplitBody::kvTile(Value tile, ValueRange it) {
@@ -224,13 +216,6 @@ void SplitBody::addPv(MutableArrayRef<Value> o) {
   }
 }
 
-void SplitBody::writeResults(ArrayRef<Value> state) {
-  SmallVector<FragmentRowEnd, 2> ends = finishRows(state);
-  Value staging = stageOutput(state, ends);
-  block.writeStagedRows(laneRows, ends, writesLse(), staging, latent,
-                        e.threadId(), kWarps * kWarpSize);
-}
-
 Value SplitBody::stageOutput(ArrayRef<Value> state,
                              ArrayRef<FragmentRowEnd> ends) {
   // O / l staged as f32 rows in the Q and KV tiles (every warp is past its
@@ -280,7 +265,7 @@ void launchMmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
         block.run([&] {
           Value raw = e.dynamicShared();
           SplitBody body(e, block, op, layout, thread, raw);
-          SmallVector<Value> state = body.walk();
+          SmallVector<Value> state = body.walkTiles();
           // Copies still in flight when no tile ran (the Q tile).
           e.waitAllCopies();
           body.writeResults(state);

@@ -138,7 +138,7 @@ public:
                       // log2(e)).
                       op.getSoftmaxScale().convertToDouble() * M_LOG2E),
         b(e.builder()), l(e.location()), layout(layout), raw(raw),
-        latent(op.getKvLoraRank()), qkDim(latent + op.getRopeDim()),
+        qkDim(op.getKvLoraRank() + op.getRopeDim()),
         codeType(cast<MemRefType>(block.cache.getType()).getElementType()),
         convert(e, codeType, hardwareConvert) {
     Type f16 = b.getF16Type();
@@ -154,21 +154,12 @@ public:
     scoreScale = e.mulf(scoreScale, stageQ());
   }
 
-  /// The loop over the split's KV tiles; returns the final state.
-  SmallVector<Value> walk() {
-    return walkTiles([&](Value tile, ValueRange it) -> SmallVector<Value> {
-      return kvTile(tile, it);
-    });
-  }
-  /// out = O / l and lse, to the split partials or the final outputs.
-  void writeResults(ArrayRef<Value> state);
-
 private:
   OpBuilder &b;
   Location l;
   const Fp8SharedLayout &layout;
   Value raw;
-  const int64_t latent, qkDim;
+  const int64_t qkDim;
   Type codeType;
   CodeConverter convert;
   Value qS, codes, pS, warpCol0;
@@ -188,7 +179,7 @@ private:
   void refill(Value tile, Value stage);
   /// One KV tile starting at token `tile` (see the file comment), from the
   /// state `it` to the one returned.
-  SmallVector<Value> kvTile(Value tile, ValueRange it);
+  SmallVector<Value> kvTile(Value tile, ValueRange it) override;
   /// S = Q K^T for the warp's 16 tokens of the stage at byte `stageAt`,
   /// in sFragment's order: two n8 tiles, two accumulator sets each (even
   /// and odd k16 steps), added at the end.
@@ -206,7 +197,8 @@ private:
   }
   /// O / l staged as f32 rows over the Q tile and code stages; returns
   /// the staging view.
-  Value stageOutput(ArrayRef<Value> state, ArrayRef<FragmentRowEnd> ends);
+  Value stageOutput(ArrayRef<Value> state,
+                    ArrayRef<FragmentRowEnd> ends) override;
 };
 
 Value Fp8SplitBody::loadQPiece(const MmaEmitter::SourceRow &row,
@@ -454,13 +446,6 @@ void Fp8SplitBody::addPv(Value stageAt, MutableArrayRef<Value> o) {
   }
 }
 
-void Fp8SplitBody::writeResults(ArrayRef<Value> state) {
-  SmallVector<FragmentRowEnd, 2> ends = finishRows(state);
-  Value staging = stageOutput(state, ends);
-  block.writeStagedRows(laneRows, ends, writesLse(), staging, latent,
-                        e.threadId(), kThreads);
-}
-
 Value Fp8SplitBody::stageOutput(ArrayRef<Value> state,
                                 ArrayRef<FragmentRowEnd> ends) {
   // O / l staged as f32 rows over the Q tile and the code stages (every
@@ -513,7 +498,7 @@ void launchMmaDecodeFp8Split(DecodeAttentionOp op, KernelFactory &kernels,
           Value raw = e.dynamicShared();
           Fp8SplitBody body(e, block, op, layout, thread, raw,
                             hardwareConvert);
-          SmallVector<Value> state = body.walk();
+          SmallVector<Value> state = body.walkTiles();
           // The empty groups of the last refills.
           e.waitPendingCopies(0);
           body.writeResults(state);

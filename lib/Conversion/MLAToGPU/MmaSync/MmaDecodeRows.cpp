@@ -27,7 +27,8 @@ MmaDecodeRows::MmaDecodeRows(MmaEmitter &e, DecodeSplitBlock &block,
                              const WarpLane &thread, int64_t latent, Value raw,
                              int64_t maxAt, int64_t sumAt, double scaleLog2)
     : sFragment{1, kWarpTokens / 8}, oFragment{1, latent / kWarps / 8},
-      warpColumns(latent / kWarps), e(e), block(block), thread(thread) {
+      warpColumns(latent / kWarps), latent(latent), e(e), block(block),
+      thread(thread) {
   Type f32 = e.builder().getF32Type();
   maxS = e.sharedView(raw, maxAt, {kWarps * kTileRows}, f32);
   sumS = e.sharedView(raw, sumAt, {kWarps * kTileRows}, f32);
@@ -38,16 +39,23 @@ MmaDecodeRows::MmaDecodeRows(MmaEmitter &e, DecodeSplitBlock &block,
   fzero = e.f32(0.0);
 }
 
-SmallVector<Value> MmaDecodeRows::initialState() {
+SmallVector<Value> MmaDecodeRows::walkTiles() {
   SmallVector<Value> init{negInf, negInf, fzero, fzero};
   init.append(oFragment.size(), fzero);
-  return init;
+  return e.forLoop(block.first, block.kvEnd, e.index(kTileTokens), init,
+                   [&](Value tile, ValueRange it) -> SmallVector<Value> {
+                     return kvTile(tile, it);
+                   });
 }
 
-SmallVector<Value> MmaDecodeRows::walkTiles(
-    const std::function<SmallVector<Value>(Value, ValueRange)> &tile) {
-  return e.forLoop(block.first, block.kvEnd, e.index(kTileTokens),
-                   initialState(), tile);
+void MmaDecodeRows::writeResults(ArrayRef<Value> state) {
+  SmallVector<FragmentRowEnd, 2> ends = finishRows(state);
+  Value staging = stageOutput(state, ends);
+  // The rows' LSE from the quad leaders of warp 0.
+  Value writesLse =
+      e.andi(e.eqIndex(thread.quad, 0), e.eqIndex(thread.warp, 0));
+  block.writeStagedRows(laneRows, ends, writesLse, staging, latent,
+                        e.threadId(), kWarps * kWarpSize);
 }
 
 SmallVector<Value> MmaDecodeRows::softmaxStep(Value warpToken0,
@@ -97,10 +105,6 @@ MmaDecodeRows::finishRows(ArrayRef<Value> state) {
     block.scaleOutput(ends.back());
   }
   return ends;
-}
-
-Value MmaDecodeRows::writesLse() {
-  return e.andi(e.eqIndex(thread.quad, 0), e.eqIndex(thread.warp, 0));
 }
 
 void MmaDecodeRows::publishRows(Value buffer, ArrayRef<Value> perRow) {

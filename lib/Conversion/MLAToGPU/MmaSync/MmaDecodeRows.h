@@ -43,13 +43,14 @@ public:
                 int64_t latent, mlir::Value raw, int64_t maxAt, int64_t sumAt,
                 double scaleLog2);
 
-  /// The loop state before the first tile.
-  llvm::SmallVector<mlir::Value> initialState();
-  /// The loop over the split's KV tiles, `tile(t, state)` stepping the
-  /// state over the tile starting at token t; returns the last state.
-  llvm::SmallVector<mlir::Value> walkTiles(
-      const std::function<llvm::SmallVector<mlir::Value>(
-          mlir::Value, mlir::ValueRange)> &tile);
+  virtual ~MmaDecodeRows() = default;
+
+  /// The loop over the split's KV tiles (kvTile); returns the last state.
+  llvm::SmallVector<mlir::Value> walkTiles();
+  /// out = O / l and lse from the last state, to the split partials or the
+  /// final outputs: the rows' ends (finishRows), O staged (stageOutput),
+  /// the real rows copied out by the block.
+  void writeResults(llvm::ArrayRef<mlir::Value> state);
 
   /// The softmax step of one tile: the warp's scores `s` (sFragment:
   /// column 8 nt + 2 quad + c is token `warpToken0` + 8 nt + 2 quad + c)
@@ -64,8 +65,6 @@ public:
   /// The rows' ends from the final state: row sums added across the warps
   /// (a barrier), O's scale 1 / l (times an FP8 cache's scale) and LSE.
   llvm::SmallVector<FragmentRowEnd, 2> finishRows(llvm::ArrayRef<mlir::Value> state);
-  /// Whether this lane writes its rows' LSE (a quad leader of warp 0).
-  mlir::Value writesLse();
 
   /// The warp's 16 x 16 scores and its 16 x Lkv/4 of O.
   const AccumulatorFragment sFragment, oFragment;
@@ -73,6 +72,15 @@ public:
   llvm::SmallVector<DecodeSplitBlock::LaneRow, 2> laneRows;
 
 protected:
+  /// One KV tile starting at token `tile`: the state `it` stepped over it.
+  virtual llvm::SmallVector<mlir::Value> kvTile(mlir::Value tile,
+                                                mlir::ValueRange it) = 0;
+  /// O / l (the final `state` over the rows' `ends`) staged as f32 rows
+  /// [16, Lkv + 8] in shared memory, past a barrier; returns the view.
+  virtual mlir::Value stageOutput(llvm::ArrayRef<mlir::Value> state,
+                                  llvm::ArrayRef<FragmentRowEnd> ends) = 0;
+
+  const int64_t latent;
   MmaEmitter &e;
   DecodeSplitBlock &block;
   const WarpLane &thread;
