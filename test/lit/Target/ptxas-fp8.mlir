@@ -2,10 +2,11 @@
 // the gather (generic kernels), and the decode: the generic split kernel
 // (sm_80, default strategy), the mma.sync one (sm_80 and sm_90a, strategy
 // mma-sync) and on sm_90a with the wgmma strategy the wgmma one. The
-// tensor-core kernels copy each tile's codes in with 8-byte cp.async. The
-// wgmma kernel dequantizes them into q's type in shared memory (bf16 over
-// e4m3 at 128 heads: byte permutes and one two-wide multiply a pair). The
-// mma.sync kernel converts each lane's operands in registers and
+// wgmma kernel copies each tile's codes in with 8-byte cp.async and
+// dequantizes them into q's type in shared memory (bf16 over e4m3 at 128
+// heads: byte permutes and one two-wide multiply a pair). The mma.sync
+// kernel copies them with 16-byte cp.async.cg, converts each lane's
+// operands in registers and
 // multiplies in f16: on sm_90a with cvt.rn.f16x2.e4m3x2 / .e5m2x2, on sm_80
 // with byte permutes and, for e4m3, a two-wide multiply (none for e5m2,
 // f16's high byte); with the wgmma strategy the 16-head FP8 decode is the
@@ -29,7 +30,7 @@
 // CHECK: .entry gather_cache_1(
 // SM80: .entry decode_attention_split_2(
 // MMA: .entry decode_attention_split_mma_fp8_2(
-// MMA-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
+// MMA-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
 // MMA-DAG: prmt.b32
 // MMA80-DAG: mul.rn.f16x2
 // MMA90-DAG: cvt.rn.f16x2.e4m3x2

@@ -177,7 +177,7 @@ bool GpuEmitter::hasVectorRows(Value memref, bool dynamicStrides) {
   return true;
 }
 
-Value GpuEmitter::vectorAligned(ValueRange memrefs) {
+Value GpuEmitter::vectorAligned(ValueRange memrefs, int64_t elements) {
   Value all;
   for (Value memref : memrefs) {
     // The first element's address: the aligned base plus the view's
@@ -188,8 +188,8 @@ Value GpuEmitter::vectorAligned(ValueRange memrefs) {
     Value address =
         add(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
             mul(metadata.getOffset(), index(elementBytes)));
-    Value misaligned =
-        arith::RemUIOp::create(b, loc, address, index(vectorBytes(memref)));
+    Value misaligned = arith::RemUIOp::create(
+        b, loc, address, index(elements * elementBytes));
     Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           misaligned, index(0));
     all = all ? arith::AndIOp::create(b, loc, all, aligned).getResult()
@@ -206,7 +206,7 @@ Value GpuEmitter::vectorAligned(ValueRange memrefs) {
       if (!ShapedType::isDynamic(stride))
         continue;
       Value rest = arith::RemUIOp::create(b, loc, metadata.getStrides()[d],
-                                          index(kVectorWidth));
+                                          index(elements));
       Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           rest, index(0));
       all = arith::AndIOp::create(b, loc, all, whole);

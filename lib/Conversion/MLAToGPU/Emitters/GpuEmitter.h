@@ -109,7 +109,10 @@ public:
   /// a multiple of its vector access size (kVectorWidth elements), and its
   /// dynamic strides are multiples of kVectorWidth. The same for every
   /// thread, so branching on it never diverges.
-  mlir::Value vectorAligned(mlir::ValueRange memrefs);
+  /// With `elements`, vectors of that many elements instead (16 one-byte
+  /// codes make a 16-byte copy).
+  mlir::Value vectorAligned(mlir::ValueRange memrefs,
+                            int64_t elements = kVectorWidth);
   /// memref[indices] .. memref[indices + kVectorWidth - 1] (innermost
   /// index) as a vector of the element type.
   mlir::Value loadVector(mlir::Value memref, mlir::ValueRange indices);

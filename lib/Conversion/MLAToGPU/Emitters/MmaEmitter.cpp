@@ -70,7 +70,7 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
                           int64_t vectors, Value warp, Value lane,
                           const std::function<SourceRow(Value row)> &source,
                           int64_t warps, const SharedIndex &at,
-                          int64_t firstVector) {
+                          int64_t firstVector, int64_t elementsPerCopy) {
   // Each warp copies rows four at a time (8 lanes a row).
   if (rowCount % (4 * warps))
     llvm::report_fatal_error("copyTile: a tile of " + llvm::Twine(rowCount) +
@@ -95,23 +95,23 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
     return idx;
   };
   int64_t chunks = (vectors + 7) / 8;
-  // 16-byte copies bypass L1 (cp.async.cg); the 8-byte ones of FP8 codes
-  // cannot (cp.async.ca).
+  // 16-byte copies bypass L1 (cp.async.cg); 8-byte ones (FP8 codes
+  // eight at a time) cannot (cp.async.ca).
   Type dstElement = cast<MemRefType>(dst.getType()).getElementType();
-  UnitAttr bypassL1 = dstElement.getIntOrFloatBitWidth() * kCopyElems == 128
+  UnitAttr bypassL1 = dstElement.getIntOrFloatBitWidth() * elementsPerCopy == 128
                           ? b.getUnitAttr()
                           : UnitAttr();
   auto vectorCopies = [&] {
     for (auto &[row, from] : rows) {
-      Value count = select(from.valid, index(kCopyElems), index(0));
+      Value count = select(from.valid, index(elementsPerCopy), index(0));
       for (int64_t k = 0; k < chunks; ++k) {
         Value vec = add(lane8, index(firstVector + 8 * k));
-        Value col = mul(vec, index(kCopyElems));
+        Value col = mul(vec, index(elementsPerCopy));
         auto copy = [&, row = row, &from = from] {
           nvgpu::DeviceAsyncCopyOp::create(
               b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()),
               dst, dstAt(row, col), src, srcAt(from, col),
-              b.getIndexAttr(kCopyElems), count, bypassL1);
+              b.getIndexAttr(elementsPerCopy), count, bypassL1);
         };
         if (8 * (k + 1) <= vectors)
           copy();
@@ -130,8 +130,8 @@ void MmaEmitter::copyTile(Value aligned, Value dst, Value src, int64_t rowCount,
         for (auto &[row, from] : rows)
           forLoop(add(lane8, index(firstVector)), index(firstVector + vectors),
                   8, [&, row = row, &from = from](Value vec) {
-                    Value col = mul(vec, index(kCopyElems));
-                    for (int64_t e = 0; e < kCopyElems; ++e) {
+                    Value col = mul(vec, index(elementsPerCopy));
+                    for (int64_t e = 0; e < elementsPerCopy; ++e) {
                       Value c = add(col, index(e));
                       Value v =
                           memref::LoadOp::create(b, loc, src, srcAt(from, c));

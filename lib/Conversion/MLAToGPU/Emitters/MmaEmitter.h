@@ -79,13 +79,14 @@ public:
   /// `aligned` emits the cp.async path alone (the caller guarantees the
   /// alignment). With `firstVector`, the vectors [firstVector, firstVector
   /// + vectors) of each row (a column range; a multiple of 8 keeps each
-  /// instruction on whole lines).
+  /// instruction on whole lines). A vector is `elementsPerCopy` elements:
+  /// 16 one-byte codes make a 16-byte copy too.
   void copyTile(mlir::Value aligned, mlir::Value dst, mlir::Value src,
                 int64_t rowCount, int64_t vectors, mlir::Value warp,
                 mlir::Value lane,
                 const std::function<SourceRow(mlir::Value row)> &source,
                 int64_t warps = kBlockWarps, const SharedIndex &at = {},
-                int64_t firstVector = 0);
+                int64_t firstVector = 0, int64_t elementsPerCopy = kCopyElems);
 
   /// Commits the copies issued so far as a group (possibly empty); returns
   /// its token.

@@ -10,7 +10,7 @@
 // of its own mma operands in registers. Nothing is dequantized into
 // shared memory, so no barrier waits for a conversion and the tiles take
 // half the space, which buys a second stage: tile t + 1's codes are in
-// flight (cp.async) while tile t is multiplied.
+// flight (16-byte cp.async.cg, L1 bypassed) while tile t is multiplied.
 //
 // The products are f16 (m16n8k16, f32 accumulators): sm_89 and later
 // convert two codes to two f16 in one instruction (cvt.rn.f16x2.e4m3x2 or
@@ -70,6 +70,10 @@ constexpr int64_t kThreads = kWarps * kWarpSize;
 constexpr int64_t kColumnGroup = 32;
 /// Q staged in [2^15, 2^16): the largest |q|'s exponent less this.
 constexpr int64_t kQExponent = 15;
+/// Codes in one 16-byte cp.async (cp.async.cg: whole 128-byte lines, L1
+/// bypassed; 8-byte copies through L1 held the kernel at 64% of the copy
+/// ceiling, benchmarks.md "FP8 caches").
+constexpr int64_t kCodesPerCopy = 16;
 /// The bound on |k|: 2^k and 2^-k stay normal f32.
 constexpr int64_t kMaxQShift = 100;
 
@@ -147,6 +151,8 @@ public:
                          codeType);
     pS = e.sharedView(raw, layout.p, {kTileRows, layout.pStride}, f16);
     warpCol0 = e.mul(thread.warp, e.index(warpColumns));
+    codesAligned =
+        e.andi(block.aligned, e.vectorAligned({block.cache}, kCodesPerCopy));
     // The first stages' copies go out before Q is staged, so that their
     // latency overlaps it.
     for (int64_t s = 0; s + 1 < kFp8Stages; ++s)
@@ -163,6 +169,8 @@ private:
   Type codeType;
   CodeConverter convert;
   Value qS, codes, pS, warpCol0;
+  /// Whether the cache allows 16-byte copies of codes (else elements).
+  Value codesAligned;
 
   /// The block's Q rows as f16 times 2^-k in the Q tile (padding rows
   /// zero); returns 2^k (f32). See the file comment.
@@ -311,12 +319,13 @@ void Fp8SplitBody::refill(Value tile, Value stage) {
   Value stageAt = e.mul(stage, e.index(layout.codeStage));
   e.ifThen(e.lessThan(tile, block.kvEnd), [&] {
     e.copyTile(
-        block.aligned, codes, block.cache, kTileTokens, qkDim / kCopyElems,
+        codesAligned, codes, block.cache, kTileTokens, qkDim / kCodesPerCopy,
         thread.warp, thread.lane,
         [&](Value row) { return block.cacheRow(tile, row); }, kWarps,
         [&](Value row, Value column) {
           return SmallVector<Value, 2>{codeAt(stageAt, row, column)};
-        });
+        },
+        /*firstVector=*/0, kCodesPerCopy);
   });
   e.commitCopies();
 }
