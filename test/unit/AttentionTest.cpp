@@ -850,12 +850,13 @@ using KernelRun = std::function<llvm::Error(const GpuKernel &,
 /// with a `workspaceOffset`, under a plan of 3 and 1 splits whose
 /// workspaces start that many bytes past theirs; out starts `outOffset`
 /// bytes past its allocation. `run` runs the kernel (a plain call by
-/// default).
+/// default). The cache is bf16, or `cacheType` (an FP8 cache holds value /
+/// 0.02; the reference reads code x 0.02).
 void checkDecodeOnDeviceBuffers(
     size_t inputOffset, std::optional<size_t> workspaceOffset,
     size_t outOffset = 0,
     std::optional<std::vector<KernelStrategy>> strategies = std::nullopt,
-    const KernelRun &run = nullptr) {
+    const KernelRun &run = nullptr, DType cacheType = DType::BF16) {
   // 64 heads, so that the wgmma kernel takes the case too.
   const int64_t batch = 2, sq = 2, n = 64, block = 16, latent = 512,
                 rope = 64, entry = latent + rope, splits = 3;
@@ -866,16 +867,23 @@ void checkDecodeOnDeviceBuffers(
   std::iota(blockTable.begin(), blockTable.end(), 0);
   std::shuffle(blockTable.begin(), blockTable.end(), rng());
   HostTensor q(DType::BF16, {batch, sq, n, entry}),
-      cache(DType::BF16, {numBlocks, block, entry});
+      cache(cacheType, {numBlocks, block, entry});
   q.fillRandom(rng(), -2.0, 2.0);
-  cache.fillRandom(rng());
+  const bool fp8 = isFp8(cacheType);
+  const double kvScale = fp8 ? 0.02 : 1.0;
+  cache.fillRandom(rng(), -1.0 / kvScale, 1.0 / kvScale);
+  std::vector<double> entries = cache.toDouble();
+  for (double &v : entries)
+    v = double(float(v) * float(kvScale));
+  HostTensor scaleT(DType::F32, {1});
+  scaleT.fromDouble({kvScale});
   HostTensor table = HostTensor::i32({batch, maxBlocks}, blockTable);
   HostTensor lensT = HostTensor::i32({batch}, lens);
   HostTensor numSplits = HostTensor::i32({batch}, {splits, 1});
   std::vector<double> outRef(batch * sq * n * latent), lseRef(batch * n * sq);
-  ref::decodeAttention(q.toDouble(), cache.toDouble(), blockTable, lens,
-                       numBlocks, block, maxBlocks, batch, sq, n, latent, rope,
-                       scale, true, outRef, lseRef);
+  ref::decodeAttention(q.toDouble(), entries, blockTable, lens, numBlocks,
+                       block, maxBlocks, batch, sq, n, latent, rope, scale,
+                       true, outRef, lseRef);
   for (KernelStrategy strategy :
        strategies ? *strategies : gpuStrategies(/*withGeneric=*/true)) {
     SCOPED_TRACE("strategy " + name(strategy));
@@ -883,7 +891,7 @@ void checkDecodeOnDeviceBuffers(
     dims.numHeads = n;
     dims.kvLoraRank = latent;
     dims.ropeDim = rope;
-    DecodeAttentionSpec spec{dims, DType::BF16, DType::BF16, block, true,
+    DecodeAttentionSpec spec{dims, DType::BF16, cacheType, block, true,
                              scale};
     spec.withSplitPlan = workspaceOffset.has_value();
     auto kernel =
@@ -901,6 +909,9 @@ void checkDecodeOnDeviceBuffers(
                  dout = DeviceTensor::of(out, outOffset),
                  dlse = DeviceTensor::of(lse);
     std::vector<BufferView> args{dq.view, dc.view, dt.view, dl.view};
+    DeviceTensor dscale = DeviceTensor::of(scaleT);
+    if (fp8)
+      args.push_back(dscale.view);
     std::optional<DeviceTensor> dns, dso, dsl;
     if (workspaceOffset) {
       dns = DeviceTensor::of(numSplits);
@@ -924,6 +935,19 @@ TEST(DecodeMma, MisalignedQueryAndCache) {
   if (!testingOnGpu() || !testGpu())
     GTEST_SKIP() << "device buffers: GPU only";
   checkDecodeOnDeviceBuffers(2, std::nullopt);
+}
+
+TEST(DecodeMma, Fp8CacheMisalignedAndAligned) {
+  // The FP8 kernel's codes: 8 bytes off (q too), element by element; 16
+  // bytes off, 16-byte copies.
+  if (!testingOnGpu() || !testGpu())
+    GTEST_SKIP() << "device buffers: GPU only";
+  for (size_t offset : {8, 16}) {
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    checkDecodeOnDeviceBuffers(offset, std::nullopt, 0,
+                               {{KernelStrategy::TensorCore}}, nullptr,
+                               DType::FP8E4M3);
+  }
 }
 
 TEST(DecodeWgmma, FallbackCompiledAtItsFirstLaunchInsideAGraphCapture) {
