@@ -131,6 +131,10 @@ private:
   }
 };
 
+/// The kernel of a split the request uses (inside DecodeSplitBlock::run):
+/// the constructor views the shared memory, starts the first stages'
+/// copies and stages Q; kvTile and stageOutput are the file comment's
+/// steps.
 class Fp8SplitBody : public MmaDecodeRows {
 public:
   Fp8SplitBody(MmaEmitter &e, DecodeSplitBlock &block, DecodeAttentionOp op,
