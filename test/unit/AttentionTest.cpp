@@ -296,6 +296,10 @@ struct DecodeCase {
   std::vector<int32_t> seqLens;
   int64_t kvLoraRank = 512, ropeDim = 64;
   std::optional<DecodeSchedule> schedule = std::nullopt;
+  /// With a value, one entry of each q row (q is otherwise in [-2, 2]) is
+  /// +-qOutlier: beyond f16's range, which a kernel staging q as f16 must
+  /// scale away.
+  double qOutlier = 0;
 };
 
 /// The split workspaces and metadata of a scheduled decode case.
@@ -459,6 +463,12 @@ void checkDecodeWith(const DecodeCase &c,
 
   HostTensor q(c.activation, {batch, sq, n, entry});
   q.fillRandom(rng(), -2.0, 2.0);
+  if (c.qOutlier != 0) {
+    std::vector<double> values = q.toDouble();
+    for (int64_t r = 0; r < batch * sq * n; ++r)
+      values[r * entry + (7 * r) % entry] = (r % 2 ? -1 : 1) * c.qOutlier;
+    q.fromDouble(values);
+  }
   HostTensor table = HostTensor::i32({batch, maxBlocks}, blockTable);
   HostTensor lens = HostTensor::i32({batch}, c.seqLens);
   HostTensor out(c.activation, {batch, sq, n, c.kvLoraRank});
@@ -489,7 +499,13 @@ void checkDecodeWith(const DecodeCase &c,
                        c.kvLoraRank, c.ropeDim, scale, c.causal, outRef,
                        lseRef);
   expectClose(out.toDouble(), outRef, tolerance(c.activation), "decode out");
-  expectLseClose(lse.toDouble(), lseRef, kLseTolerance, "decode lse");
+  // An outlier makes the scores large: each of the f32 roundings along a
+  // score's accumulation (at most 32: 18 chunk pairs, two sets, the
+  // scale) may be off by 2^-24 of the outlier's term, |qOutlier| x 1 (the
+  // cache's values are within [-1, 1]) x scale, and the LSE with it.
+  const double lseTolerance =
+      kLseTolerance + 32 * std::ldexp(1.0, -24) * c.qOutlier * scale;
+  expectLseClose(lse.toDouble(), lseRef, lseTolerance, "decode lse");
   if (splits && testingOnGpu())
     checkSplitPartials(c, *splits, q.toDouble(), entries, blockTable,
                        maxBlocks, scale);
@@ -570,6 +586,9 @@ TEST(Decode, Fp8Caches) {
     checkDecode({DType::BF16, cache, 128, 2, 64, true, {70, 3}});
     checkDecode({DType::BF16, cache, 16, 1, 32, false, {1000}, 512, 64,
                  DecodeSchedule{8, 16, 32, 0, {}, 7}});
+    // q entries of 7e4, past f16's 65504 (the mma.sync kernel's f16 Q).
+    checkDecode({DType::BF16, cache, 16, 1, 64, false, {200, 33}, 512, 64,
+                 std::nullopt, 7.0e4});
   }
 }
 

@@ -225,8 +225,7 @@ Value Fp8SplitBody::loadQPiece(const MmaEmitter::SourceRow &row,
         SmallVector<Value> values, element = at;
         for (int64_t k = 0; k < GpuEmitter::kVectorWidth; ++k) {
           element.back() = e.add(column, e.index(k));
-          Value v = memref::LoadOp::create(b, l, block.q, element);
-          values.push_back(arith::ExtFOp::create(b, l, b.getF32Type(), v));
+          values.push_back(e.loadF32(block.q, element));
         }
         return SmallVector<Value>{
             vector::FromElementsOp::create(b, l, type, values).getResult()};
