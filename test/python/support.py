@@ -330,8 +330,9 @@ def fp8_values(dtype):
 
 def fp8_encode(x, dtype):
     """Nearest finite code of each value (ties to the even code),
-    saturating: a search over the table, independent of the library's
-    bit arithmetic."""
+    saturating, the sign kept (a negative value that rounds to zero is
+    -0, as IEEE rounding and the hardware's cvt give): a search over the
+    table, independent of the library's bit arithmetic."""
     table = fp8_values(dtype)
     finite = np.flatnonzero(np.isfinite(table))
     candidates = table[finite]
@@ -339,8 +340,10 @@ def fp8_encode(x, dtype):
     distance = np.abs(x[:, None] - candidates[None, :])
     best = distance.min(axis=1, keepdims=True)
     ties = distance == best
-    # Among equally near codes the even one; +0 over -0.
-    score = np.where(ties, (finite[None, :] & 1) * 2 + (finite[None, :] >> 7), 99)
+    # Among equally near codes the even one; between +0 and -0 the one
+    # with x's sign.
+    wrong_sign = (finite[None, :] >> 7) != np.signbit(x)[:, None]
+    score = np.where(ties, (finite[None, :] & 1) * 2 + wrong_sign, 99)
     return finite[np.argmin(score, axis=1)].astype(np.uint8)
 
 
