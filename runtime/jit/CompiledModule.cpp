@@ -6,10 +6,14 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <optional>
 
 using namespace mlir;
 
@@ -163,6 +167,39 @@ static std::vector<std::string> collectPtx(ModuleOp module) {
   return kernelPtx;
 }
 
+/// With MLA_DUMP_PTX=<dir>, every GPU module's PTX as it goes to the
+/// driver, compiled or read from the cache: <dir>/<entry>.<i>.ptx, where
+/// <entry> is the cache entry's name. For reading a kernel beside what
+/// ptxas, cuobjdump or compute-sanitizer report about it (their offsets
+/// are into the SASS of this text). A dump that cannot be written is
+/// reported on stderr and does not fail the compile.
+static void dumpPtxIfAsked(llvm::StringRef entryName,
+                           const std::vector<std::string> &kernelPtx) {
+  std::optional<std::string> dir = llvm::sys::Process::GetEnv("MLA_DUMP_PTX");
+  if (!dir || dir->empty() || kernelPtx.empty())
+    return;
+  if (std::error_code ec = llvm::sys::fs::create_directories(*dir)) {
+    llvm::errs() << "mla: MLA_DUMP_PTX: cannot create " << *dir << ": "
+                 << ec.message() << "\n";
+    return;
+  }
+  for (size_t i = 0; i < kernelPtx.size(); ++i) {
+    llvm::SmallString<256> file(*dir);
+    llvm::sys::path::append(file,
+                            entryName + "." + std::to_string(i) + ".ptx");
+    std::error_code ec;
+    llvm::raw_fd_ostream out(file, ec);
+    if (!ec) {
+      out << kernelPtx[i];
+      out.close();
+    }
+    if (ec || out.has_error()) {
+      llvm::errs() << "mla: MLA_DUMP_PTX: cannot write " << file << "\n";
+      out.clear_error();
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Compiling
 //===----------------------------------------------------------------------===//
@@ -216,6 +253,7 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     return makeError("the cached artifact " + compiled.event.entryName +
                      " is not a kernel artifact; remove it or set "
                      "MLA_CACHE_FORCE_RECOMPILE=1");
+  dumpPtxIfAsked(compiled.event.entryName, compiled.kernelPtx);
   auto loaded = JitObject::load(object, extraSymbols);
   if (!loaded)
     return loaded.takeError();

@@ -252,6 +252,29 @@ TEST(CompiledModuleGpu, ArtifactEmbedsPtxAndLinksWithoutAGpu) {
       << compiled->event.entryName;
 }
 
+TEST(CompiledModuleGpu, PtxIsDumpedWhereAskedFor) {
+  auto target = GpuTarget::parse("sm_90a");
+  ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mla-dump-ptx", dir));
+  llvm::SmallString<128> nested(dir);
+  llvm::sys::path::append(nested, "kernels");
+  ASSERT_EQ(setenv("MLA_DUMP_PTX", nested.c_str(), 1), 0);
+  auto compiled = compileDecodeWithoutGpu(*target);
+  ASSERT_EQ(unsetenv("MLA_DUMP_PTX"), 0);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  // One file a kernel module, named by the entry, holding its PTX.
+  for (size_t i = 0; i < compiled->kernelPtx.size(); ++i) {
+    llvm::SmallString<256> file(nested);
+    llvm::sys::path::append(file, compiled->event.entryName + "." +
+                                      std::to_string(i) + ".ptx");
+    auto text = llvm::MemoryBuffer::getFile(file);
+    ASSERT_TRUE(bool(text)) << file.str().str();
+    EXPECT_EQ((*text)->getBuffer(), compiled->kernelPtx[i]);
+  }
+  llvm::sys::fs::remove_directories(dir);
+}
+
 TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {
   auto target = GpuTarget::parse("sm_90a");
   ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
