@@ -57,6 +57,12 @@ private:
   }
   void copyPartByTensorCopies(Value t, int64_t stage, int64_t part);
   void refillPart(Value t, int64_t stage, int64_t readBy0);
+  /// Warpgroup 1, where the stage is refilled: waits until warpgroup 0 is
+  /// done reading it (`readBy0`), while its own products with the stage
+  /// may still run (it waits for them before it copies).
+  void awaitGroup0Reads(Value refills, int64_t readBy0) {
+    e.ifThen(refills, [&] { s.syncNamed(readBy0); });
+  }
   void partLanded(Value j, int64_t part);
   void storeDescriptors();
   void initPartBarriers();
@@ -93,7 +99,9 @@ void Seesaw::copyPartByTensorCopies(Value t, int64_t stage, int64_t part) {
 }
 
 /// This warpgroup's part of tile t into `stage` (see partBarrier): by
-/// cp.async, or by one thread's tensor copies.
+/// cp.async, or by one thread's tensor copies. Warpgroup 0 first signals
+/// `readBy0`; warpgroup 1 must have waited for that signal already
+/// (awaitGroup0Reads).
 void Seesaw::refillPart(Value t, int64_t stage, int64_t readBy0) {
   if (s.tma) {
     auto refillByTensorCopies = [&](int64_t part) {
@@ -106,10 +114,7 @@ void Seesaw::refillPart(Value t, int64_t stage, int64_t readBy0) {
           s.arriveNamed(readBy0);
           refillByTensorCopies(0);
         },
-        [&] {
-          s.syncNamed(readBy0);
-          refillByTensorCopies(1);
-        });
+        [&] { refillByTensorCopies(1); });
     return;
   }
   e.ifThenElse(
@@ -121,7 +126,6 @@ void Seesaw::refillPart(Value t, int64_t stage, int64_t readBy0) {
         e.arriveWhenCopiesLand(partBarrier(e.index(stage), 0));
       },
       [&] {
-        s.syncNamed(readBy0);
         s.copyKv(t, e.index(stage), s.thread.groupWarp, kGroupWarps,
                  halfBlocks, s.qkDim / kAtomColumns);
         e.arriveWhenCopiesLand(partBarrier(e.index(stage), 1));
@@ -317,23 +321,35 @@ SmallVector<Value> Seesaw::pairStep(Value j, ValueRange it, Value qAt,
   };
   e.ifThenElse(
       isA, [&] { publish(0, kPublishedA); }, [&] { publish(2, kPublishedB); });
-  // 4. O += P_A V_A, O scaled to A's max first; then this group's part of
-  // the next A tile (see refillPart).
-  SmallVector<Value> o =
-      s.pv(s.rescaleO(it.slice(4, s.oRegs), pick(isA, alpha, alphaA)),
-           fromQ(e.add(s.base, pA)), vA);
-  e.ifThen(refills, [&] { refillPart(pairTile(j, 2), 0, kAReadBy0); });
-  // 5. Group 0 waits for P_B.
+  // 4. O += P_A V_A, O scaled to A's max first, issued. 5. While those
+  // products run, group 0 waits for P_B (which group 1 published before
+  // its own P_A V_A) and group 1 for group 0's reads of stage A. Then P_A
+  // V_A waited for, and this group's part of the next A tile (see
+  // refillPart).
+  Value accA = s.issuePv(
+      s.rescaleO(it.slice(4, s.oRegs), pick(isA, alpha, alphaA)),
+      fromQ(e.add(s.base, pA)), vA);
   SmallVector<Value> fromB = e.selectValues(
       isA, four, [&] { return published(kPublishedB, 2); },
-      [&] { return SmallVector<Value>{max[0], max[1], alpha[0], alpha[1]}; });
+      [&] {
+        awaitGroup0Reads(refills, kAReadBy0);
+        return SmallVector<Value>{max[0], max[1], alpha[0], alpha[1]};
+      });
+  e.wait(0);
+  SmallVector<Value> o = e.fromAccumulator(accA, s.oRegs);
+  e.ifThen(refills, [&] { refillPart(pairTile(j, 2), 0, kAReadBy0); });
   SmallVector<Value> maxB{fromB[0], fromB[1]};
   SmallVector<Value> alphaB{fromB[2], fromB[3]};
   SmallVector<Value> lastAlpha = pick(isA, alphaB, one);
-  // 6. O += P_B V_B, O scaled to B's max first; then this group's part of
+  // 6. O += P_B V_B, O scaled to B's max first, issued; group 1 waits
+  // for group 0's reads of stage B meanwhile; then this group's part of
   // the next B tile.
-  o = s.pv(s.rescaleO(o, pick(isA, alphaB, alpha)), fromQ(e.add(s.base, pB)),
-           vB);
+  Value accB = s.issuePv(s.rescaleO(o, pick(isA, alphaB, alpha)),
+                         fromQ(e.add(s.base, pB)), vB);
+  e.ifThen(e.eqIndex(s.thread.group, 1),
+           [&] { awaitGroup0Reads(refills, kBReadBy0); });
+  e.wait(0);
+  o = e.fromAccumulator(accB, s.oRegs);
   e.ifThen(refills, [&] { refillPart(pairTile(j, 3), 1, kBReadBy0); });
   SmallVector<Value> next{maxB[0], maxB[1], e.mulf(sums[0], lastAlpha[0]),
                           e.mulf(sums[1], lastAlpha[1])};
