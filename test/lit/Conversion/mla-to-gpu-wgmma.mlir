@@ -86,17 +86,14 @@
 // CHECK-NEXT: nvvm.barrier.arrive id = %c3_i32 number_of_threads = %c256_i32
 // CHECK: nvvm.fence.proxy
 // CHECK-NEXT: nvvm.barrier.arrive id = %c4_i32 number_of_threads = %c256_i32
-// P_A V_A is issued; while it runs, warpgroup 0 waits for P_B (barrier 4)
-// and warpgroup 1 for warpgroup 0's reads of stage A (barrier 5); then the
-// products are waited for and the stage refilled.
+// P_A V_A is issued; while it runs, warpgroup 1 waits for warpgroup 0's
+// reads of stage A (barrier 5); then the products are waited for and the
+// stage refilled, and warpgroup 0 waits for P_B (barrier 4).
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: scf.if
-// CHECK-NEXT: nvvm.barrier id = %c4_i32 number_of_threads = %c256_i32
-// CHECK: } else {
-// CHECK-NEXT: scf.if
-// CHECK-NEXT: nvvm.barrier id = %c5_i32 number_of_threads = %c256_i32
+// CHECK-NOT: nvvm.barrier
+// CHECK: nvvm.barrier id = %c5_i32 number_of_threads = %c256_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.barrier id
@@ -107,8 +104,10 @@
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
-// P_B V_B likewise: warpgroup 1 waits for warpgroup 0's reads of stage B
-// (barrier 6) while it runs.
+// CHECK-NOT: nvvm.wgmma
+// CHECK: nvvm.barrier id = %c4_i32 number_of_threads = %c256_i32
+// P_B V_B: warpgroup 1 waits for warpgroup 0's reads of stage B (barrier
+// 6) while it runs.
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]

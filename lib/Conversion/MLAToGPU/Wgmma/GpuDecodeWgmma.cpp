@@ -34,7 +34,8 @@
 // as soon as its last reader is done: warpgroup 0 copies the V columns
 // only it reads right after its own P V with the stage, warpgroup 1 the
 // rest (its V columns and the rope blocks, which hold P) after its own
-// and warpgroup 0's; so the next A tile is mostly in flight during the
+// and warpgroup 0's (it waits for warpgroup 0's signal while its own
+// products run); so the next A tile is mostly in flight during the
 // P_B V_B products. Each part has an mbarrier that counts its copies in
 // (every copying thread arrives through cp.async.mbarrier.arrive when its
 // copies land), and only the warpgroup that scores the stage next waits,
