@@ -171,7 +171,9 @@ static std::vector<std::string> collectPtx(ModuleOp module) {
 /// driver, compiled or read from the cache: <dir>/<entry>.<i>.ptx, where
 /// <entry> is the cache entry's name. For reading a kernel beside what
 /// ptxas, cuobjdump or compute-sanitizer report about it (their offsets
-/// are into the SASS of this text). A dump that cannot be written is
+/// are into the SASS of this text). Each file is written under a unique
+/// name and renamed into place, so threads or processes dumping the same
+/// module never leave a torn file. A dump that cannot be written is
 /// reported on stderr and does not fail the compile.
 static void dumpPtxIfAsked(llvm::StringRef entryName,
                            const std::vector<std::string> &kernelPtx) {
@@ -187,16 +189,24 @@ static void dumpPtxIfAsked(llvm::StringRef entryName,
     llvm::SmallString<256> file(*dir);
     llvm::sys::path::append(file,
                             entryName + "." + std::to_string(i) + ".ptx");
-    std::error_code ec;
-    llvm::raw_fd_ostream out(file, ec);
+    llvm::SmallString<256> temp;
+    int fd;
+    std::error_code ec =
+        llvm::sys::fs::createUniqueFile(file + ".%%%%%%.tmp", fd, temp);
     if (!ec) {
+      llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
       out << kernelPtx[i];
       out.close();
-    }
-    if (ec || out.has_error()) {
-      llvm::errs() << "mla: MLA_DUMP_PTX: cannot write " << file << "\n";
+      ec = out.error();
       out.clear_error();
+      if (!ec)
+        ec = llvm::sys::fs::rename(temp, file);
+      if (ec)
+        llvm::sys::fs::remove(temp);
     }
+    if (ec)
+      llvm::errs() << "mla: MLA_DUMP_PTX: cannot write " << file << ": "
+                   << ec.message() << "\n";
   }
 }
 
