@@ -167,32 +167,35 @@ static std::vector<std::string> collectPtx(ModuleOp module) {
   return kernelPtx;
 }
 
-/// With MLA_DUMP_PTX=<dir>, every GPU module's PTX as it goes to the
-/// driver, compiled or read from the cache: <dir>/<entry>.<i>.ptx, where
-/// <entry> is the cache entry's name. For reading a kernel beside what
-/// ptxas, cuobjdump or compute-sanitizer report about it (their offsets
-/// are into the SASS of this text). Each file is written under a unique
-/// name and renamed into place, so threads or processes dumping the same
-/// module never leave a torn file. A dump that cannot be written is
-/// reported on stderr and does not fail the compile.
-static void dumpPtxIfAsked(llvm::StringRef entryName,
+/// With MLA_DUMP_PTX=<dir>, every GPU module's PTX that the driver loads,
+/// compiled or read from the cache: <dir>/<entry>.<i>.ptx, where <entry>
+/// is the cache entry's name. For reading a kernel beside what ptxas,
+/// cuobjdump or compute-sanitizer report about it (their offsets are into
+/// the SASS of this text). Each file is written under a short unique name
+/// in the same directory (so the temporary name stays within the file
+/// system's name limit whatever the entry's length) and renamed into
+/// place, so threads or processes dumping the same module never leave a
+/// torn file. A dump that cannot be written is reported on stderr and
+/// does not fail the compile. Returns whether a dump was asked for.
+static bool dumpPtxIfAsked(llvm::StringRef entryName,
                            const std::vector<std::string> &kernelPtx) {
   std::optional<std::string> dir = llvm::sys::Process::GetEnv("MLA_DUMP_PTX");
   if (!dir || dir->empty() || kernelPtx.empty())
-    return;
+    return false;
   if (std::error_code ec = llvm::sys::fs::create_directories(*dir)) {
     llvm::errs() << "mla: MLA_DUMP_PTX: cannot create " << *dir << ": "
                  << ec.message() << "\n";
-    return;
+    return true;
   }
+  llvm::SmallString<256> tempModel(*dir);
+  llvm::sys::path::append(tempModel, ".ptx-%%%%%%%%.tmp");
   for (size_t i = 0; i < kernelPtx.size(); ++i) {
     llvm::SmallString<256> file(*dir);
     llvm::sys::path::append(file,
                             entryName + "." + std::to_string(i) + ".ptx");
     llvm::SmallString<256> temp;
     int fd;
-    std::error_code ec =
-        llvm::sys::fs::createUniqueFile(file + ".%%%%%%.tmp", fd, temp);
+    std::error_code ec = llvm::sys::fs::createUniqueFile(tempModel, fd, temp);
     if (!ec) {
       llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
       out << kernelPtx[i];
@@ -208,6 +211,7 @@ static void dumpPtxIfAsked(llvm::StringRef entryName,
       llvm::errs() << "mla: MLA_DUMP_PTX: cannot write " << file << ": "
                    << ec.message() << "\n";
   }
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,7 +267,6 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
     return makeError("the cached artifact " + compiled.event.entryName +
                      " is not a kernel artifact; remove it or set "
                      "MLA_CACHE_FORCE_RECOMPILE=1");
-  dumpPtxIfAsked(compiled.event.entryName, compiled.kernelPtx);
   auto loaded = JitObject::load(object, extraSymbols);
   if (!loaded)
     return loaded.takeError();
@@ -273,6 +276,8 @@ compileModule(OwningOpRef<ModuleOp> module, llvm::StringRef entry,
   compiled.object = std::move(*loaded);
   compiled.packed = *packed;
   endPhase("link");
+  if (dumpPtxIfAsked(compiled.event.entryName, compiled.kernelPtx))
+    endPhase("ptx dump");
   compiled.event.milliseconds =
       std::chrono::duration<double, std::milli>(
           std::chrono::steady_clock::now() - start)

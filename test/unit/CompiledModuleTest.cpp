@@ -15,6 +15,7 @@
 #include "mla/Runtime/CpuKernel.h"
 #include "mla/Runtime/GpuKernel.h"
 #include "mla/Target/KernelLoading.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -257,22 +259,35 @@ TEST(CompiledModuleGpu, PtxIsDumpedWhereAskedFor) {
   ASSERT_TRUE(bool(target)) << llvm::toString(target.takeError());
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mla-dump-ptx", dir));
+  auto removeDir =
+      llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
   llvm::SmallString<128> nested(dir);
   llvm::sys::path::append(nested, "kernels");
   ASSERT_EQ(setenv("MLA_DUMP_PTX", nested.c_str(), 1), 0);
   auto compiled = compileDecodeWithoutGpu(*target);
   ASSERT_EQ(unsetenv("MLA_DUMP_PTX"), 0);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
-  // One file a kernel module, named by the entry, holding its PTX.
+  ASSERT_FALSE(compiled->kernelPtx.empty());
+  // One file a kernel module, named by the entry, holding its PTX, and
+  // nothing else: no temporary file is left behind.
+  std::set<std::string> expected;
   for (size_t i = 0; i < compiled->kernelPtx.size(); ++i) {
+    std::string name =
+        compiled->event.entryName + "." + std::to_string(i) + ".ptx";
+    expected.insert(name);
     llvm::SmallString<256> file(nested);
-    llvm::sys::path::append(file, compiled->event.entryName + "." +
-                                      std::to_string(i) + ".ptx");
+    llvm::sys::path::append(file, name);
     auto text = llvm::MemoryBuffer::getFile(file);
     ASSERT_TRUE(bool(text)) << file.str().str();
     EXPECT_EQ((*text)->getBuffer(), compiled->kernelPtx[i]);
   }
-  llvm::sys::fs::remove_directories(dir);
+  std::set<std::string> found;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(nested, ec), end;
+       !ec && it != end; it.increment(ec))
+    found.insert(llvm::sys::path::filename(it->path()).str());
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(found, expected);
 }
 
 TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {

@@ -55,6 +55,11 @@ private:
         e.add(e.index(s.layout.p + kPartBarriersOffset + kBarrierBytes * part),
               e.mul(stage, e.index(kBarrierBytes * kPartsPerStage))));
   }
+  /// The column blocks [first, end) of part `part` of a stage.
+  std::pair<int64_t, int64_t> partBlocks(int64_t part) const {
+    return part == 0 ? std::pair<int64_t, int64_t>{0, halfBlocks}
+                     : std::pair<int64_t, int64_t>{halfBlocks, qkBlocks};
+  }
   void copyPartByTensorCopies(Value t, int64_t stage, int64_t part);
   void refillPart(Value t, int64_t stage, int64_t readBy0);
   /// Warpgroup 1, where the stage is refilled: waits until warpgroup 0 is
@@ -91,8 +96,7 @@ Seesaw::Seesaw(SplitBody &body)
 /// Part `part` of tile t into stage `stage` by tensor copies: its bytes
 /// announced for the part barrier's next phase, then its boxes issued.
 void Seesaw::copyPartByTensorCopies(Value t, int64_t stage, int64_t part) {
-  int64_t firstBlock = part == 0 ? 0 : halfBlocks;
-  int64_t endBlock = part == 0 ? halfBlocks : qkBlocks;
+  auto [firstBlock, endBlock] = partBlocks(part);
   Value landed = partBarrier(e.index(stage), part);
   e.arriveExpectingBytes(landed, (endBlock - firstBlock) * kBlockBytes);
   s.issueTensorTile(t, stage, firstBlock, endBlock, landed);
@@ -101,35 +105,30 @@ void Seesaw::copyPartByTensorCopies(Value t, int64_t stage, int64_t part) {
 /// This warpgroup's part of tile t into `stage` (see partBarrier): by
 /// cp.async, or by one thread's tensor copies. Warpgroup 0 first signals
 /// `readBy0`; warpgroup 1 must have waited for that signal already
-/// (awaitGroup0Reads).
+/// (awaitGroup0Reads). Each warp's wgmma wait covers only its own share
+/// of the products, and every warp of the group reads the whole V half
+/// (and, in warpgroup 1, the P it overwrites), so the group's barrier
+/// comes between the waits and the first copy into the part.
 void Seesaw::refillPart(Value t, int64_t stage, int64_t readBy0) {
-  if (s.tma) {
-    auto refillByTensorCopies = [&](int64_t part) {
+  auto copyPart = [&](int64_t part) {
+    e.warpgroupBarrier(s.thread.group);
+    if (s.tma) {
       e.ifThen(electedInGroup,
                [&] { copyPartByTensorCopies(t, stage, part); });
-    };
-    e.ifThenElse(
-        isA,
-        [&] {
-          s.arriveNamed(readBy0);
-          refillByTensorCopies(0);
-        },
-        [&] { refillByTensorCopies(1); });
-    return;
-  }
+      return;
+    }
+    auto [firstBlock, endBlock] = partBlocks(part);
+    s.copyKv(t, e.index(stage), s.thread.groupWarp, kGroupWarps, firstBlock,
+             endBlock);
+    e.arriveWhenCopiesLand(partBarrier(e.index(stage), part));
+  };
   e.ifThenElse(
       isA,
       [&] {
         s.arriveNamed(readBy0);
-        s.copyKv(t, e.index(stage), s.thread.groupWarp, kGroupWarps, 0,
-                 halfBlocks);
-        e.arriveWhenCopiesLand(partBarrier(e.index(stage), 0));
+        copyPart(0);
       },
-      [&] {
-        s.copyKv(t, e.index(stage), s.thread.groupWarp, kGroupWarps,
-                 halfBlocks, s.qkDim / kAtomColumns);
-        e.arriveWhenCopiesLand(partBarrier(e.index(stage), 1));
-      });
+      [&] { copyPart(1); });
 }
 
 /// Part `part` of the group's stage landed for pair j, then made visible
