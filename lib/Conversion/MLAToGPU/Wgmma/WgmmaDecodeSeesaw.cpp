@@ -324,8 +324,8 @@ SmallVector<Value> Seesaw::pairStep(Value j, ValueRange it, Value qAt,
   // group 0's reads of stage A while those products run; then they are
   // waited for, and this group's part of the next A tile is copied (see
   // refillPart). (Moving group 0's wait for P_B before its wait too gained
-  // less, 0 to 1.3% at 16k and 32k against 1 to 2.6%: it delays group 0's
-  // refill.)
+  // less, 0.4% slower to 1.3% faster at 16k and 32k against 1 to 2.6%
+  // faster: it delays group 0's refill.)
   Value accA = s.issuePv(
       s.rescaleO(it.slice(4, s.oRegs), pick(isA, alpha, alphaA)),
       fromQ(e.add(s.base, pA)), vA);
