@@ -87,8 +87,10 @@
 // CHECK: nvvm.fence.proxy
 // CHECK-NEXT: nvvm.barrier.arrive id = %c4_i32 number_of_threads = %c256_i32
 // P_A V_A is issued; while it runs, warpgroup 1 waits for warpgroup 0's
-// reads of stage A (barrier 5); then the products are waited for and the
-// stage refilled, and warpgroup 0 waits for P_B (barrier 4).
+// reads of stage A (barrier 5); then the products are waited for, each
+// warpgroup passes its own barrier (128 threads: every warp's products
+// done) and refills its part of the stage, and warpgroup 0 waits for P_B
+// (barrier 4).
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
@@ -98,9 +100,14 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.barrier id
 // CHECK: nvvm.barrier.arrive id = %c5_i32 number_of_threads = %c256_i32
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvvm.barrier id = %{{[0-9]+}} number_of_threads = %c128_i32
+// CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
 // CHECK-NEXT: } else {
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvvm.barrier id = %{{[0-9]+}} number_of_threads = %c128_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
@@ -117,9 +124,14 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.barrier id
 // CHECK: nvvm.barrier.arrive id = %c6_i32 number_of_threads = %c256_i32
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvvm.barrier id = %{{[0-9]+}} number_of_threads = %c128_i32
+// CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
 // CHECK-NEXT: } else {
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvvm.barrier id = %{{[0-9]+}} number_of_threads = %c128_i32
 // CHECK-NOT: nvvm.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.+}} {noinc = true} : !llvm.ptr<3>
