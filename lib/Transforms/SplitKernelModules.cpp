@@ -3,8 +3,6 @@
 #include "mla/Target/KernelLoading.h"
 #include "mla/Transforms/Passes.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
@@ -18,29 +16,6 @@ using namespace mlir;
 
 namespace mla {
 namespace {
-
-/// Targets `module` at PTX ISA `version` (times ten) where its NVVM
-/// targets ask for an older one ("+ptxNN" in their features).
-void raisePtxVersion(gpu::GPUModuleOp module, int64_t version) {
-  ArrayAttr targets = module.getTargetsAttr();
-  if (!targets)
-    return;
-  SmallVector<Attribute> raised;
-  for (Attribute attr : targets) {
-    auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(attr);
-    int64_t current = 0;
-    if (!nvvm || !nvvm.getFeatures().starts_with("+ptx") ||
-        nvvm.getFeatures().drop_front(4).getAsInteger(10, current) ||
-        current >= version) {
-      raised.push_back(attr);
-      continue;
-    }
-    raised.push_back(NVVM::NVVMTargetAttr::get(
-        module.getContext(), nvvm.getO(), nvvm.getTriple(), nvvm.getChip(),
-        "+ptx" + std::to_string(version), nvvm.getFlags(), nvvm.getLink()));
-  }
-  module.setTargetsAttr(ArrayAttr::get(module.getContext(), raised));
-}
 
 struct SplitKernelModules
     : public impl::SplitKernelModulesBase<SplitKernelModules> {
@@ -72,8 +47,6 @@ struct SplitKernelModules
         // The module is what is loaded: it carries the kernel's mark.
         if (kernel->hasAttr(kLoadAtFirstLaunchAttr))
           own->setAttr(kLoadAtFirstLaunchAttr, b.getUnitAttr());
-        if (auto ptx = kernel->getAttrOfType<IntegerAttr>(kMinPtxVersionAttr))
-          raisePtxVersion(own, ptx.getInt());
         moved[{shared.getSymNameAttr(), kernel.getNameAttr()}] =
             own.getSymNameAttr();
       }

@@ -26,14 +26,6 @@ namespace mla {
 inline constexpr llvm::StringLiteral kLoadAtFirstLaunchAttr =
     "mla.load_at_first_launch";
 
-/// Integer attribute of a kernel (gpu.func) whose instructions need a
-/// newer PTX ISA than its chip's floor (GpuTarget::ptxVersion), as the
-/// version times ten (84: PTX 8.4): the kernel's own module is targeted
-/// at it (mla-split-kernel-modules), and only that module asks the driver
-/// for the newer ISA.
-inline constexpr llvm::StringLiteral kMinPtxVersionAttr =
-    "mla.min_ptx_version";
-
 /// The PTX comment line such a module's text starts with.
 inline constexpr llvm::StringLiteral kLoadAtFirstLaunchLine =
     "// mla: loaded at its kernel's first launch\n";

@@ -14,7 +14,6 @@
 #include "mla/Target/DecodeOperandTypes.h"
 #include "mla/Target/SharedRegions.h"
 
-#include <algorithm>
 #include <cstdint>
 
 namespace mla::mma_decode {
@@ -69,21 +68,15 @@ inline bool fp8TakesDims(int64_t kvLoraRank, int64_t ropeDim) {
          (kvLoraRank + ropeDim) % 32 == 0;
 }
 
-/// The e4m3 terms the FP8 kernel splits a bf16 query into (see
-/// GpuDecodeMmaFp8.cpp).
-inline constexpr int64_t kMaxQTerms = 2;
-
-/// The FP8 kernel's shared memory (bytes): the query tile (as f16, or as
-/// kMaxQTerms tiles of e4m3 codes, one after another, in the same
-/// region), the code stages, the probability tile (f16), the warps' row
-/// maxima and sums. The strides keep its loads free of bank conflicts: an
-/// f16 Q row is 16 words past a multiple of 32 (a lane pair's 16-byte
-/// loads of rows g and g + 1 fill the 32 banks), a code row and an e4m3 Q
-/// row 24 words past one (four rows' 8-byte loads, or four lanes' 4-byte
-/// ones, each in its own 8 banks).
+/// The FP8 kernel's shared memory (bytes): the query tile as f16, the
+/// code stages, the probability tile (f16), the warps' row maxima and
+/// sums. The strides keep its loads free of bank conflicts: a Q row is 16
+/// words past a multiple of 32 (a lane pair's 16-byte loads of rows g and
+/// g + 1 fill the 32 banks), a code row 24 words past one (four rows'
+/// 8-byte loads, or four lanes' 4-byte ones, each in its own 8 banks).
 struct Fp8SharedLayout {
   int64_t qStride, codeStride, pStride; ///< elements (codes: bytes)
-  int64_t q, qTerm, codes, codeStage, p, max, sum, bytes;
+  int64_t q, codes, codeStage, p, max, sum, bytes;
 
   explicit Fp8SharedLayout(int64_t qkDim) {
     // qkDim is a multiple of 32: 64 bytes a row, 16 words.
@@ -92,9 +85,7 @@ struct Fp8SharedLayout {
     codeStride = qkDim + 4 * ((24 - words % 32 + 32) % 32);
     pStride = kTileTokens + kRowPad;
     SharedRegions r;
-    qTerm = SharedRegions::tileBytes(kTileRows, codeStride, 1);
-    q = r.bytes(std::max(SharedRegions::tileBytes(kTileRows, qStride, 2),
-                         kMaxQTerms * qTerm));
+    q = r.tiles(1, kTileRows, qStride, 2);
     codeStage = SharedRegions::tileBytes(kTileTokens, codeStride, 1);
     codes = r.tiles(kFp8Stages, kTileTokens, codeStride, 1);
     p = r.tiles(1, kTileRows, pStride, 2);

@@ -123,10 +123,7 @@ def SplitKernelModules : Pass<"mla-split-kernel-modules", "mlir::ModuleOp"> {
     device functions), and every `gpu.launch_func` follows. Modules are the
     unit that the nested device pipeline, the serialization to PTX and the
     driver's assembly to machine code each work on in parallel, so one
-    large kernel no longer waits for its siblings at each step. A kernel
-    marked `mla.min_ptx_version = N` (an instruction of a newer PTX ISA
-    than its chip's floor) gets an NVVM target of PTX N / 10 in its own
-    module; the other modules keep their chip's.
+    large kernel no longer waits for its siblings at each step.
   }];
 }
 

@@ -5,19 +5,14 @@
 // wgmma kernel copies each tile's codes in with 8-byte cp.async and
 // dequantizes them into q's type in shared memory (bf16 over e4m3 at 128
 // heads: byte permutes and one two-wide multiply a pair). The mma.sync
-// kernel copies them with 16-byte cp.async.cg. On sm_90a under bf16
-// queries it scores the codes as they are, by e4m3 mma.sync (m16n8k32,
-// one llvm.inline_asm each, Emitters/InlinePtx.h) against Q split into two
-// e4m3 terms (cvt.rn.satfinite.e4m3x2.f32), in a module of PTX ISA 8.4
-// (the others keep 8.0), and converts the codes only for P V; under f16
-// queries it converts each lane's operands in registers for both products
-// and multiplies in f16: on sm_90a with cvt.rn.f16x2.e4m3x2 / .e5m2x2, on
-// sm_80 with byte permutes and, for e4m3, a two-wide multiply (none for
-// e5m2, f16's high byte); with the wgmma strategy the 16-head FP8 decode is
-// the mma.sync kernel (wgmma_decode::kMinHeadsFp8). ptxas assembles them
-// for sm_80 and sm_90a with no stack frame, no spills and no local memory.
+// kernel copies them with 16-byte cp.async.cg, converts each lane's
+// operands in registers and
+// multiplies in f16: on sm_90a with cvt.rn.f16x2.e4m3x2 / .e5m2x2, on sm_80
+// with byte permutes and, for e4m3, a two-wide multiply (none for e5m2,
+// f16's high byte); with the wgmma strategy the 16-head FP8 decode is the
+// mma.sync kernel (wgmma_decode::kMinHeadsFp8). ptxas assembles them for
+// sm_80 and sm_90a with no stack frame, no spills and no local memory.
 // REQUIRES: ptxas
-// RUN: mla-opt %s --mla-select-gpu-target="chip=sm_90a strategy=mma-sync" --convert-mla-to-gpu | FileCheck %s --check-prefix=IR
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefixes=CHECK,SM80 --implicit-check-not=.local < %t.sm_80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.sm_80.ptx -o %t.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
@@ -31,41 +26,20 @@
 // RUN: FileCheck %s --check-prefixes=CHECK,MMA,MMA90 --implicit-check-not=.local < %t.mma90.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.mma90.ptx -o %t.mma90.cubin 2>&1 | FileCheck %s --check-prefix=RESOURCES --implicit-check-not=error
 
-// IR-LABEL: gpu.func @decode_attention_split_mma_fp8_2(
-// IR-SAME: mla.min_ptx_version = 84 : i32
-// IR: llvm.inline_asm asm_dialect = att "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {$0, $1, $2, $3}, {$8, $9, $10, $11}, {$12, $13}, {$0, $1, $2, $3};", "=f,=f,=f,=f,0,1,2,3,r,r,r,r,r,r" {{.+}} : (f32, f32, f32, f32, i32, i32, i32, i32, i32, i32) -> !llvm.struct<(f32, f32, f32, f32)>
-// IR-LABEL: gpu.func @decode_attention_split_mma_fp8_5(
-// IR-NOT: mla.min_ptx_version
-// IR-NOT: llvm.inline_asm
-// IR-LABEL: gpu.func @decode_attention_split_mma_fp8_8(
-// IR-SAME: mla.min_ptx_version = 84 : i32
-// IR: llvm.inline_asm asm_dialect = att "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
-
 // CHECK: .entry concat_and_cache_0(
 // CHECK: .entry gather_cache_1(
 // SM80: .entry decode_attention_split_2(
-// MMA80: .version 7.0
-// MMA90: .version 8.4
 // MMA: .entry decode_attention_split_mma_fp8_2(
 // MMA-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
 // MMA-DAG: prmt.b32
 // MMA80-DAG: mul.rn.f16x2
-// MMA90-DAG: cvt.rn.satfinite.e4m3x2.f32
-// MMA90-DAG: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {[[D:%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+]]}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}, {[[D]]};
 // MMA90-DAG: cvt.rn.f16x2.e4m3x2
 // MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// MMA90: .version 8.0
 // MMA: .entry decode_attention_split_mma_fp8_5(
-// MMA90-NOT: m16n8k32
 // MMA90-DAG: cvt.rn.f16x2.e5m2x2
 // MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // MMA80-NOT: mul.rn.f16x2
 // MMA80: .entry decode_attention_combine_narrow_6(
-// MMA90: .version 8.4
-// MMA: .entry decode_attention_split_mma_fp8_8(
-// MMA90-DAG: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
-// MMA90-DAG: cvt.rn.f16x2.e5m2x2
-// MMA-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // SM90A: .entry decode_attention_split_wgmma_fp8_2(
 // SM90A-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
 // SM90A-DAG: prmt.b32
@@ -78,8 +52,6 @@
 // SM90A-NOT: mul.rn.f16x2
 // SM90A-DAG: cvt.rn.f16x2.e5m2x2
 // SM90A-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// SM90A: .entry decode_attention_split_mma_fp8_9(
-// SM90A-DAG: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
 // RESOURCES: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // RESOURCES-NOT: {{[1-9][0-9]* bytes (stack frame|spill)}}
@@ -122,16 +94,5 @@ func.func @decode_f16(%q: memref<?x?x16x576xf16>, %cache: memref<?x32x576xf8E5M2
       outs(%o, %lse : memref<?x?x16x512xf16>, memref<?x16x?xf32>)
       {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 32 : i64,
        cache_dtype = f8E5M2, softmax_scale = 0.0722 : f32, causal}
-  return
-}
-
-func.func @decode_e5m2(%q: memref<?x?x16x576xbf16>, %cache: memref<?x64x576xf8E5M2>,
-                       %bt: memref<?x?xi32>, %lens: memref<?xi32>, %scale: memref<1xf32>,
-                       %o: memref<?x?x16x512xbf16>, %lse: memref<?x16x?xf32>) {
-  mla.decode_attention ins(%q, %cache, %bt, %lens : memref<?x?x16x576xbf16>, memref<?x64x576xf8E5M2>, memref<?x?xi32>, memref<?xi32>)
-      scale(%scale : memref<1xf32>)
-      outs(%o, %lse : memref<?x?x16x512xbf16>, memref<?x16x?xf32>)
-      {num_heads = 16 : i64, kv_lora_rank = 512 : i64, rope_dim = 64 : i64, block_size = 64 : i64,
-       cache_dtype = f8E5M2, softmax_scale = 0.0722 : f32}
   return
 }

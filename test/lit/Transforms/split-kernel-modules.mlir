@@ -3,9 +3,7 @@
 // else its module held, and the launches follow; a module's only kernel
 // too, so that every module (and its PTX, and its driver compile) is named
 // after its kernel. A kernel marked to load at its first launch passes the
-// mark to its module (the unit the runtime loads). A kernel that needs a
-// newer PTX ISA than its module's target (mla.min_ptx_version) gets it in
-// its own module's target, and only there; an older one changes nothing.
+// mark to its module (the unit the runtime loads).
 // RUN: mla-opt %s --mla-split-kernel-modules | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -36,10 +34,6 @@ module attributes {gpu.container_module} {
   // CHECK-NOT: gpu.module @alone
   // CHECK: gpu.module @only {
   // CHECK-NEXT: gpu.func @only() kernel
-  // CHECK: gpu.module @plain [#nvvm.target<chip = "sm_90a", features = "+ptx80">] {
-  // CHECK: gpu.module @newer [#nvvm.target<chip = "sm_90a", features = "+ptx84">] {
-  // CHECK-NEXT: gpu.func @newer() kernel attributes {mla.min_ptx_version = 84 : i32}
-  // CHECK: gpu.module @older [#nvvm.target<chip = "sm_90a", features = "+ptx80">] {
   gpu.module @kernels [#nvvm.target<chip = "sm_90a">] {
     memref.global "private" constant @table : memref<4xf32> = dense<1.0>
     gpu.func @first() kernel {
@@ -52,17 +46,6 @@ module attributes {gpu.container_module} {
   }
   gpu.module @alone {
     gpu.func @only() kernel {
-      gpu.return
-    }
-  }
-  gpu.module @versioned [#nvvm.target<chip = "sm_90a", features = "+ptx80">] {
-    gpu.func @plain() kernel {
-      gpu.return
-    }
-    gpu.func @newer() kernel attributes {mla.min_ptx_version = 84 : i32} {
-      gpu.return
-    }
-    gpu.func @older() kernel attributes {mla.min_ptx_version = 78 : i32} {
       gpu.return
     }
   }

@@ -66,40 +66,4 @@ Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, ArrayRef<Value> a,
       .getResult(0);
 }
 
-SmallVector<Value, 4> mmaFp8(OpBuilder &b, Location loc, ArrayRef<Value> c,
-                             ArrayRef<Value> a, ArrayRef<Value> bRegs,
-                             Type bElement) {
-  auto isI32 = [](Value v) { return v.getType().isInteger(32); };
-  if (c.size() != 4 || a.size() != 4 || bRegs.size() != 2 ||
-      !llvm::all_of(c, [](Value v) { return v.getType().isF32(); }) ||
-      !llvm::all_of(a, isI32) || !llvm::all_of(bRegs, isI32) ||
-      !(isa<Float8E4M3FNType>(bElement) || isa<Float8E5M2Type>(bElement)))
-    llvm::report_fatal_error("mmaFp8: bad operand types");
-  const char *bType = isa<Float8E4M3FNType>(bElement) ? "e4m3" : "e5m2";
-  // Operands: D's four outputs $0..$3, C tied to them, A $8..$11, B
-  // $12, $13.
-  std::string asmString = llvm::formatv(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.{0}.f32 {1}, {2}, {3}, {1};",
-      bType, registerList(0, 4), registerList(8, 4), registerList(12, 2));
-  Type f32 = b.getF32Type();
-  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                     {f32, f32, f32, f32});
-  SmallVector<Value> operands(c.begin(), c.end());
-  operands.append(a.begin(), a.end());
-  operands.append(bRegs.begin(), bRegs.end());
-  Value d = LLVM::InlineAsmOp::create(
-                b, loc, resultType, operands, asmString,
-                "=f,=f,=f,=f,0,1,2,3,r,r,r,r,r,r",
-                /*has_side_effects=*/false, /*is_align_stack=*/false,
-                LLVM::tailcallkind::TailCallKind::None,
-                LLVM::AsmDialectAttr::get(b.getContext(),
-                                          LLVM::AsmDialect::AD_ATT),
-                /*operand_attrs=*/ArrayAttr())
-                .getResult(0);
-  SmallVector<Value, 4> out;
-  for (int64_t i = 0; i < 4; ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, d, i));
-  return out;
-}
-
 } // namespace mla::gpu::ptx

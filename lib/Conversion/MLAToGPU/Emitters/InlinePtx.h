@@ -10,8 +10,7 @@
 // instruction stay distinct in the IR. (`nvvm.inline_ptx` would instead
 // rewrite later uses of a read-write operand in place, which does not
 // compose with loop-carried accumulators.) Every form is assembled by
-// ptxas in the lit tests (test/lit/Target/ptxas-register-a.mlir,
-// ptxas-fp8.mlir).
+// ptxas in the lit tests (test/lit/Target/ptxas-register-a.mlir).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,20 +37,6 @@ mlir::Value wgmmaRegisterA(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value acc, llvm::ArrayRef<mlir::Value> a,
                            mlir::Value descB, int64_t n, mlir::Type element,
                            bool accumulate, bool transposeB);
-
-/// mma.sync.aligned.m16n8k32.row.col.f32.e4m3.T.f32 (sm_89 and later; T
-/// e4m3 or e5m2, `bElement` f8E4M3FN or f8E5M2): D (16 x 8, f32) = A (16
-/// x 32, e4m3) B (32 x 8, T) + C. The fragments are mma.m16n8k32's for
-/// one-byte types: `a` four 32-bit registers of four codes each (a[0] row
-/// g, columns 4 q .. 4 q + 3; a[1] row g + 8; a[2], a[3] the same at
-/// columns + 16), `b` two (b[0] rows 4 q .. 4 q + 3 of column g, b[1]
-/// rows + 16), `c` the four f32 of m16n8k16's accumulator layout. Returns
-/// D's four f32. Synchronous, and pure: it may be scheduled like
-/// arithmetic.
-llvm::SmallVector<mlir::Value, 4>
-mmaFp8(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<mlir::Value> c,
-       llvm::ArrayRef<mlir::Value> a, llvm::ArrayRef<mlir::Value> bRegs,
-       mlir::Type bElement);
 
 } // namespace mla::gpu::ptx
 

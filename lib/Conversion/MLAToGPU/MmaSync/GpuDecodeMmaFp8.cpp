@@ -43,9 +43,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Emitters/Fp8Dequant.h"
-#include "Emitters/InlinePtx.h"
 #include "MmaSync/MmaDecodeRows.h"
-#include "mla/Target/KernelLoading.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -62,7 +60,6 @@ namespace {
 
 using mma_decode::Fp8SharedLayout;
 using mma_decode::kFp8Stages;
-using mma_decode::kMaxQTerms;
 using mma_decode::kRowPad;
 using mma_decode::kTileRows;
 using mma_decode::kTileTokens;
@@ -71,26 +68,14 @@ constexpr int64_t kWarpTokens = kTileTokens / kWarps;
 constexpr int64_t kThreads = kWarps * kWarpSize;
 /// Columns of a pair of scores steps, and of a warp's output column group.
 constexpr int64_t kColumnGroup = 32;
-/// Q staged as f16 in [2^15, 2^16): the largest |q|'s exponent less this.
+/// Q staged in [2^15, 2^16): the largest |q|'s exponent less this.
 constexpr int64_t kQExponent = 15;
-/// Q staged as e4m3 terms in [2^7, 2^8) (e4m3's largest finite is 448).
-constexpr int64_t kQTermExponent = 7;
 /// Codes in one 16-byte cp.async (cp.async.cg: whole 128-byte lines, L1
 /// bypassed; 8-byte copies through L1 held the kernel at 64% of the copy
 /// ceiling, benchmarks.md "FP8 caches").
 constexpr int64_t kCodesPerCopy = 16;
 /// The bound on |k|: 2^k and 2^-k stay normal f32.
 constexpr int64_t kMaxQShift = 100;
-
-/// How many e4m3 terms Q is split into for the scores on e4m3 tensor
-/// cores (see the file comment): two for bf16 queries, which they hold
-/// exactly, where the chip converts codes in hardware (sm_89 and later);
-/// else 0, Q in f16 (f16 queries would need three terms, whose kernel
-/// ptxas spilled).
-int64_t queryTerms(DecodeAttentionOp op, bool hardwareConvert) {
-  Type q = cast<MemRefType>(op.getQ().getType()).getElementType();
-  return hardwareConvert && q.isBF16() ? kMaxQTerms : 0;
-}
 
 /// Two-byte float pairs from FP8 codes, in registers.
 class CodeConverter {
@@ -163,13 +148,9 @@ public:
         b(e.builder()), l(e.location()), layout(layout), raw(raw),
         qkDim(op.getKvLoraRank() + op.getRopeDim()),
         codeType(cast<MemRefType>(block.cache.getType()).getElementType()),
-        qTerms(queryTerms(op, hardwareConvert)),
         convert(e, codeType, hardwareConvert) {
     Type f16 = b.getF16Type();
     qS = e.sharedView(raw, layout.q, {kTileRows, layout.qStride}, f16);
-    qCodes = e.sharedView(raw, layout.q,
-                          {kMaxQTerms * kTileRows, layout.codeStride},
-                          b.getI8Type());
     codes = e.sharedView(raw, layout.codes, {kFp8Stages * layout.codeStage},
                          codeType);
     pS = e.sharedView(raw, layout.p, {kTileRows, layout.pStride}, f16);
@@ -190,20 +171,14 @@ private:
   Value raw;
   const int64_t qkDim;
   Type codeType;
-  /// Q's e4m3 terms (scores on e4m3 tensor cores), or 0 (Q as f16).
-  const int64_t qTerms;
   CodeConverter convert;
-  Value qS, qCodes, codes, pS, warpCol0;
+  Value qS, codes, pS, warpCol0;
   /// Whether the cache allows 16-byte copies of codes (else elements).
   Value codesAligned;
 
-  /// The block's Q rows times 2^-k in the Q tile, as f16 or as qTerms
-  /// e4m3 terms (padding rows zero); returns 2^k (f32). See the file
-  /// comment.
+  /// The block's Q rows as f16 times 2^-k in the Q tile (padding rows
+  /// zero); returns 2^k (f32). See the file comment.
   Value stageQ();
-  /// One 8-column piece of a Q row (f32, times 2^-k) as qTerms e4m3
-  /// terms into the term tiles.
-  void storeQTerms(Value row, Value column, Value values);
   /// The largest of every thread's `value` (f32, >= 0): warp maxima
   /// through the row-maxima buffer (a barrier; the tile loop's first
   /// barrier comes before the buffer's next use).
@@ -218,22 +193,9 @@ private:
   /// state `it` to the one returned.
   SmallVector<Value> kvTile(Value tile, ValueRange it) override;
   /// S = Q K^T for the warp's 16 tokens of the stage at byte `stageAt`,
-  /// in sFragment's order (scoresOnCodes or scoresInF16).
-  SmallVector<Value> scores(Value stageAt) {
-    return qTerms ? scoresOnCodes(stageAt) : scoresInF16(stageAt);
-  }
-  /// The scores from the codes as they are, by e4m3 mma.sync against Q's
-  /// terms: two n8 tiles, one accumulator set a term, added at the end.
-  SmallVector<Value> scoresOnCodes(Value stageAt);
-  /// The scores in f16, the codes converted: two n8 tiles, two
-  /// accumulator sets each (even and odd k16 steps), added at the end.
-  SmallVector<Value> scoresInF16(Value stageAt);
-  /// The scores' column loop: `chunk` over each 32-column chunk, two an
-  /// iteration where they divide the columns (the loads of the second are
-  /// in flight during the first's products), from `sets` accumulators.
-  SmallVector<Value> forEachChunk(
-      int64_t sets,
-      const std::function<void(Value, MutableArrayRef<Value>)> &chunk);
+  /// in sFragment's order: two n8 tiles, two accumulator sets each (even
+  /// and odd k16 steps), added at the end.
+  SmallVector<Value> scores(Value stageAt);
   /// P (sFragment's order) to the P tile, its tokens in the order P V's
   /// fragments take them; a barrier.
   void storeP(ArrayRef<Value> p);
@@ -324,7 +286,7 @@ Value Fp8SplitBody::stageQ() {
       b, l,
       arith::AndIOp::create(b, l, arith::ShRUIOp::create(b, l, bits, constant(23)),
                             constant(0xff)),
-      constant(127 + (qTerms ? kQTermExponent : kQExponent)));
+      constant(127 + kQExponent));
   Value shift = arith::MaxSIOp::create(
       b, l, arith::MinSIOp::create(b, l, exponent, constant(kMaxQShift)),
       constant(-kMaxQShift));
@@ -341,13 +303,9 @@ Value Fp8SplitBody::stageQ() {
   for (auto [k, entry] : llvm::enumerate(loaded)) {
     auto [row, column, values] = entry;
     auto store = [&, row = row, column = column, values = values] {
-      Value scaled = arith::MulFOp::create(b, l, values, downs);
-      if (qTerms) {
-        storeQTerms(row, column, scaled);
-        return;
-      }
-      vector::StoreOp::create(b, l, arith::TruncFOp::create(b, l, half8, scaled),
-                              qS, ValueRange{row, column},
+      Value scaled = arith::TruncFOp::create(
+          b, l, half8, arith::MulFOp::create(b, l, values, downs));
+      vector::StoreOp::create(b, l, scaled, qS, ValueRange{row, column},
                               /*nontemporal=*/false, llvm::MaybeAlign(16));
     };
     if (int64_t(k + 1) * kThreads > pieces)
@@ -358,56 +316,6 @@ Value Fp8SplitBody::stageQ() {
       store();
   }
   return up;
-}
-
-void Fp8SplitBody::storeQTerms(Value row, Value column, Value values) {
-  Type e4m3 = Float8E4M3FNType::get(b.getContext());
-  auto pairType = VectorType::get({2}, b.getI8Type());
-  Value inf = e.f32(INFINITY), nan = e.f32(NAN);
-  SmallVector<Value, 8> rest;
-  for (int64_t i = 0; i < GpuEmitter::kVectorWidth; ++i) {
-    Value x = vector::ExtractOp::create(b, l, values, i);
-    // An infinite entry becomes a NaN code (the satfinite conversion
-    // would make it 448): its scores are not finite either way.
-    Value infinite = arith::CmpFOp::create(
-        b, l, arith::CmpFPredicate::OEQ,
-        arith::MaxNumFOp::create(b, l, x, arith::NegFOp::create(b, l, x)), inf);
-    rest.push_back(e.select(infinite, nan, x));
-  }
-  for (int64_t t = 0; t < qTerms; ++t) {
-    // Each term is the rest rounded to e4m3; the next takes what it left
-    // (exact in f32).
-    SmallVector<Value, 4> pairs;
-    for (int64_t p = 0; p < GpuEmitter::kVectorWidth / 2; ++p)
-      // The first operand goes to the pair's upper byte (element 1).
-      pairs.push_back(NVVM::ConvertF32x2ToF8x2Op::create(
-          b, l, pairType, rest[2 * p + 1], rest[2 * p],
-          NVVM::FPRoundingMode::RN, NVVM::SaturationMode::SATFINITE,
-          /*relu=*/false, e4m3));
-    Value quad0 = vector::ShuffleOp::create(b, l, pairs[0], pairs[1],
-                                            ArrayRef<int64_t>{0, 1, 2, 3});
-    Value quad1 = vector::ShuffleOp::create(b, l, pairs[2], pairs[3],
-                                            ArrayRef<int64_t>{0, 1, 2, 3});
-    Value bytes = vector::ShuffleOp::create(
-        b, l, quad0, quad1, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-    vector::StoreOp::create(
-        b, l, bytes, qCodes,
-        ValueRange{e.add(row, e.index(t * kTileRows)), column},
-        /*nontemporal=*/false, llvm::MaybeAlign(8));
-    if (t + 1 == qTerms)
-      break;
-    for (int64_t p = 0; p < GpuEmitter::kVectorWidth / 2; ++p) {
-      Value back = NVVM::ConvertF8x2ToF16x2Op::create(
-                       b, l, VectorType::get({2}, b.getF16Type()), pairs[p],
-                       b.getBoolAttr(false), TypeAttr::get(e4m3))
-                       .getResult();
-      for (int64_t i = 0; i < 2; ++i) {
-        Value half = vector::ExtractOp::create(b, l, back, i);
-        Value term = arith::ExtFOp::create(b, l, b.getF32Type(), half);
-        rest[2 * p + i] = e.subf(rest[2 * p + i], term);
-      }
-    }
-  }
 }
 
 void Fp8SplitBody::refill(Value tile, Value stage) {
@@ -444,72 +352,7 @@ SmallVector<Value> Fp8SplitBody::kvTile(Value tile, ValueRange it) {
   return next;
 }
 
-SmallVector<Value> Fp8SplitBody::forEachChunk(
-    int64_t sets,
-    const std::function<void(Value, MutableArrayRef<Value>)> &chunk) {
-  const int64_t perIteration = qkDim % (2 * kColumnGroup) == 0 ? 2 : 1;
-  return e.forLoop(e.index(0), e.index(qkDim), perIteration * kColumnGroup,
-                   SmallVector<Value>(sets * 4, fzero),
-                   [&](Value c, ValueRange acc) -> SmallVector<Value> {
-                     SmallVector<Value> next(acc.begin(), acc.end());
-                     for (int64_t u = 0; u < perIteration; ++u)
-                       chunk(e.add(c, e.index(u * kColumnGroup)), next);
-                     return next;
-                   });
-}
-
-SmallVector<Value> Fp8SplitBody::scoresOnCodes(Value stageAt) {
-  Value tokenRow0 = e.add(e.mul(thread.warp, e.index(kWarpTokens)),
-                          thread.group);
-  Value laneColumn = e.mul(thread.quad, e.index(8));
-  auto twoWords = VectorType::get({2}, b.getI32Type());
-  // Eight codes (vector<8xi8>) as two 32-bit registers.
-  auto words = [&](Value bytes) {
-    Value w = vector::BitCastOp::create(b, l, twoWords, bytes);
-    return std::pair<Value, Value>{vector::ExtractOp::create(b, l, w, 0),
-                                   vector::ExtractOp::create(b, l, w, 1)};
-  };
-  // One 32-column chunk: column 8 quad + i of it is the mma's k 4 quad + i
-  // (i < 4) or 16 + 4 quad + i - 4, in Q's terms and the codes alike.
-  auto chunk = [&](Value c, MutableArrayRef<Value> acc) {
-    Value column = e.add(c, laneColumn);
-    SmallVector<std::pair<Value, Value>, 2> k;
-    for (int64_t nt = 0; nt < 2; ++nt)
-      k.push_back(words(convert.loadBytes(
-          codes, codeAt(stageAt, e.add(tokenRow0, e.index(8 * nt)), column),
-          8)));
-    for (int64_t t = 0; t < qTerms; ++t) {
-      SmallVector<std::pair<Value, Value>, 2> q;
-      for (int64_t i = 0; i < 2; ++i)
-        q.push_back(words(vector::LoadOp::create(
-            b, l, VectorType::get({8}, b.getI8Type()), qCodes,
-            ValueRange{e.add(thread.group, e.index(t * kTileRows + 8 * i)),
-                       column},
-            /*nontemporal=*/false, llvm::MaybeAlign(8))));
-      SmallVector<Value, 4> a{q[0].first, q[1].first, q[0].second,
-                              q[1].second};
-      for (int64_t nt = 0; nt < 2; ++nt) {
-        MutableArrayRef<Value> set = acc.slice(8 * t + 4 * nt, 4);
-        SmallVector<Value, 4> d =
-            ptx::mmaFp8(b, l, set, a, {k[nt].first, k[nt].second}, codeType);
-        llvm::copy(d, set.begin());
-      }
-    }
-  };
-  SmallVector<Value> sets = forEachChunk(2 * qTerms, chunk);
-  // The terms added smallest first.
-  SmallVector<Value> acc;
-  for (int64_t nt = 0; nt < 2; ++nt)
-    for (int64_t r = 0; r < 4; ++r) {
-      Value sum = sets[8 * (qTerms - 1) + 4 * nt + r];
-      for (int64_t t = qTerms - 2; t >= 0; --t)
-        sum = e.addf(sum, sets[8 * t + 4 * nt + r]);
-      acc.push_back(sum);
-    }
-  return acc;
-}
-
-SmallVector<Value> Fp8SplitBody::scoresInF16(Value stageAt) {
+SmallVector<Value> Fp8SplitBody::scores(Value stageAt) {
   Value tokenRow0 = e.add(e.mul(thread.warp, e.index(kWarpTokens)),
                           thread.group);
   Value laneColumn = e.mul(thread.quad, e.index(8));
@@ -537,7 +380,18 @@ SmallVector<Value> Fp8SplitBody::scoresInF16(Value stageAt) {
       }
     }
   };
-  SmallVector<Value> sets = forEachChunk(4, chunk);
+  // Two chunks an iteration where they divide the columns: the loads of
+  // the second are in flight during the first's products.
+  const int64_t perIteration = qkDim % (2 * kColumnGroup) == 0 ? 2 : 1;
+  SmallVector<Value> sets = e.forLoop(
+      e.index(0), e.index(qkDim), perIteration * kColumnGroup,
+      SmallVector<Value>(16, fzero),
+      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (int64_t u = 0; u < perIteration; ++u)
+          chunk(e.add(c, e.index(u * kColumnGroup)), next);
+        return next;
+      });
   SmallVector<Value> acc;
   for (int64_t nt = 0; nt < 2; ++nt)
     for (int64_t r = 0; r < 4; ++r)
@@ -662,14 +516,6 @@ void launchMmaDecodeFp8Split(DecodeAttentionOp op, KernelFactory &kernels,
           body.writeResults(state);
         });
       });
-  // mma.sync with e4m3 operands: PTX ISA 8.4.
-  if (queryTerms(op, hardwareConvert))
-    kernel->setAttr(kMinPtxVersionAttr, host.getI32IntegerAttr(84));
-  // Two blocks an SM, as its shared memory allows: ptxas may then use up
-  // to 255 registers a thread instead of its default cap of 168, under
-  // which the scores on e5m2 codes spilled.
-  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                  host.getI32IntegerAttr(2));
   launchSplitGrid(op, host, kernel, splitArgs, splits, kTileRows,
                   layout.bytes);
 }
