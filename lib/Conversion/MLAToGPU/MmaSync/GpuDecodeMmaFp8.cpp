@@ -516,6 +516,10 @@ void launchMmaDecodeFp8Split(DecodeAttentionOp op, KernelFactory &kernels,
           body.writeResults(state);
         });
       });
+  // Two blocks an SM, as its shared memory allows: ptxas may then use up
+  // to 255 registers a thread instead of its default cap of 168.
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  host.getI32IntegerAttr(2));
   launchSplitGrid(op, host, kernel, splitArgs, splits, kTileRows,
                   layout.bytes);
 }
