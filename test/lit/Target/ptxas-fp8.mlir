@@ -10,8 +10,10 @@
 // multiplies in f16: on sm_90a with cvt.rn.f16x2.e4m3x2 / .e5m2x2, on sm_80
 // with byte permutes and, for e4m3, a two-wide multiply (none for e5m2,
 // f16's high byte); with the wgmma strategy the 16-head FP8 decode is the
-// mma.sync kernel (wgmma_decode::kMinHeadsFp8). ptxas assembles them for
-// sm_80 and sm_90a with no stack frame, no spills and no local memory.
+// mma.sync kernel (wgmma_decode::kMinHeadsFp8), which asks for two blocks
+// an SM (.minnctapersm 2, lifting ptxas's register cap). ptxas assembles
+// them for sm_80 and sm_90a with no stack frame, no spills and no local
+// memory.
 // REQUIRES: ptxas
 // RUN: env -u CUDA_HOME -u CUDA_PATH -u CUDA_ROOT mla-opt %s --mla-lower-to-gpu=chip=sm_80 --mla-print-ptx=output=%t.sm_80.ptx -o /dev/null
 // RUN: FileCheck %s --check-prefixes=CHECK,SM80 --implicit-check-not=.local < %t.sm_80.ptx
@@ -30,6 +32,7 @@
 // CHECK: .entry gather_cache_1(
 // SM80: .entry decode_attention_split_2(
 // MMA: .entry decode_attention_split_mma_fp8_2(
+// MMA-DAG: .minnctapersm 2
 // MMA-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16,
 // MMA-DAG: prmt.b32
 // MMA80-DAG: mul.rn.f16x2
