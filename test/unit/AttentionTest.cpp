@@ -589,6 +589,10 @@ TEST(Decode, Fp8Caches) {
     // q entries of 7e4, past f16's 65504 (the mma.sync kernel's f16 Q).
     checkDecode({DType::BF16, cache, 16, 1, 64, false, {200, 33}, 512, 64,
                  std::nullopt, 7.0e4});
+    // Other widths: the mma.sync kernel's scores loop takes 14 and 9
+    // 32-column chunks (two an iteration, then all nine in one).
+    checkDecode({DType::BF16, cache, 16, 1, 64, false, {130, 7}, 384, 64});
+    checkDecode({DType::BF16, cache, 16, 1, 64, false, {70, 0}, 256, 32});
   }
 }
 
