@@ -288,6 +288,9 @@ TEST(CompiledModuleGpu, PtxIsDumpedWhereAskedFor) {
     found.insert(llvm::sys::path::filename(it->path()).str());
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(found, expected);
+  // The dump is timed apart from the link, as the last phase.
+  ASSERT_FALSE(compiled->event.phases.empty());
+  EXPECT_EQ(compiled->event.phases.back().first, "ptx dump");
 }
 
 TEST(CompiledModuleGpu, EachKernelsPtxIsAnnouncedAsSoonAsItIsSerialized) {
