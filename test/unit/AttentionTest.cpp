@@ -576,8 +576,8 @@ TEST(Decode, DTypesAndMixedCache) {
 /// kernel everywhere, and on an sm_90 GPU the wgmma kernel, which
 /// dequantizes each tile exactly into q's type, so its error is the
 /// two-byte cache's (tolerance(activation)) against the reference over the
-/// dequantized entries. Empty and partial pages, Sq > 1 causal, 16 and 128
-/// heads, a planned schedule with many splits.
+/// dequantized entries. Empty and partial pages, Sq > 1 causal, 16, 64 and
+/// 128 heads, planned schedules with many splits.
 TEST(Decode, Fp8Caches) {
   for (DType cache : {DType::FP8E4M3, DType::FP8E5M2}) {
     SCOPED_TRACE(name(cache));
@@ -593,6 +593,15 @@ TEST(Decode, Fp8Caches) {
     // 32-column chunks (two an iteration, then all nine in one).
     checkDecode({DType::BF16, cache, 16, 1, 64, false, {130, 7}, 384, 64});
     checkDecode({DType::BF16, cache, 16, 1, 64, false, {70, 0}, 256, 32});
+    // 64 and 128 heads: on sm_90a the seesaw whose producer warpgroup
+    // converts the tiles. Pages of 16 tokens (a tile from four pages), an
+    // empty request, odd and even tile counts, a planned schedule with
+    // several splits and a spare one, f16 q, and q entries of 7e4.
+    checkDecode({DType::F16, cache, 128, 1, 16, false, {1000, 0, 129}});
+    checkDecode({DType::BF16, cache, 64, 2, 64, true, {900, 5, 333}, 512, 64,
+                 DecodeSchedule{132, 64, 64, 1, {}, 8}});
+    checkDecode({DType::BF16, cache, 128, 1, 64, false, {200, 33}, 512, 64,
+                 std::nullopt, 7.0e4});
   }
 }
 

@@ -93,12 +93,21 @@ struct SharedLayout {
 
 /// The largest layout that fits `maxSharedBytesPerBlock`, `stages` 0 when
 /// none does. Two-byte caches: two KV stages (copy the next tile while
-/// scoring this one) where they fit, else one. FP8 caches: one KV tile and
-/// two code stages (two tiles in flight while one is dequantized and
-/// used), else one.
-inline SharedLayout layoutFor(DecodeOperandTypes types, int64_t qkDim,
+/// scoring this one) where they fit, else one. FP8 caches with a rope part
+/// (which the seesaw schedule keeps P in): the same two KV stages, which a
+/// producer warpgroup fills with the codes it converts in registers (no
+/// code stages); else one KV tile and two code stages (two tiles in flight
+/// while one is dequantized and used), else one.
+inline SharedLayout layoutFor(DecodeOperandTypes types, int64_t kvLoraRank,
+                              int64_t ropeDim,
                               int64_t maxSharedBytesPerBlock) {
+  const int64_t qkDim = kvLoraRank + ropeDim;
   const bool fp8 = types == DecodeOperandTypes::Fp8Cache;
+  if (fp8 && ropeDim >= kAtomColumns) {
+    SharedLayout converted(qkDim, 2);
+    if (converted.bytes <= maxSharedBytesPerBlock)
+      return converted;
+  }
   for (int64_t more : {2, 1}) {
     SharedLayout layout = fp8 ? SharedLayout(qkDim, 1, more)
                               : SharedLayout(qkDim, more);
@@ -122,8 +131,8 @@ inline bool runsOn(DecodeOperandTypes types, int64_t numHeads,
       types == DecodeOperandTypes::Fp8Cache ? kMinHeadsFp8 : kMinHeads;
   return types != DecodeOperandTypes::Other && numHeads >= minHeads &&
          takesDims(kvLoraRank, ropeDim) &&
-         layoutFor(types, kvLoraRank + ropeDim, maxSharedBytesPerBlock)
-                 .stages > 0;
+         layoutFor(types, kvLoraRank, ropeDim, maxSharedBytesPerBlock).stages >
+             0;
 }
 
 } // namespace mla::wgmma_decode

@@ -44,10 +44,17 @@
 // MMA80-NOT: mul.rn.f16x2
 // MMA80: .entry decode_attention_combine_narrow_6(
 // SM90A: .entry decode_attention_split_wgmma_fp8_2(
-// SM90A-DAG: cp.async.ca.shared.global [{{.*}}], [{{.*}}], 8,
+// SM90A-DAG: .maxntid 384, 1, 1
+// SM90A-DAG: setmaxnreg.inc.sync.aligned.u32 224
+// SM90A-DAG: setmaxnreg.dec.sync.aligned.u32 64
+// SM90A-DAG: ld.global.v4.b32
 // SM90A-DAG: prmt.b32
 // SM90A-DAG: mul.rn.bf16x2
-// SM90A-DAG: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// SM90A-DAG: fence.proxy.async.shared::cta
+// SM90A-DAG: mbarrier.arrive.shared.b64
+// SM90A-DAG: bar.sync 5, 256
+// SM90A-DAG: bar.sync 9, 256
+// SM90A-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // SM90A-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // SM80: .entry decode_attention_split_5(
 // SM90A: .entry decode_attention_split_mma_fp8_6(

@@ -240,8 +240,8 @@ namespace {
 
 /// The decode's shared-memory layout on `target`.
 SharedLayout layoutFor(DecodeAttentionOp op, const GpuTarget &target) {
-  return wgmma_decode::layoutFor(decodeOperandTypes(op),
-                                 op.getKvLoraRank() + op.getRopeDim(),
+  return wgmma_decode::layoutFor(decodeOperandTypes(op), op.getKvLoraRank(),
+                                 op.getRopeDim(),
                                  target.maxSharedBytesPerBlock());
 }
 
@@ -332,9 +332,13 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
   // always holds it for the dims the kernel takes; checked all the same.
   if (kTileRows * kStagingStride(latent) * 4 > layout.max)
     llvm::report_fatal_error("wgmma decode: output staging exceeds the tiles");
-  const bool fp8 = layout.codeStages > 0;
-  bool seesaw = !fp8 && usesSeesaw(layout, op.getRopeDim());
-  bool tensorCopies = loadsTilesByTensorCopies(op, layout);
+  // FP8: the seesaw with a converting producer warpgroup where its two
+  // KV stages fit (SharedLayout), else the one-tile schedule over code
+  // stages.
+  const bool fp8 = decodeOperandTypes(op) == DecodeOperandTypes::Fp8Cache;
+  const bool seesaw = usesSeesaw(layout, op.getRopeDim());
+  const bool converting = fp8 && seesaw;
+  const bool tensorCopies = loadsTilesByTensorCopies(op, layout);
 
   // With tensor copies the kernel takes the cache's tensor map last.
   SmallVector<Value> args(splitArgs);
@@ -359,16 +363,20 @@ void launchWgmmaDecodeSplit(DecodeAttentionOp op, KernelFactory &kernels,
                 LLVM::LLVMPointerType::get(e.builder().getContext()),
                 a.back())};
           SplitBody body(e, block, op, layout, tma);
-          SmallVector<Value> state = fp8      ? body.fp8Schedule()
-                                     : seesaw ? body.seesawSchedule()
-                                              : body.oneTileSchedule();
-          // The Q tile's copies, when no tile ran (the results reuse its
-          // shared memory).
-          e.waitAllCopies();
-          body.writeResults(state);
+          auto finish = [&](ArrayRef<Value> state) {
+            // The Q tile's copies, when no tile ran (the results reuse its
+            // shared memory).
+            e.waitAllCopies();
+            body.writeResults(state);
+          };
+          if (converting)
+            return body.convertingSeesaw(finish);
+          finish(fp8      ? body.fp8Schedule()
+                 : seesaw ? body.seesawSchedule()
+                          : body.oneTileSchedule());
         });
       },
-      kThreads);
+      converting ? kThreads + kProducerThreads : kThreads);
   launchSplitGrid(op, host, kernel, args, splits, kTileRows, layout.bytes);
 }
 

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 namespace mla::gpu::wgmma_decode_kernel {
@@ -42,12 +43,29 @@ constexpr int64_t kPublishedB = 4; ///< P_B, m_B and alpha_B are written
 constexpr int64_t kAReadBy0 = 5;   ///< warpgroup 0 is done reading stage A
 constexpr int64_t kBReadBy0 = 6;   ///< warpgroup 0 is done reading stage B
 constexpr int64_t kAllThreads = 7; ///< the results' barriers
+/// With a converting producer (convertingSeesaw), warpgroup 1 is done
+/// reading stage A / B (arrived at by warpgroup 1, waited at by the
+/// producer; kAReadBy0 and kBReadBy0 are then waited at by the producer).
+constexpr int64_t kAReadBy1 = 8;
+constexpr int64_t kBReadBy1 = 9;
+/// The producer warpgroup of the FP8 seesaw (convertingSeesaw), and the
+/// registers setmaxnreg gives it and each consumer thread (their sum over
+/// 384 threads within the SM's 64 Ki).
+constexpr int64_t kProducerThreads = 128;
+constexpr int64_t kProducerRegisters = 64;
+constexpr int64_t kConsumerRegisters = 224;
+static_assert(kProducerThreads * kProducerRegisters +
+                      kThreads * kConsumerRegisters <=
+                  65536,
+              "the producer's and consumers' registers fit an SM");
 /// What the seesaw schedule keeps in the P region (P itself goes into the
 /// tiles' rope blocks): the exchanged row values (m and alpha of A's and
 /// B's rows, f32), the Q and V descriptor slots, and the "part landed"
 /// mbarriers, two a stage (8 bytes each).
 constexpr int64_t kExchangeValues = 4 * kTileRows;
 constexpr int64_t kDescriptorSlotsOffset = kExchangeValues * 4;
+/// The producer threads' indices (convertingSeesaw), 4 bytes each.
+constexpr int64_t kProducerIndexOffset = kDescriptorSlotsOffset + 2 * 8;
 constexpr int64_t kPartBarriersOffset = 2048;
 constexpr int64_t kPartsPerStage = 2;
 constexpr int64_t kBarrierBytes = 8;
@@ -56,7 +74,7 @@ constexpr int64_t kPartBarriers = 2 * kPartsPerStage;
 /// follows the parts' ones.
 constexpr int64_t kQBarrierOffset =
     kPartBarriersOffset + kPartBarriers * kBarrierBytes;
-static_assert(kDescriptorSlotsOffset + 2 * 8 <= kPartBarriersOffset &&
+static_assert(kProducerIndexOffset + 128 * 4 <= kPartBarriersOffset &&
                   kQBarrierOffset + kBarrierBytes <=
                       kTileRows * kTileTokens * 2,
               "the seesaw's exchanges, descriptors and mbarriers fit the P "
@@ -109,7 +127,11 @@ public:
             const SharedLayout &layout,
             std::optional<TensorTiles> tma = std::nullopt)
       : e(e), b(e.builder()), l(e.location()), block(block), layout(layout),
-        tma(tma), page(op.getBlockSize()), heads(op.getNumHeads()),
+        tma(tma), converts(isa<Float8E4M3FNType, Float8E5M2Type>(
+                               cast<MemRefType>(block.cache.getType())
+                                   .getElementType()) &&
+                           layout.codeStages == 0),
+        page(op.getBlockSize()), heads(op.getNumHeads()),
         latent(op.getKvLoraRank()), qkDim(latent + op.getRopeDim()),
         halfColumns(latent / kWarpgroups), oRegs(kTileRows * halfColumns / 128),
         kSteps(qkDim / 16),
@@ -140,6 +162,12 @@ public:
   /// The seesaw schedule (two stages and a rope block to hold P; see the
   /// file comment), returning the lane's state as oneTileSchedule does.
   SmallVector<Value> seesawSchedule();
+  /// The seesaw over an FP8 cache: the consumers (warpgroups 0 and 1) run
+  /// seesawSchedule and then `finish` with its state, while a producer
+  /// warpgroup (threads 256 to 383) fills the KV stages with the codes it
+  /// loads and converts in registers (see Seesaw::produce).
+  void convertingSeesaw(
+      const std::function<void(ArrayRef<Value>)> &finish);
   /// The FP8 schedule: the one-tile schedule over a KV tile dequantized
   /// from code stages that the next tiles land in meanwhile.
   SmallVector<Value> fp8Schedule();
@@ -153,6 +181,9 @@ private:
   DecodeSplitBlock &block;
   const SharedLayout &layout;
   const std::optional<TensorTiles> tma;
+  /// Whether a producer warpgroup fills the KV stages with converted FP8
+  /// codes (convertingSeesaw).
+  const bool converts;
   const int64_t page;
   const int64_t heads, latent, qkDim, halfColumns, oRegs, kSteps;
   const double scaleLog2;

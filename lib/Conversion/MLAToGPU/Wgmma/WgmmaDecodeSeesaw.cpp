@@ -18,6 +18,10 @@ namespace mla::gpu::wgmma_decode_kernel {
 
 namespace {
 constexpr int64_t kGroupWarps = 4;
+/// The most 16-byte loads a producer thread has in flight (each holds four
+/// registers until converted): a stage part goes in batches of at most
+/// this many.
+constexpr int64_t kMaxLoadsInFlight = 5;
 } // namespace
 
 /// The seesaw schedule of one block, its values created in the order the
@@ -26,6 +30,7 @@ class Seesaw {
 public:
   explicit Seesaw(SplitBody &body);
   SmallVector<Value> run();
+  void runConverting(const std::function<void(ArrayRef<Value>)> &finish);
 
 private:
   SplitBody &s;
@@ -66,8 +71,32 @@ private:
   /// done reading it (`readBy0`), while its own products with the stage
   /// may still run (it waits for them before it copies).
   void awaitGroup0Reads(Value refills, int64_t readBy0) {
+    if (s.converts)
+      return; // the producer waits instead
     e.ifThen(refills, [&] { s.syncNamed(readBy0); });
   }
+  /// The named barriers at which warpgroup 0 and warpgroup 1 say they are
+  /// done reading stage `stage`.
+  static int64_t readBy0(int64_t stage) {
+    return stage == 0 ? kAReadBy0 : kBReadBy0;
+  }
+  static int64_t readBy1(int64_t stage) {
+    return stage == 0 ? kAReadBy1 : kBReadBy1;
+  }
+  void produce();
+  /// The codes of part `part` of tile t, 16 a load, loaded by the producer
+  /// thread (zeros for rows past the split's tokens), and those codes
+  /// converted into stage `stage` (then made visible to wgmma and counted
+  /// at the part's mbarrier). Load k of producer thread i is 16-byte chunk
+  /// (128 k + i) of the part's rows, so a warp reads whole lines.
+  SmallVector<Value> loadPartCodes(Value t, int64_t part, int64_t first,
+                                   int64_t end);
+  void storePartCodes(ArrayRef<Value> codes, int64_t stage, int64_t part,
+                      int64_t first);
+  /// Row and column of the part's chunk `load` of the producer thread.
+  std::pair<Value, Value> partChunk(int64_t part, int64_t load);
+  int64_t partChunkLoads(int64_t part) const;
+  SmallVector<Value> consume();
   void partLanded(Value j, int64_t part);
   void storeDescriptors();
   void initPartBarriers();
@@ -110,6 +139,15 @@ void Seesaw::copyPartByTensorCopies(Value t, int64_t stage, int64_t part) {
 /// (and, in warpgroup 1, the P it overwrites), so the group's barrier
 /// comes between the waits and the first copy into the part.
 void Seesaw::refillPart(Value t, int64_t stage, int64_t readBy0) {
+  if (s.converts) {
+    // The producer refills; each warpgroup says it is done with the stage
+    // (each thread after its own warp's wait: the barrier completes once
+    // all 128 have arrived).
+    e.ifThenElse(
+        isA, [&] { s.arriveNamed(readBy0); },
+        [&] { s.arriveNamed(readBy1(stage)); });
+    return;
+  }
   auto copyPart = [&](int64_t part) {
     e.warpgroupBarrier(s.thread.group);
     if (s.tma) {
@@ -138,7 +176,7 @@ void Seesaw::refillPart(Value t, int64_t stage, int64_t readBy0) {
 void Seesaw::partLanded(Value j, int64_t part) {
   // With tensor copies Q comes in by cp.async on a barrier of its own,
   // complete after the first pair (waiting for it again returns at once).
-  if (s.tma && part == 0)
+  if ((s.tma || s.converts) && part == 0)
     e.waitBarrierPhase(qBarrier, e.phaseParity(s.zero));
   e.waitBarrierPhase(partBarrier(s.thread.group, part), e.phaseParity(j));
   e.sharedProxyFence();
@@ -166,10 +204,11 @@ void Seesaw::initPartBarriers() {
   e.ifThen(e.eqIndex(s.thread.tid, 0), [&] {
     for (int64_t stage = 0; stage < 2; ++stage)
       for (int64_t part = 0; part < 2; ++part)
-        // Tensor copies: one arrival (the bytes' announcement) a phase.
+        // Tensor copies: one arrival (the bytes' announcement) a phase;
+        // cp.async: a warpgroup's threads; converted: the producer's.
         e.initBarrier(partBarrier(e.index(stage), part),
                       s.tma ? 1 : kThreads / 2);
-    if (s.tma)
+    if (s.tma || s.converts)
       e.initBarrier(qBarrier, kThreads);
   });
   e.barrier();
@@ -210,6 +249,11 @@ void Seesaw::loadFirstTiles() {
         copyPartByTensorCopies(e.index(stage), stage, part);
     });
   };
+  if (s.converts) {
+    s.copyQ();
+    e.arriveWhenCopiesLand(qBarrier);
+    return;
+  }
   if (s.tma) {
     s.copyQ();
     e.arriveWhenCopiesLand(qBarrier);
@@ -226,6 +270,27 @@ void Seesaw::loadFirstTiles() {
 SmallVector<Value> Seesaw::run() {
   storeDescriptors();
   initPartBarriers();
+  return consume();
+}
+
+void Seesaw::runConverting(
+    const std::function<void(ArrayRef<Value>)> &finish) {
+  storeDescriptors();
+  initPartBarriers();
+  e.ifThenElse(
+      e.lessThan(s.thread.tid, e.index(kThreads)),
+      [&] {
+        e.setMaxRegisters(kConsumerRegisters, /*increase=*/true);
+        finish(consume());
+      },
+      [&] {
+        e.setMaxRegisters(kProducerRegisters, /*increase=*/false);
+        produce();
+      });
+}
+
+/// Q and the first tiles, then the pairs (run by the consumers).
+SmallVector<Value> Seesaw::consume() {
   loadFirstTiles();
   // One program for both warpgroups (g = 0 scores A, g = 1 scores B), so
   // that the accumulators flow through converged code; only barriers and
@@ -356,6 +421,121 @@ SmallVector<Value> Seesaw::pairStep(Value j, ValueRange it, Value qAt,
   return next;
 }
 
+/// The producer: pair j's tiles, part by part, each part's codes loaded
+/// before it waits for the stage's readers (after pair j - 1: warpgroup 0
+/// for part 0, warpgroup 1 for part 1, which warpgroup 0 has left by then
+/// too), so the loads are in flight while it waits.
+void Seesaw::produce() {
+  // Each part reads the thread's index back from shared memory: every
+  // load's and store's offsets derive from it alone, and LLVM would
+  // otherwise compute them once and keep them live from one stage's part
+  // to the next stage's (some 70 registers, spilled).
+  Value slots = e.sharedView(
+      s.raw, e.add(s.pad, e.index(s.layout.p + kProducerIndexOffset)),
+      {kProducerThreads}, b.getI32Type());
+  Value index = groupThread;
+  memref::StoreOp::create(
+      b, l, arith::IndexCastUIOp::create(b, l, b.getI32Type(), index), slots,
+      ValueRange{index});
+  e.forLoop(s.zero, numPairs, 1, [&](Value j) {
+    Value refill = e.lessThan(s.zero, j);
+    for (int64_t stage = 0; stage < 2; ++stage) {
+      Value t = pairTile(j, stage);
+      for (int64_t part = 0; part < 2; ++part) {
+        groupThread = arith::IndexCastUIOp::create(
+            b, l, b.getIndexType(),
+            memref::LoadOp::create(b, l, slots, ValueRange{index}));
+        const int64_t loads = partChunkLoads(part);
+        const int64_t batches =
+            (loads + kMaxLoadsInFlight - 1) / kMaxLoadsInFlight;
+        for (int64_t batch = 0; batch < batches; ++batch) {
+          int64_t first = batch * loads / batches;
+          int64_t end = (batch + 1) * loads / batches;
+          SmallVector<Value> codes = loadPartCodes(t, part, first, end);
+          if (batch == 0) {
+            int64_t readers = part == 0 ? readBy0(stage) : readBy1(stage);
+            e.ifThen(refill, [&] { s.syncNamed(readers); });
+          }
+          storePartCodes(codes, stage, part, first);
+        }
+        e.sharedProxyFence();
+        e.arrive(partBarrier(e.index(stage), part));
+      }
+    }
+  });
+}
+
+namespace {
+/// Codes a producer load moves (16 bytes).
+constexpr int64_t kCodeChunk = 16;
+} // namespace
+
+int64_t Seesaw::partChunkLoads(int64_t part) const {
+  auto [first, end] = partBlocks(part);
+  const int64_t chunks = kTileTokens * (end - first) * kAtomColumns / kCodeChunk;
+  if (chunks % kProducerThreads != 0)
+    llvm::report_fatal_error("wgmma decode: a stage part does not split into "
+                             "16-byte loads of every producer thread");
+  return chunks / kProducerThreads;
+}
+
+std::pair<Value, Value> Seesaw::partChunk(int64_t part, int64_t load) {
+  auto [first, end] = partBlocks(part);
+  const int64_t perRow = (end - first) * kAtomColumns / kCodeChunk;
+  Value chunk = e.add(e.index(load * kProducerThreads), groupThread);
+  Value column = e.add(e.index(first * kAtomColumns),
+                       e.mul(e.remui(chunk, perRow), e.index(kCodeChunk)));
+  return {e.divui(chunk, perRow), column};
+}
+
+SmallVector<Value> Seesaw::loadPartCodes(Value t, int64_t part,
+                                         int64_t first, int64_t end) {
+  Type code = cast<MemRefType>(s.block.cache.getType()).getElementType();
+  auto chunkType = VectorType::get({kCodeChunk}, code);
+  Value zeros = arith::ConstantOp::create(
+      b, l, DenseElementsAttr::get(chunkType, b.getFloatAttr(code, 0.0)));
+  Value start = s.tileStart(t);
+  SmallVector<Value> codes;
+  for (int64_t load = first; load < end; ++load) {
+    auto [row, column] = partChunk(part, load);
+    // The row's token clamped to the split's last: always a real page.
+    MmaEmitter::SourceRow from = s.block.cacheRow(start, row);
+    Value loaded = vector::LoadOp::create(
+        b, l, chunkType, s.block.cache,
+        ValueRange{from.prefix[0], from.prefix[1], column},
+        /*nontemporal=*/false, llvm::MaybeAlign(kCodeChunk));
+    codes.push_back(arith::SelectOp::create(b, l, from.valid, loaded, zeros));
+  }
+  return codes;
+}
+
+void Seesaw::storePartCodes(ArrayRef<Value> codes, int64_t stage,
+                            int64_t part, int64_t first) {
+  MmaEmitter::SharedIndex at =
+      s.swizzledAt(e.index(s.layout.kv + stage * s.layout.kvStage));
+  constexpr int64_t kStoreElems = 8; // 16 bytes of q's type
+  for (auto [load, chunk] : llvm::enumerate(codes)) {
+    auto [row, column] = partChunk(part, first + load);
+    // Eight codes at a time: dequantizeFp8's rare exact path then needs
+    // half the registers.
+    for (int64_t piece = 0; piece < kCodeChunk / kStoreElems; ++piece) {
+      SmallVector<int64_t, kStoreElems> mask;
+      for (int64_t i = 0; i < kStoreElems; ++i)
+        mask.push_back(piece * kStoreElems + i);
+      Value half = dequantizeFp8(
+          b, l, vector::ShuffleOp::create(b, l, chunk, chunk, mask), e.element);
+      Value to = at(row, e.add(column, e.index(piece * kStoreElems)))[0];
+      vector::StoreOp::create(b, l, half, s.tiles, ValueRange{to},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
+    }
+  }
+}
+
 SmallVector<Value> SplitBody::seesawSchedule() { return Seesaw(*this).run(); }
+
+void SplitBody::convertingSeesaw(
+    const std::function<void(ArrayRef<Value>)> &finish) {
+  Seesaw(*this).runConverting(finish);
+}
 
 } // namespace mla::gpu::wgmma_decode_kernel
